@@ -1,0 +1,277 @@
+"""config.toml: every knob of an evaluation, loaded into typed, validated objects.
+
+A typo in a config file must never fall back to a default silently: unknown keys are
+rejected with a suggestion, wrong types name the key, the line and the expected type,
+and TOML syntax errors keep tomllib's line and column.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autoenv.errors import AutoEnvError
+
+CONFIG_NAME = "config.toml"
+ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Shapes of real secrets people paste where a variable *name* belongs.
+SECRET_SHAPES = re.compile(r"^(sk-|sk_|pk-|ghp_|xox|AKIA|eyJ)|^[A-Za-z0-9_\-]{32,}$")
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling parameters sent with every model request."""
+
+    temperature: float = 0.7
+    max_tokens: int = 1024
+    top_p: float | None = None
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = []
+        if not 0 <= self.temperature <= 2:
+            out.append(("temperature", "must be between 0 and 2"))
+        if self.max_tokens < 1:
+            out.append(("max_tokens", "must be at least 1"))
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            out.append(("top_p", "must be in (0, 1]"))
+        return out
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One model behind an OpenAI-compatible endpoint."""
+
+    model: str
+    base_url: str
+    api_key_var: str = ""
+    """Name of the environment variable holding the key ("" for endpoints with no key)."""
+    sampling: Sampling = field(default_factory=Sampling)
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = []
+        if not self.model.strip():
+            out.append(("model", "must name a model"))
+        if not re.match(r"^https?://", self.base_url):
+            out.append(("base_url", "must start with http:// or https://"))
+        if self.api_key_var:
+            if SECRET_SHAPES.search(self.api_key_var):
+                out.append(
+                    (
+                        "api_key_var",
+                        "looks like a secret key, not the NAME of an environment variable; "
+                        "remove it from the file, put the key in a variable "
+                        "(export OPENAI_API_KEY=...) and write that variable's name here",
+                    )
+                )
+            elif not ENV_VAR_NAME.match(self.api_key_var):
+                out.append(("api_key_var", "must be an environment variable name"))
+        return out
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much one evaluation spends."""
+
+    examples: int = 24
+    rollouts_per_example: int = 4
+    max_concurrent: int = 8
+    rollout_timeout: float = 300.0
+    max_turns: int = 10
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = []
+        for name in ("examples", "rollouts_per_example", "max_concurrent", "max_turns"):
+            if getattr(self, name) < 1:
+                out.append((name, "must be at least 1"))
+        if self.rollout_timeout <= 0:
+            out.append(("rollout_timeout", "must be a positive number of seconds"))
+        return out
+
+
+@dataclass(frozen=True)
+class Bands:
+    """The wanted state: where the target and strong models' mean rewards should sit."""
+
+    target_min: float = 0.2
+    target_max: float = 0.7
+    strong_min: float = 0.7
+    solve_threshold: float = 1.0
+    """A rollout whose reward reaches this counts as solved."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = []
+        if not 0 <= self.target_min < self.target_max:
+            out.append(("target_min", "must be >= 0 and below target_max"))
+        if self.strong_min < 0:
+            out.append(("strong_min", "must be >= 0"))
+        return out
+
+
+@dataclass(frozen=True)
+class Offline:
+    """Scripted policies that stand in for the two models under --offline."""
+
+    target: str = "noisy-oracle:0.45"
+    strong: str = "oracle"
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where things live, relative to the repository root."""
+
+    candidate: str = "candidate"
+    outputs: str = "outputs"
+    feedback: str = "feedback"
+    log_file: str = "feedback_log.jsonl"
+
+
+@dataclass(frozen=True)
+class Config:
+    target: ModelConfig
+    strong: ModelConfig
+    seed: int = 0
+    paths: Paths = field(default_factory=Paths)
+    budget: Budget = field(default_factory=Budget)
+    bands: Bands = field(default_factory=Bands)
+    offline: Offline = field(default_factory=Offline)
+    root: Path = field(default=Path("."), compare=False)
+    """Directory holding config.toml; every relative path is resolved against it."""
+
+    def path(self, name: str) -> Path:
+        return self.root / getattr(self.paths, name)
+
+    def models(self) -> dict[str, ModelConfig]:
+        return {"target": self.target, "strong": self.strong}
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate `path`; raise AutoEnvError naming the line and key on any fault."""
+    path = Path(path)
+    if not path.is_file():
+        raise AutoEnvError(
+            f"no config file at {path}",
+            where=str(path),
+            fix="run from the repository root, or pass --config PATH "
+            "(a fresh clone has config.toml at its top level)",
+        )
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise AutoEnvError(
+            f"{path.name} is not valid TOML: {e}",
+            where=f"{path}{_line_suffix(str(e))}",
+            fix="fix the syntax at that line (strings need quotes, tables need [brackets])",
+        ) from None
+    reader = _Reader(path, text)
+    config = reader.build(Config, data, prefix="")
+    return dataclasses.replace(config, root=path.parent.resolve())
+
+
+def _line_suffix(message: str) -> str:
+    m = re.search(r"line (\d+)", message)
+    return f":{m.group(1)}" if m else ""
+
+
+class _Reader:
+    """Builds dataclasses from TOML tables, checking keys and types against the hints."""
+
+    def __init__(self, path: Path, text: str):
+        self.path = path
+        self.lines = text.splitlines()
+
+    def build(self, cls: type, data: dict, prefix: str):
+        hints = typing.get_type_hints(cls)
+        fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "root"}
+        for key in data:
+            if key not in fields:
+                self._unknown(prefix, key, sorted(fields))
+        values = {}
+        for name, f in fields.items():
+            dotted = f"{prefix}{name}"
+            if name not in data:
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                    raise AutoEnvError(
+                        f"{self.path.name} is missing the required key `{dotted}`",
+                        where=f"{self.path}, table [{prefix.rstrip('.') or 'top level'}]",
+                        fix=f"add `{name} = ...` (see the comments in the shipped config.toml)",
+                    )
+                continue
+            values[name] = self._value(hints[name], data[name], dotted)
+        obj = cls(**values)
+        for name, message in getattr(obj, "problems", lambda: [])():
+            self._fail(f"{prefix}{name}", f"`{prefix}{name}` {message}")
+        return obj
+
+    def _value(self, hint, value, dotted: str):
+        if dataclasses.is_dataclass(hint):
+            if not isinstance(value, dict):
+                self._fail(dotted, f"`{dotted}` must be a table ([{dotted}])")
+            return self.build(hint, value, prefix=f"{dotted}.")
+        allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+        for kind in allowed:
+            if kind is type(None):
+                continue
+            if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value)
+            if kind is int and isinstance(value, int) and not isinstance(value, bool):
+                return value
+            if kind in (str, bool) and isinstance(value, kind):
+                return value
+        expected = " or ".join(_type_name(k) for k in allowed if k is not type(None))
+        self._fail(
+            dotted,
+            f"`{dotted}` must be {expected}, got {_type_name(type(value))} {value!r}",
+        )
+
+    def _unknown(self, prefix: str, key: str, known: list[str]):
+        dotted = f"{prefix}{key}"
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f"did you mean `{prefix}{close[0]}`? " if close else ""
+        raise AutoEnvError(
+            f"{self.path.name} has an unknown key `{dotted}`",
+            where=self._where(dotted),
+            fix=f"{hint}known keys here: {', '.join(known)}",
+        )
+
+    def _fail(self, dotted: str, message: str):
+        raise AutoEnvError(
+            f"{self.path.name}: {message}",
+            where=self._where(dotted),
+            fix="edit that line; the shipped config.toml documents every key",
+        )
+
+    def _where(self, dotted: str) -> str:
+        line = locate_key(self.lines, dotted)
+        return f"{self.path}:{line}" if line else f"{self.path} (key {dotted})"
+
+
+def locate_key(lines: list[str], dotted: str) -> int | None:
+    """1-based line of `dotted` (a.b.c) in TOML source: the key line, or the table header."""
+    *table, key = dotted.split(".")
+    current: list[str] = []
+    for number, raw in enumerate(lines, 1):
+        line = raw.strip()
+        header = re.match(r"^\[\s*([^\[\]]+?)\s*\]$", line)
+        if header:
+            current = [part.strip().strip('"') for part in header.group(1).split(".")]
+            if current == table + [key]:
+                return number
+            continue
+        m = re.match(r"^([A-Za-z0-9_\-\.\"]+)\s*=", line)
+        if m:
+            parts = [p.strip('"') for p in m.group(1).split(".")]
+            if current + parts == table + [key]:
+                return number
+    return None
+
+
+def _type_name(kind) -> str:
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
+            dict: "a table", list: "an array"}.get(kind, getattr(kind, "__name__", str(kind)))

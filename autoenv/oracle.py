@@ -1,0 +1,104 @@
+"""The oracle hook: find a conversation's task and ask it for the reference next message.
+
+Contract (taught in program.md): a candidate's task class may define
+
+    def oracle(self, messages: list[dict]) -> str | dict | None
+
+which receives the conversation so far in OpenAI chat format (system, user, assistant
+and tool messages, as the endpoint received them) and returns the reference next
+assistant message: text, or a dict `{"content": ..., "tool_calls": [{"name": ...,
+"arguments": {...}}]}`. The endpoint identifies the task by the conversation's first
+user message (and the system prompt when several tasks share a prompt).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Iterable
+
+from autoenv.policies import Reply
+
+HOOK = "oracle"
+
+
+def message_text(content: Any) -> str:
+    """The text of an OpenAI message `content` (a string or a list of parts)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
+        )
+    return str(content)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def first_user_text(messages: list[dict]) -> str:
+    for message in messages:
+        if message.get("role") == "user":
+            return _norm(message_text(message.get("content")))
+    return ""
+
+
+def system_text(messages: list[dict]) -> str:
+    return _norm(
+        " ".join(message_text(m.get("content")) for m in messages if m.get("role") == "system")
+    )
+
+
+def task_prompt_text(task: Any) -> str:
+    """The first user message a rollout of `task` opens with."""
+    prompt = task.data.prompt
+    if prompt is None or isinstance(prompt, str):
+        return _norm(prompt or "")
+    messages = [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in prompt]
+    return first_user_text(messages)
+
+
+def has_hook(task: Any) -> bool:
+    return callable(getattr(task, HOOK, None))
+
+
+class OracleBook:
+    """An index of a candidate's tasks by first user message, answering `next_message`."""
+
+    def __init__(self, tasks: Iterable[Any]):
+        self._by_prompt: dict[str, list[Any]] = {}
+        for task in tasks:
+            self._by_prompt.setdefault(task_prompt_text(task), []).append(task)
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._by_prompt.values())
+
+    def find(self, messages: list[dict]) -> Any | None:
+        matches = self._by_prompt.get(first_user_text(messages))
+        if not matches:
+            return None
+        if len(matches) > 1:
+            system = system_text(messages)
+            for task in matches:
+                own = _norm(task.data.system_prompt or "")
+                if own and own in system:
+                    return task
+        return matches[0]
+
+    def task_key(self, messages: list[dict]) -> str | None:
+        task = self.find(messages)
+        return task.key if task is not None else None
+
+    def next_message(self, messages: list[dict]) -> Reply | None:
+        task = self.find(messages)
+        if task is None:
+            return None
+        hook = getattr(task, HOOK, None)
+        if not callable(hook):
+            return Reply(content="")
+        result = hook(messages)
+        if inspect.isawaitable(result):
+            raise TypeError("the oracle hook must be a plain (non-async) method")
+        return Reply.coerce(result)

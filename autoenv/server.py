@@ -1,0 +1,208 @@
+"""The built-in OpenAI-compatible endpoint on 127.0.0.1, serving scripted policies.
+
+It is the embedded default for offline runs (no key needed), the engine the probes play
+through, and the test double for real providers. It speaks `/v1/chat/completions`
+(server-sent events with a final usage chunk when `stream` is set, one JSON body
+otherwise) and `/v1/models`. Latency and faults (429, 500, a hang, a stream cut short)
+are injected at seeded rates so failure handling downstream can be tested for real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from autoenv.oracle import message_text
+from autoenv.policies import ChatRequest, Policies, PolicyError, Reply
+
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Rates (0..1) of injected failures per request, and added latency."""
+
+    rate_429: float = 0.0
+    rate_500: float = 0.0
+    rate_hang: float = 0.0
+    rate_cut: float = 0.0
+    latency: float = 0.0
+    """Seconds added before every reply."""
+    hang_seconds: float = 3600.0
+    seed: int = 0
+
+    def __post_init__(self):
+        rates = (self.rate_429, self.rate_500, self.rate_hang, self.rate_cut)
+        if any(r < 0 or r > 1 for r in rates) or sum(rates) > 1:
+            raise ValueError("fault rates must each be in [0, 1] and sum to at most 1")
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4) if text else 0
+
+
+class Endpoint:
+    """An aiohttp application serving `policies`; `async with Endpoint(...) as ep` binds a port."""
+
+    def __init__(self, policies: Policies, faults: Faults = Faults(), port: int = 0):
+        self.policies = policies
+        self.faults = faults
+        self.port = port
+        self.counts: Counter[str] = Counter()
+        self._fault_rng = random.Random(faults.seed)
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self.port}/v1"
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024**2)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/health", lambda request: web.json_response({"ok": True}))
+        return app
+
+    async def start(self) -> "Endpoint":
+        self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, HOST, self.port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # the bound port when 0 was asked
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> "Endpoint":
+        return await self.start()
+
+    async def __aexit__(self, *exc) -> None:
+        await self.stop()
+
+    async def _models(self, request: web.Request) -> web.Response:
+        data = [
+            {"id": name, "object": "model", "owned_by": "autoenv", "description": doc}
+            for name, doc in self.policies.names().items()
+        ]
+        return web.json_response({"object": "list", "data": data})
+
+    def _draw_fault(self) -> str | None:
+        f = self.faults
+        roll = self._fault_rng.random()
+        for name, rate in (("429", f.rate_429), ("500", f.rate_500), ("hang", f.rate_hang), ("cut", f.rate_cut)):
+            if roll < rate:
+                return name
+            roll -= rate
+        return None
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = await request.json()
+        except json.JSONDecodeError:
+            return _error(400, "request body is not JSON")
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return _error(400, "request needs a `messages` array")
+        model = str(body.get("model") or "")
+        self.counts["requests"] += 1
+        self.counts[f"model:{model}"] += 1
+        if self.faults.latency:
+            await asyncio.sleep(self.faults.latency)
+        fault = self._draw_fault()
+        if fault:
+            self.counts[f"fault:{fault}"] += 1
+        if fault == "429":
+            return _error(429, "injected rate limit", headers={"Retry-After": "0"})
+        if fault == "500":
+            return _error(500, "injected server error")
+        if fault == "hang":
+            await asyncio.sleep(self.faults.hang_seconds)
+            return _error(504, "injected hang ended")
+        session = request.headers.get("X-Session-ID") or uuid.uuid4().hex
+        chat = ChatRequest(model=model, messages=body["messages"], tools=body.get("tools") or [], session=session)
+        try:
+            reply = self.policies.reply(chat)
+        except PolicyError as e:
+            return _error(e.status, str(e))
+        except Exception as e:  # a candidate's oracle hook raised: report it, keep serving
+            return _error(500, f"the policy failed: {type(e).__name__}: {e}")
+        usage = {
+            "prompt_tokens": sum(_tokens(message_text(m.get("content"))) for m in chat.messages),
+            "completion_tokens": _tokens(reply.content) + sum(_tokens(c.arguments) for c in reply.tool_calls),
+        }
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return await self._stream(request, model, reply, usage if include_usage else None, cut=fault == "cut")
+        return web.json_response(_completion(model, reply, usage))
+
+    async def _stream(self, request, model: str, reply: Reply, usage: dict | None, cut: bool):
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        ident, created = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())
+
+        async def send(delta: dict, finish: str | None = None, **extra) -> None:
+            chunk = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+        await send({"role": "assistant", "content": ""})
+        pieces = _split(reply.content, 3)
+        for i, piece in enumerate(pieces):
+            await send({"content": piece})
+            if cut and i == 0:
+                # A provider dropping the connection mid-answer: no finish, no [DONE].
+                request.transport.close()
+                return response
+        for i, call in enumerate(reply.tool_calls):
+            await send({"tool_calls": [{"index": i, "id": call.id or f"call_{i}", "type": "function",
+                                        "function": {"name": call.name, "arguments": call.arguments}}]})
+        if cut and not pieces:
+            request.transport.close()
+            return response
+        await send({}, finish="tool_calls" if reply.tool_calls else "stop")
+        if usage is not None:
+            chunk = {"id": ident, "object": "chat.completion.chunk", "created": created,
+                     "model": model, "choices": [], "usage": usage}
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+
+def _split(text: str, parts: int) -> list[str]:
+    if not text:
+        return []
+    size = max(1, -(-len(text) // parts))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _completion(model: str, reply: Reply, usage: dict) -> dict:
+    message: dict = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id or f"call_{i}", "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for i, c in enumerate(reply.tool_calls)
+        ]
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+        "usage": usage,
+    }
+
+
+def _error(status: int, message: str, headers: dict | None = None) -> web.Response:
+    kind = {400: "invalid_request_error", 404: "not_found_error", 429: "rate_limit_error"}.get(status, "server_error")
+    return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status, headers=headers)
