@@ -206,3 +206,30 @@ def _completion(model: str, reply: Reply, usage: dict) -> dict:
 def _error(status: int, message: str, headers: dict | None = None) -> web.Response:
     kind = {400: "invalid_request_error", 404: "not_found_error", 429: "rate_limit_error"}.get(status, "server_error")
     return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status, headers=headers)
+
+
+def load_oracle(candidate_dir: str | None):
+    """An OracleBook over the candidate's tasks (imports verifiers and the candidate)."""
+    if candidate_dir is None:
+        return None
+    import sys
+
+    sys.path.insert(0, candidate_dir)
+    import verifiers.v1 as vf
+
+    from autoenv.install import TASKSET_ID
+    from autoenv.oracle import OracleBook
+
+    config = vf.resolve_env_config({"taskset": {"id": TASKSET_ID}})
+    taskset = vf.load_taskset(config.taskset)
+    tasks = taskset if taskset.bounded else taskset.take(100_000)
+    return OracleBook(list(tasks))
+
+
+async def serve_forever(endpoint: Endpoint, ready) -> None:
+    await endpoint.start()
+    ready(endpoint)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await endpoint.stop()

@@ -109,16 +109,15 @@ async def run(job: dict) -> None:
         )
         (out / role).mkdir(parents=True, exist_ok=True)
 
+    semaphore = asyncio.Semaphore(int(job["max_concurrent"]))
+    lock = asyncio.Lock()
     rollouts = int(job["rollouts"])
     total = {role: len(chosen) * rollouts for role in contexts}
     done = {role: 0 for role in contexts}
-    emit("planned", total=total)
-    semaphore = asyncio.Semaphore(int(job["max_concurrent"]))
-    lock = asyncio.Lock()
 
-    async def play(role: str, slot) -> None:
+    async def play(role: str, slot, directory: Path) -> None:
         async def saved(episode) -> None:
-            await append_episode(out / role, episode, lock)
+            await append_episode(directory, episode, lock)
             done[role] += 1
             emit("rollout", role=role, done=done[role], total=total[role], ok=bool(episode.ok))
 
@@ -126,13 +125,39 @@ async def run(job: dict) -> None:
 
     try:
         async with env.serving():
-            await asyncio.gather(
-                *(play(role, slot) for role in contexts for task in chosen for slot in env.slots(task, rollouts))
-            )
+            if job.get("smoke"):
+                # One rollout on the target model first: a broken candidate costs one rollout.
+                (out / "smoke").mkdir(exist_ok=True)
+                slot = env.slots(chosen[0], 1)[0]
+                episode = await env.run_slot(slot, contexts["target"], semaphore)
+                await append_episode(out / "smoke", episode, lock)
+                smoke = smoke_outcome(episode)
+                emit("smoke", **smoke)
+                if smoke["outcome"] != "ok":
+                    return
+            emit("planned", total=total)
+            # Interleave the models so both progress together and share the machine fairly.
+            plan = [
+                (role, slot)
+                for task in chosen
+                for slot_group in zip(*(env.slots(task, rollouts) for _ in contexts))
+                for role, slot in zip(contexts, slot_group)
+            ]
+            await asyncio.gather(*(play(role, slot, out / role) for role, slot in plan))
     finally:
         if endpoint is not None:
             await endpoint.stop()
     emit("finished", seconds=round(time.time() - started, 3), done=done)
+
+
+def smoke_outcome(episode) -> dict:
+    """Classify the smoke rollout exactly as the statistics will (autoenv.traces)."""
+    from autoenv.traces import to_rollout
+
+    wire = json.loads(episode.model_dump_json(exclude_none=True))
+    traces = wire.get("traces") or [{}]
+    rollout = to_rollout(traces[0], wire)
+    return {"outcome": rollout.outcome, "reward": rollout.reward, "error": rollout.error}
 
 
 def main(argv: list[str] | None = None) -> int:

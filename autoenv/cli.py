@@ -1,0 +1,167 @@
+"""The `autoenv` command: eval, serve, feedback, demo, setup.
+
+Heavy imports (verifiers costs seconds) stay inside the commands that need them.
+Exit codes: 0 done, 1 the evaluation crashed (recorded), 2 bad input (nothing recorded),
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from autoenv import __version__, display
+from autoenv.errors import AutoEnvError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args) or 0
+    except KeyboardInterrupt:
+        display.err_console.print("[yellow]interrupted[/]: nothing was recorded for this run; traces written so far are kept")
+        return 130
+    except AutoEnvError as error:
+        display.show_error(error)
+        from autoenv.pipeline import EvaluationCrashed
+
+        return 1 if isinstance(error, EvaluationCrashed) else 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="autoenv", description="Build and evaluate verifiers RL environments.")
+    parser.add_argument("--version", action="version", version=f"autoenv {__version__}")
+    sub = parser.add_subparsers(metavar="COMMAND")
+
+    p = sub.add_parser("eval", help="evaluate the candidate at HEAD (what evaluate.sh runs)")
+    p.add_argument("--description", "-d", default="", help="what this commit changed (recorded as the agent's claim)")
+    p.add_argument("--offline", action="store_true", help="scripted policies on the built-in endpoint; no key needed")
+    p.add_argument("--config", type=Path, default=None, help="config file (default: config.toml at the repo root)")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("feedback", help="recompute statistics and verdict for a commit from its stored traces")
+    p.add_argument("--config", type=Path, default=None)
+    p.add_argument("--outputs-dir", type=Path, default=None, help="default: paths.outputs from the config")
+    p.add_argument("--log-file", type=Path, default=None, help="default: paths.log_file from the config")
+    p.add_argument("--commit", default="HEAD")
+    p.add_argument("--description", default="")
+    p.add_argument("--eval-success", choices=["true", "false"], default="true",
+                   help="false records the commit as a crash")
+    p.set_defaults(func=cmd_feedback)
+
+    p = sub.add_parser("serve", help="run the scripted OpenAI-compatible endpoint on 127.0.0.1")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--candidate", default=None, help="candidate directory whose oracle hook the oracle policies play")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--latency", type=float, default=0.0, help="seconds added before every reply")
+    for name in ("429", "500", "hang", "cut"):
+        p.add_argument(f"--rate-{name}", type=float, default=0.0, help=f"share of requests that get a {name} fault")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("demo", help="evaluate an example offline on a throwaway run branch (no key needed)")
+    p.add_argument("--example", default="arithmetic")
+    p.add_argument("--dir", type=Path, default=None, help="where to build the scratch repository (default: a temp dir)")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("setup", help="fill verifiers/, install the candidate and warm the first rollout")
+    p.add_argument("--skip-warm", action="store_true")
+    p.set_defaults(func=cmd_setup)
+    return parser
+
+
+def cmd_eval(args) -> int:
+    from autoenv.pipeline import EvalOptions, evaluate
+
+    entry = evaluate(EvalOptions(cwd=Path.cwd(), config=args.config, description=args.description, offline=args.offline))
+    print_result(entry)
+    return 0
+
+
+def print_result(entry: dict) -> None:
+    stats = entry.get("stats") or {}
+    fields = {"commit": entry["commit"], "verdict": entry["verdict"]["verdict"], "eval_success": entry["eval_success"]}
+    for role in ("target", "strong"):
+        s = stats.get(role) or {}
+        fields[f"{role}_model"] = s.get("model")
+        fields[f"{role}_mean"] = s.get("mean")
+        fields[f"{role}_std"] = s.get("std")
+        fields[f"{role}_solve_rate"] = s.get("solve_rate")
+        errors = s.get("errors") or {}
+        fields[f"{role}_errors"] = sum(errors.values()) if errors else 0
+    fields["offline"] = entry.get("offline")
+    fields["reason"] = entry["verdict"].get("reason")
+    fields["feedback"] = f"feedback/{entry['commit']}.md"
+    display.result_block(fields)
+
+
+def cmd_feedback(args) -> int:
+    from autoenv.pipeline import recompute
+
+    entry = recompute(cwd=Path.cwd(), config=args.config, outputs_dir=args.outputs_dir, log_file=args.log_file,
+                      commit=args.commit, description=args.description, eval_success=args.eval_success == "true")
+    print_result(entry)
+    return 0
+
+
+def cmd_serve(args) -> int:
+    from autoenv.policies import Policies
+    from autoenv.server import Endpoint, Faults, load_oracle, serve_forever
+
+    try:
+        faults = Faults(rate_429=args.rate_429, rate_500=args.rate_500, rate_hang=args.rate_hang,
+                        rate_cut=args.rate_cut, latency=args.latency, seed=args.seed)
+    except ValueError as e:
+        raise AutoEnvError(str(e), where="--rate-* flags", fix="use rates between 0 and 1 that sum to at most 1")
+    oracle = load_oracle(args.candidate)
+    endpoint = Endpoint(Policies(oracle, seed=args.seed), faults, port=args.port)
+
+    def ready(ep):
+        display.console.print(f"serving {', '.join(ep.policies.names())} at {ep.base_url}"
+                              + (f" ({len(oracle)} oracle tasks)" if oracle else " (no candidate: oracle policies off)"))
+
+    try:
+        asyncio.run(serve_forever(endpoint, ready))
+    except OSError as e:
+        raise AutoEnvError(f"cannot listen on 127.0.0.1:{args.port}: {e.strerror}", where="--port",
+                           fix="pick a free port, e.g. --port 0 for any") from None
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from autoenv.demo import make_run_repo
+    from autoenv.pipeline import EvalOptions, evaluate
+
+    root = make_run_repo(args.example, args.dir)
+    display.console.print(f"scratch run repository: {root} (branch autoenv/demo-{args.example})")
+    entry = evaluate(EvalOptions(cwd=root, description=f"demo of the {args.example} example", offline=True))
+    print_result(entry)
+    display.console.print(f"results: {root}/feedback/{entry['commit']}.md, {root}/outputs/{entry['commit']}/, "
+                          f"{root}/feedback_log.jsonl")
+    return 0
+
+
+def cmd_setup(args) -> int:
+    from autoenv import vendor
+    from autoenv.demo import PROJECT
+    from autoenv.install import install_candidate
+
+    with display.stage("readable verifiers copy", "verifiers/"):
+        display.note(vendor.fill(PROJECT / "verifiers"))
+    with display.stage("candidate install", "candidate/ (editable)"):
+        install_candidate(PROJECT / "candidate", force=True)
+    if not args.skip_warm:
+        from autoenv.rollouts import warm
+
+        with display.stage("warm-up", "one scripted rollout, so uv prepares verifiers' chat program now"):
+            display.note(warm())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""`autoenv demo`: evaluate an example offline on a throwaway run branch in a scratch repo.
+
+It builds what a real run has — a git repository on `autoenv/demo-<example>` with
+config.toml, spec.md and the example as candidate/ — and runs the ordinary offline
+evaluation there, so the user's own checkout is never touched.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import git
+
+from autoenv.errors import AutoEnvError
+
+PROJECT = Path(__file__).resolve().parent.parent
+EXAMPLES = PROJECT / "examples"
+
+
+def examples() -> list[str]:
+    return sorted(p.name for p in EXAMPLES.iterdir() if (p / "pyproject.toml").is_file()) if EXAMPLES.is_dir() else []
+
+
+def make_run_repo(example: str, directory: Path | None = None, config_text: str | None = None) -> Path:
+    """A fresh git repository on branch autoenv/demo-<example> holding the example as candidate/."""
+    source = EXAMPLES / example
+    if not (source / "pyproject.toml").is_file():
+        raise AutoEnvError(
+            f"there is no example named {example!r}",
+            where=str(EXAMPLES),
+            fix=f"choose one of: {', '.join(examples()) or '(none found)'}",
+        )
+    root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix=f"autoenv-demo-{example}-"))
+    if root.exists() and any(root.iterdir()):
+        raise AutoEnvError(f"{root} is not empty", where=str(root), fix="pass an empty or new --dir")
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, root / "candidate", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "spec.md"))
+    shutil.copy(source / "spec.md", root / "spec.md")
+    (root / "config.toml").write_text(config_text or (PROJECT / "config.toml").read_text())
+    shutil.copy(PROJECT / ".gitignore", root / ".gitignore")
+    repo = git.Repo.init(root, initial_branch=f"autoenv/demo-{example}")
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "AutoEnv demo")
+        cw.set_value("user", "email", "demo@autoenv.invalid")
+    repo.git.add("-A")
+    repo.index.commit(f"demo: {example} example as the candidate")
+    return root

@@ -1,0 +1,100 @@
+"""The one place that prints: consoles, stage lines, progress bars and tables (rich).
+
+Colour is off when stdout is not a terminal, under NO_COLOR, or in CI, so logs and an
+agent's captured output stay plain. The final result block is `key: value` lines that
+a person or an agent can grep.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from autoenv.errors import AutoEnvError
+
+
+def _plain() -> bool:
+    return bool(os.environ.get("NO_COLOR") or os.environ.get("CI")) or not sys.stdout.isatty()
+
+
+console = Console(no_color=_plain(), highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, no_color=_plain(), highlight=False, soft_wrap=True)
+
+
+class StageFailed(Exception):
+    """Raised inside `stage` by callers to mark the stage failed without a traceback."""
+
+
+@contextmanager
+def stage(name: str, detail: str = ""):
+    """Print one line per pipeline stage: its name, then ok/failed and the time it took."""
+    started = time.time()
+    console.print(f"[bold cyan]▶ {name}[/]" + (f" [dim]{detail}[/]" if detail else ""))
+    try:
+        yield
+    except BaseException:
+        console.print(f"  [red]✗ {name} failed[/] [dim]({time.time() - started:.1f} s)[/]")
+        raise
+    console.print(f"  [green]✓ {name}[/] [dim]({time.time() - started:.1f} s)[/]")
+
+
+def note(message: str) -> None:
+    console.print(f"  {message}")
+
+
+def warn(message: str) -> None:
+    console.print(f"  [yellow]! {message}[/]")
+
+
+def show_error(error: AutoEnvError) -> None:
+    err_console.print(f"[bold red]error:[/] {error.what}")
+    if error.where:
+        err_console.print(f"  [bold]where:[/] {error.where}")
+    if error.fix:
+        err_console.print(f"  [bold]fix:[/] {error.fix}")
+
+
+def rollout_progress() -> Progress:
+    return Progress(
+        TextColumn("  {task.description:<8}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("[dim]{task.fields[status]}"), TimeElapsedColumn(),
+        console=console, transient=False,
+    )
+
+
+def _fmt(value, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def summary_table(stats: dict, bands) -> Table:
+    table = Table(title="Evaluation summary", title_justify="left")
+    for column in ("model", "role", "mean", "std", "solve", "disagree", "scored", "errors p/t/e", "tokens in/out"):
+        table.add_column(column, justify="right" if column not in ("model", "role") else "left")
+    wanted = {"target": f"{bands.target_min}–{bands.target_max}", "strong": f"> {bands.strong_min}"}
+    for role, s in stats.items():
+        e = s.get("errors", {})
+        table.add_row(
+            s.get("model", ""), f"{role} ({wanted.get(role, '')})", _fmt(s.get("mean")), _fmt(s.get("std")),
+            _fmt(s.get("solve_rate")), _fmt(s.get("disagree_share")), f"{s.get('scored')}/{s.get('rollouts')}",
+            f"{e.get('provider_error', 0)}/{e.get('timeout', 0)}/{e.get('env_error', 0)}",
+            f"{s.get('input_tokens', 0)}/{s.get('output_tokens', 0)}",
+        )
+    return table
+
+
+def result_block(fields: dict) -> None:
+    """The grep-able end of a run: `---` then one `key: value` per line, always plain."""
+    console.print("---", markup=False)
+    width = max(len(k) for k in fields)
+    for key, value in fields.items():
+        console.print(f"{key + ':':<{width + 1}} {_fmt(value, 4)}", markup=False, highlight=False)

@@ -1,0 +1,82 @@
+"""The one wrapper around git: every failure becomes an AutoEnvError that says what to do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from autoenv.errors import AutoEnvError
+
+NOTES_REF = "refs/notes/autoenv"
+
+
+@dataclass(frozen=True)
+class Head:
+    commit: str
+    """Full SHA of HEAD: the key of every result of this evaluation."""
+    branch: str | None
+    """Current branch name, None when detached."""
+    subject: str
+
+
+class Repo:
+    def __init__(self, path: Path):
+        try:
+            self._repo = git.Repo(path, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise AutoEnvError(
+                f"{path} is not inside a git repository",
+                where=str(path),
+                fix="results are keyed by commit: run inside your AutoEnv clone "
+                "(or `git init && git add -A && git commit -m init` first)",
+            ) from None
+        self.root = Path(self._repo.working_tree_dir).resolve()
+
+    def head(self) -> Head:
+        try:
+            commit = self._repo.head.commit
+        except ValueError:
+            raise AutoEnvError(
+                "the repository has no commits yet",
+                where=str(self.root),
+                fix="commit the candidate first: git add -A && git commit -m 'first candidate'",
+            ) from None
+        branch = None if self._repo.head.is_detached else self._repo.active_branch.name
+        return Head(commit=commit.hexsha, branch=branch, subject=commit.summary)
+
+    def dirty_paths(self) -> list[str]:
+        """Modified, staged and untracked (not ignored) paths, relative to the root."""
+        lines = self._repo.git.status("--porcelain", "--untracked-files=all").splitlines()
+        return [line[3:] for line in lines if line.strip()]
+
+    def add_note(self, commit: str, text: str) -> None:
+        """Attach (replace) this evaluation's note on `commit` under refs/notes/autoenv."""
+        self._repo.git.notes("--ref", NOTES_REF, "add", "-f", "-m", text, commit)
+
+    def note(self, commit: str) -> str | None:
+        try:
+            return self._repo.git.notes("--ref", NOTES_REF, "show", commit)
+        except git.GitCommandError:
+            return None
+
+    def resolve(self, rev: str) -> str:
+        try:
+            return self._repo.commit(rev).hexsha
+        except (git.BadName, ValueError, git.GitCommandError):
+            raise AutoEnvError(
+                f"{rev!r} is not a commit of this repository",
+                where=str(self.root),
+                fix="pass a SHA, a prefix of one, or a ref such as HEAD~1",
+            ) from None
+
+    def commit_info(self, rev: str) -> Head:
+        sha = self.resolve(rev)
+        head = self.head()
+        return Head(commit=sha, branch=head.branch if head.commit == sha else None,
+                    subject=self._repo.commit(sha).summary)
+
+    def is_tracked(self, path: Path) -> bool:
+        rel = Path(path).resolve().relative_to(self.root)
+        return bool(self._repo.git.ls_files("--", str(rel)).strip())

@@ -1,0 +1,104 @@
+"""feedback_log.jsonl: one JSON entry per evaluation, hash-chained, appended atomically.
+
+An entry is never half-written: the new file (old lines plus the new one) is written to
+a temporary file, fsynced and renamed over the log under an exclusive lock, so an
+interrupted evaluation leaves the previous log intact. Each entry carries `prev_hash`,
+the SHA-256 of the previous line, so an edited or deleted line shows.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from autoenv.errors import AutoEnvError
+
+SCHEMA_VERSION = 1
+GENESIS = "0" * 64
+
+
+def line_hash(line: str) -> str:
+    return hashlib.sha256(line.rstrip("\n").encode()).hexdigest()
+
+
+@contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Replace `path` with `text` so readers see the old or the new file, never a mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def append_entry(path: Path, entry: dict) -> dict:
+    """Append `entry` (with schema_version and prev_hash filled in); return it as written."""
+    with _locked(path):
+        old = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if old and not old.endswith("\n"):
+            old += "\n"
+        lines = old.splitlines()
+        entry = {"schema_version": SCHEMA_VERSION, **entry,
+                 "prev_hash": line_hash(lines[-1]) if lines else GENESIS}
+        atomic_write(path, old + json.dumps(entry, sort_keys=False) + "\n")
+    return entry
+
+
+def read_entries(path: Path) -> list[dict]:
+    """All entries; raises AutoEnvError naming the line of a corrupt entry."""
+    if not path.is_file():
+        return []
+    entries = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entries.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise AutoEnvError(
+                f"{path.name} line {number} is not valid JSON ({e.msg})",
+                where=f"{path}:{number}",
+                fix="restore the file from a backup; the harness never writes partial lines",
+            ) from None
+    return entries
+
+
+def verify_chain(path: Path) -> list[int]:
+    """Line numbers whose prev_hash does not match the line before (empty when intact)."""
+    broken, previous = [], None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        expected = GENESIS if previous is None else line_hash(previous)
+        if json.loads(line).get("prev_hash") != expected:
+            broken.append(number)
+        previous = line
+    return broken
+
+
+def last_kept(entries: list[dict]) -> dict | None:
+    for entry in reversed(entries):
+        if (entry.get("verdict") or {}).get("verdict") == "keep":
+            return entry
+    return None

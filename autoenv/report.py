@@ -1,0 +1,71 @@
+"""feedback/<commit>.md: the human- and agent-readable report of one evaluation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autoenv.config import Bands
+
+
+def _f(value, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def render(entry: dict, bands: Bands, extra_sections: list[str] | None = None) -> str:
+    commit = entry["commit"]
+    verdict = entry.get("verdict") or {}
+    lines = [
+        f"# Feedback for {commit[:12]}",
+        "",
+        f"- commit: `{commit}`{' (branch ' + entry['branch'] + ')' if entry.get('branch') else ''}",
+        f"- evaluated: {entry.get('timestamp')}{' — OFFLINE (scripted policies, not real models)' if entry.get('offline') else ''}",
+        f"- description (the agent's claim): {entry.get('description') or '–'}",
+        f"- verdict: **{verdict.get('verdict', '–')}**{' (provisional)' if verdict.get('provisional') else ''} — {verdict.get('reason', '')}",
+        "",
+    ]
+    if not entry.get("eval_success"):
+        lines += ["## The evaluation failed", "", f"Stage: `{entry.get('failed_stage', '?')}`", "",
+                  "```", str(entry.get("error", "")).strip(), "```", ""]
+    stats = entry.get("stats") or {}
+    if stats:
+        wanted = {"target": f"wanted {bands.target_min}–{bands.target_max}", "strong": f"wanted > {bands.strong_min}"}
+        lines += ["## Results", "",
+                  "| role | model | mean | std | solve rate | tasks disagreeing | scored / rollouts | provider errors | timeouts | env errors |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for role, s in stats.items():
+            e = s.get("errors", {})
+            lines.append(
+                f"| {role} ({wanted.get(role, '')}) | {s.get('model')} | {_f(s.get('mean'))} | {_f(s.get('std'))} | "
+                f"{_f(s.get('solve_rate'))} | {_f(s.get('disagree_share'))} | {s.get('scored')} / {s.get('rollouts')} | "
+                f"{e.get('provider_error', 0)} | {e.get('timeout', 0)} | {e.get('env_error', 0)} |")
+        lines.append("")
+        for role, s in stats.items():
+            if s.get("components"):
+                parts = ", ".join(f"{k} {_f(v)}" for k, v in s["components"].items())
+                lines.append(f"- {role} reward components (mean score): {parts}")
+            for label, key in (("difficulty", "by_difficulty"), ("category", "by_category")):
+                if s.get(key):
+                    parts = ", ".join(f"{k} {_f(v['mean'])} (n={v['n']})" for k, v in s[key].items())
+                    lines.append(f"- {role} by {label}: {parts}")
+        lines.append("")
+    readiness = entry.get("rl_readiness") or {}
+    if readiness:
+        lines += ["## RL readiness", "",
+                  f"- target mean in band: {readiness.get('target_in_band')}",
+                  f"- strong model above floor: {readiness.get('strong_above_floor')}",
+                  f"- share of tasks whose rollouts disagree (GRPO signal): {_f(readiness.get('learnable_share'))}",
+                  f"- distance to the wanted state: {_f(readiness.get('distance'))}", ""]
+    for section in extra_sections or []:
+        lines += [section.rstrip(), ""]
+    if entry.get("outputs"):
+        lines += ["## Files", "", f"- traces: `{entry['outputs']}/<role>/traces.jsonl`",
+                  f"- logs: `{entry['outputs']}/worker.log`", ""]
+    return "\n".join(lines)
+
+
+def write_report(path: Path, text: str) -> None:
+    from autoenv.ledger import atomic_write
+
+    atomic_write(path, text)

@@ -1,0 +1,138 @@
+"""Read verifiers' traces.jsonl as plain JSON and turn each rollout into one scored record.
+
+No verifiers import here (it costs seconds and needs the candidate): the wire format is
+read directly. verifiers does not serialise the total reward, so it is recomputed as
+sum(score * weight). Every rollout gets one outcome, so errors are counted apart and
+never averaged in as zeros:
+
+- `ok`: scored normally;
+- `provider_error`: the model endpoint failed (HTTP errors, unreachable, cut streams);
+- `timeout`: the rollout hit the per-rollout timeout;
+- `env_error`: the candidate failed (a reward raised, setup or a tool server crashed), or a
+  reward came back missing or not a finite number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TRACES_FILE = "traces.jsonl"
+PROVIDER_ERRORS = {"ProviderError", "InterceptionError", "ModelError", "APIConnectionError", "APIStatusError"}
+
+
+@dataclass
+class Rollout:
+    trace_id: str
+    task_key: str
+    idx: int | None
+    outcome: str
+    reward: float | None
+    components: dict[str, float] = field(default_factory=dict)
+    difficulty: str | None = None
+    category: str | None = None
+    error: str | None = None
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+
+
+def read_rollouts(directory: Path) -> list[Rollout]:
+    """Every trainable trace in `directory/traces.jsonl`, in file order."""
+    path = Path(directory) / TRACES_FILE
+    if not path.is_file():
+        return []
+    rollouts = []
+    with path.open(encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                episode = json.loads(line)
+            except json.JSONDecodeError:
+                # A worker killed mid-write leaves at most its last line incomplete.
+                continue
+            traces = episode.get("traces") or []
+            if not traces:
+                rollouts.append(_episode_failure(episode))
+                continue
+            for trace in traces:
+                if (trace.get("agent") or {}).get("trainable", True):
+                    rollouts.append(to_rollout(trace, episode))
+    return rollouts
+
+
+def _episode_failure(episode: dict) -> Rollout:
+    task = episode.get("task") or {}
+    errors = episode.get("errors") or []
+    kind = "timeout" if episode.get("is_timeout") else _error_kind(errors)
+    return Rollout(
+        trace_id=episode.get("id", ""), task_key=task.get("key") or "", idx=(task.get("data") or {}).get("idx"),
+        outcome=kind, reward=None, error=_error_text(errors),
+        difficulty=_opt((task.get("data") or {}).get("difficulty")),
+        category=_opt((task.get("data") or {}).get("category")),
+    )
+
+
+def to_rollout(trace: dict, episode: dict | None = None) -> Rollout:
+    task = trace.get("task") or {}
+    data = task.get("data") or {}
+    errors = list(trace.get("errors") or []) + list((episode or {}).get("errors") or [])
+    rewards = trace.get("rewards") or {}
+    components: dict[str, float] = {}
+    total: float | None = 0.0
+    bad = None
+    for name, value in rewards.items():
+        score = value.get("score") if isinstance(value, dict) else None
+        if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
+            bad = f"reward {name!r} is {score!r}, not a finite number"
+            total = None
+            continue
+        components[name] = float(score)
+        if total is not None:
+            total += float(score) * float(value.get("weight", 1.0))
+    if trace.get("is_timeout") or (episode or {}).get("is_timeout"):
+        outcome, total = "timeout", None
+    elif errors:
+        outcome, total = _error_kind(errors), None
+    elif trace.get("stop_condition") == "provider_error":
+        outcome, total = "provider_error", None
+    elif bad is not None or not rewards:
+        outcome, total = "env_error", None
+        bad = bad or "the rollout finished without any reward"
+    else:
+        outcome = "ok"
+    usage_in = usage_out = 0
+    for call in trace.get("calls") or []:
+        usage = call.get("usage") or {}
+        usage_in += int(usage.get("prompt_tokens") or 0)
+        usage_out += int(usage.get("completion_tokens") or 0)
+    agent = (trace.get("timing") or {}).get("agent") or {}
+    seconds = max(0.0, float(agent.get("end") or 0) - float(agent.get("start") or 0))
+    turns = sum(1 for node in trace.get("nodes") or [] if (node.get("message") or {}).get("role") == "assistant")
+    return Rollout(
+        trace_id=trace.get("id", ""), task_key=task.get("key") or "", idx=data.get("idx"),
+        outcome=outcome, reward=total, components=components,
+        difficulty=_opt(data.get("difficulty")), category=_opt(data.get("category")),
+        error=_error_text(errors) or bad, turns=turns,
+        input_tokens=usage_in, output_tokens=usage_out, seconds=round(seconds, 3),
+    )
+
+
+def _error_kind(errors: list[dict]) -> str:
+    types = {e.get("type", "") for e in errors}
+    return "provider_error" if types & PROVIDER_ERRORS else "env_error"
+
+
+def _error_text(errors: list[dict]) -> str | None:
+    if not errors:
+        return None
+    first = errors[0]
+    return f"{first.get('type', 'Error')}: {first.get('message', '')}"[:500]
+
+
+def _opt(value) -> str | None:
+    return None if value is None else str(value)

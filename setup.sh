@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One-time setup (safe to re-run): .venv with AutoEnv and its dev tools, uv, the readable
+# verifiers/ copy, the candidate installed editable, and the first rollout warmed up.
+# The logic lives in Python (`autoenv setup`); this script only finds Python and makes the venv.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+fail() { printf 'setup.sh: %s\n' "$1" >&2; [ -n "${2:-}" ] && printf '  fix: %s\n' "$2" >&2; exit 1; }
+
+python=""
+for candidate in "${PYTHON:-}" python3.13 python3.12 python3.11 python3; do
+  [ -n "$candidate" ] || continue
+  if command -v "$candidate" >/dev/null 2>&1 &&
+     "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    python="$candidate"; break
+  fi
+done
+[ -n "$python" ] || fail "Python >= 3.11 was not found (tried \$PYTHON, python3.13, python3.12, python3.11, python3)" \
+  "install Python 3.11 or newer, or point PYTHON at one: PYTHON=/path/to/python3.12 bash setup.sh"
+"$python" -c 'import venv, ensurepip' 2>/dev/null ||
+  fail "$python has no venv/ensurepip module" "on Debian/Ubuntu: apt-get install python3-venv"
+
+if [ -x .venv/bin/python ] && ! .venv/bin/python -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "setup.sh: .venv is broken or older than Python 3.11; recreating it"
+  rm -rf .venv
+fi
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+
+echo "setup.sh: installing AutoEnv and its dependencies into .venv (pip)"
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+.venv/bin/python -m pip install -q -e '.[dev]' ||
+  fail "pip could not install the project's dependencies (see the error above)" \
+       "check that PyPI is reachable (proxy settings, PIP_INDEX_URL), then re-run bash setup.sh"
+
+.venv/bin/autoenv setup "$@"
+echo "setup.sh: done. Next: .venv/bin/autoenv demo   (or see README.md)"
