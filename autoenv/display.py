@@ -23,8 +23,10 @@ def _plain() -> bool:
     return bool(os.environ.get("NO_COLOR") or os.environ.get("CI")) or not sys.stdout.isatty()
 
 
-console = Console(no_color=_plain(), highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, no_color=_plain(), highlight=False, soft_wrap=True)
+# Captured output (an agent's shell, CI logs) has no terminal width: give tables room.
+_width = None if sys.stdout.isatty() else 132
+console = Console(no_color=_plain(), highlight=False, soft_wrap=True, width=_width)
+err_console = Console(stderr=True, no_color=_plain(), highlight=False, soft_wrap=True, width=_width)
 
 
 class StageFailed(Exception):

@@ -132,7 +132,7 @@ class Policies:
         return reply
 
     def _oracle(self, request: ChatRequest, param: str | None) -> Reply:
-        return self._need_oracle(request.messages)
+        return advertised_names(self._need_oracle(request.messages), request.tools)
 
     def _noisy_oracle(self, request: ChatRequest, param: str | None) -> Reply:
         try:
@@ -148,5 +148,18 @@ class Policies:
         task_rate = p if p in (0.0, 1.0) else _rng(self.seed, "task", key).betavariate(4 * p, 4 * (1 - p))
         succeeds = _rng(self.seed, "rollout", request.session).random() < task_rate
         if succeeds:
-            return self._need_oracle(request.messages)
+            return advertised_names(self._need_oracle(request.messages), request.tools)
         return Reply(content="I am not sure how to solve this.")
+
+
+def advertised_names(reply: Reply, tools: list[dict]) -> Reply:
+    """Map the bare tool names an oracle uses (`price`) to the names the request
+    advertises (a harness may prefix them with the server's name, e.g. `catalog_price`)."""
+    names = [((t.get("function") or t).get("name") or "") for t in tools]
+    for call in reply.tool_calls:
+        if call.name in names:
+            continue
+        matches = [n for n in names if n.endswith(call.name) and not n[: -len(call.name)][-1:].isalnum()]
+        if len(matches) == 1:
+            call.name = matches[0]
+    return reply
