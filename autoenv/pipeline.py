@@ -103,7 +103,7 @@ def preflight(options: EvalOptions) -> Context:
         repo = Repo(options.cwd)
         config = load_config(options.config or repo.root / CONFIG_NAME)
         head = repo.head()
-        dirty = repo.dirty_paths()
+        dirty = [p for p in repo.dirty_paths() if not harness_owned(config, repo.root / p)]
         if dirty:
             shown = "\n".join(f"  {p}" for p in dirty[:12]) + ("\n  ..." if len(dirty) > 12 else "")
             raise AutoEnvError(
@@ -128,6 +128,15 @@ def preflight(options: EvalOptions) -> Context:
         if options.offline:
             display.note(f"offline: target = {config.offline.target}, strong = {config.offline.strong} (scripted)")
     return Context(config=config, repo=repo, head=head, options=options, run_id=run_id, out=out)
+
+
+def harness_owned(config: Config, path: Path) -> bool:
+    """Paths the harness itself writes (results), which never make the tree dirty."""
+    owned = [config.path("outputs"), config.path("feedback")]
+    log = config.path("log_file")
+    owned_files = {log, log.with_name(log.name + ".lock")}
+    path = path.resolve()
+    return path in owned_files or any(path.is_relative_to(d.resolve()) for d in owned)
 
 
 def check_keys(config: Config) -> None:

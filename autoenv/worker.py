@@ -107,7 +107,6 @@ async def run(job: dict) -> None:
             client=vf.EvalClientConfig(base_url=base_url, api_key_var=key_var),
             sampling=vf.SamplingConfig(**sampling),
         )
-        (out / role).mkdir(parents=True, exist_ok=True)
 
     semaphore = asyncio.Semaphore(int(job["max_concurrent"]))
     lock = asyncio.Lock()
@@ -135,6 +134,8 @@ async def run(job: dict) -> None:
                 emit("smoke", **smoke)
                 if smoke["outcome"] != "ok":
                     return
+            for role in contexts:
+                (out / role).mkdir(parents=True, exist_ok=True)
             emit("planned", total=total)
             # Interleave the models so both progress together and share the machine fairly.
             plan = [

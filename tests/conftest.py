@@ -1,0 +1,57 @@
+"""Shared fixtures: scratch run repositories built exactly as `autoenv demo` builds them."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autoenv.demo import PROJECT, make_run_repo
+
+# Small budgets keep the end-to-end suite inside CI's time while still running real
+# verifiers rollouts through the real worker, endpoint and MCP tool servers.
+SMALL_BUDGET = {"examples": 3, "rollouts_per_example": 2, "max_concurrent": 4, "rollout_timeout": 60}
+
+
+def small_config(**budget) -> str:
+    text = (PROJECT / "config.toml").read_text()
+    for key, value in {**SMALL_BUDGET, **budget}.items():
+        text = re.sub(rf"(?m)^{key} = [^\n#]*", f"{key} = {value}  ", text)
+    return text
+
+
+def autoenv(*args: str, cwd: Path, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run the real CLI in a child process, as a user's shell would."""
+    full_env = {**os.environ, **(env or {}), "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "autoenv.cli", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def ledger(root: Path) -> list[dict]:
+    path = root / "feedback_log.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def head(root: Path) -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+
+
+def commit_all(root: Path, message: str) -> str:
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qm", message], cwd=root, check=True)
+    return head(root)
+
+
+@pytest.fixture
+def run_repo(tmp_path):
+    """Factory: a git repository on autoenv/demo-<example> with that example as candidate/."""
+
+    def make(example: str = "arithmetic", config_text: str | None = None) -> Path:
+        return make_run_repo(example, tmp_path / f"run-{example}", config_text or small_config())
+
+    return make

@@ -1,0 +1,171 @@
+"""End-to-end: real offline evaluations of every example in scratch git repositories.
+
+Each run goes through the real CLI, the candidate install, a fresh worker process,
+verifiers rollouts (null harness, subprocess runtime, MCP tool servers for the shopping
+example) against the built-in endpoint, then statistics, the ledger, the feedback file
+and the git note.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autoenv.demo import PROJECT, examples
+from autoenv.ledger import verify_chain
+from conftest import autoenv, commit_all, head, ledger, small_config
+
+pytestmark = pytest.mark.e2e
+
+
+def lines(path: Path) -> int:
+    return sum(1 for line in path.read_text().splitlines() if line.strip())
+
+
+def check_recorded(root: Path, commit: str, entry: dict, offline: bool = True) -> None:
+    assert entry["commit"] == commit
+    assert (root / "feedback" / f"{commit}.md").is_file()
+    note = subprocess.run(["git", "notes", "--ref", "refs/notes/autoenv", "show", commit], cwd=root,
+                          capture_output=True, text=True).stdout
+    assert note.startswith(f"autoenv: {entry['verdict']['verdict']}")
+    for key in ("commit", "timestamp", "description", "eval_success", "stats", "rl_readiness",
+                "strong_model", "verdict", "prev_hash", "offline"):
+        assert key in entry, key
+    assert entry["offline"] is offline
+
+
+@pytest.mark.parametrize("example", examples())
+def test_offline_evaluation_of_each_example(run_repo, example):
+    root = run_repo(example)
+    commit = head(root)
+    started = time.time()
+    result = autoenv("eval", "--offline", "--description", f"first {example}", cwd=root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"commit:            {commit}" in result.stdout or f"commit: {commit}" in result.stdout.replace("  ", " ")
+    assert re.search(r"(?m)^verdict:\s+keep$", result.stdout)
+    (entry,) = ledger(root)
+    check_recorded(root, commit, entry)
+    assert entry["eval_success"] is True and entry["description"] == f"first {example}"
+    out = root / "outputs" / commit
+    for role in ("target", "strong"):
+        assert lines(out / role / "traces.jsonl") == 3 * 2
+        stats = entry["stats"][role]
+        assert stats["rollouts"] == 6 and stats["scored"] == 6
+        assert stats["errors"] == {"provider_error": 0, "timeout": 0, "env_error": 0}
+    assert lines(out / "smoke" / "traces.jsonl") == 1
+    assert entry["stats"]["strong"]["mean"] == 1.0  # the oracle solves every task
+    assert entry["stats"]["strong"]["model"] == "oracle"
+    tasks = json.loads((out / "tasks.json").read_text())
+    assert len(tasks) == 3 and len({t["difficulty"] for t in tasks}) == 3  # stratified
+    report = (root / "feedback" / f"{commit}.md").read_text()
+    assert "OFFLINE" in report and "| strong (wanted > 0.7) | oracle | 1.000 |" in report
+    print(f"{example}: offline eval of 3x2x2 rollouts took {time.time() - started:.1f} s")
+
+
+def test_reevaluation_archives_then_feedback_recomputes(run_repo):
+    root = run_repo("arithmetic")
+    commit = head(root)
+    assert autoenv("eval", "--offline", cwd=root).returncode == 0
+    first_run = json.loads((root / "outputs" / commit / "run.json").read_text())["run_id"]
+    assert autoenv("eval", "--offline", "-d", "again", cwd=root).returncode == 0
+    archived = root / "outputs" / commit / "previous" / first_run
+    assert lines(archived / "target" / "traces.jsonl") == 6  # never deleted
+    first, second = ledger(root)
+    assert second["verdict"]["compared_to"] == commit  # compared against the last kept entry
+    result = subprocess.run([sys.executable, str(PROJECT / "feedback.py"), "--commit", commit,
+                             "--description", "rescored"], cwd=root, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    third = ledger(root)[-1]
+    assert third["description"] == "rescored"
+    assert third["stats"]["target"]["mean"] == second["stats"]["target"]["mean"]
+    assert verify_chain(root / "feedback_log.jsonl") == []
+
+
+def test_next_commit_is_compared_to_the_last_kept(run_repo):
+    root = run_repo("arithmetic")
+    assert autoenv("eval", "--offline", cwd=root).returncode == 0
+    first = head(root)
+    (root / "candidate" / "README.md").write_text("# arithmetic, second iteration\n")
+    second = commit_all(root, "second iteration")
+    result = autoenv("eval", "--offline", cwd=root)
+    assert result.returncode == 0
+    entry = ledger(root)[-1]
+    assert entry["commit"] == second and entry["verdict"]["compared_to"] == first
+
+
+def test_stub_candidate_is_recorded_as_a_crash(tmp_path, run_repo):
+    root = run_repo("arithmetic")
+    subprocess.run(["git", "rm", "-rqf", "candidate"], cwd=root, check=True)
+    import shutil
+
+    shutil.copytree(PROJECT / "candidate", root / "candidate", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    commit = commit_all(root, "back to the stub")
+    result = autoenv("eval", "--offline", cwd=root)
+    assert result.returncode == 1
+    assert "spec.md" in result.stderr and "program.md" in result.stderr
+    (entry,) = ledger(root)
+    assert entry["eval_success"] is False and entry["verdict"]["verdict"] == "crash"
+    assert entry["failed_stage"] == "rollouts"
+    report = (root / "feedback" / f"{commit}.md").read_text()
+    assert "The evaluation failed" in report and "NotImplementedError" in report
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def remote_config(port: int, timeout: int = 60) -> str:
+    text = small_config(rollout_timeout=timeout)
+    text = text.replace('base_url = "https://api.openai.com/v1"', f'base_url = "http://127.0.0.1:{port}/v1"')
+    return text.replace('api_key_var = "OPENAI_API_KEY"', 'api_key_var = ""').replace(
+        'model = "gpt-4.1-mini"', 'model = "oracle"').replace('model = "gpt-4.1"', 'model = "oracle"')
+
+
+def test_unreachable_endpoint_costs_one_rollout(run_repo):
+    root = run_repo("arithmetic", remote_config(free_port()))
+    started = time.time()
+    result = autoenv("eval", cwd=root)
+    assert result.returncode == 1
+    assert "smoke rollout failed (provider_error)" in result.stderr
+    (entry,) = ledger(root)
+    assert entry["verdict"]["verdict"] == "crash" and entry["failed_stage"] == "smoke"
+    out = root / "outputs" / entry["commit"]
+    assert lines(out / "smoke" / "traces.jsonl") == 1 and not (out / "target").exists()
+    assert time.time() - started < 120
+
+
+@pytest.fixture
+def served(run_repo):
+    """`autoenv serve` as its own process: a remote provider that hangs on every request."""
+    port = free_port()
+    root = run_repo("arithmetic", remote_config(port, timeout=5))
+    proc = subprocess.Popen([sys.executable, "-m", "autoenv.cli", "serve", "--port", str(port),
+                             "--candidate", str(root / "candidate"), "--rate-hang", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ready = proc.stdout.readline()
+    assert f"127.0.0.1:{port}" in ready, ready
+    yield root
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_hanging_provider_is_a_timeout_not_a_zero(served):
+    root = served
+    started = time.time()
+    result = autoenv("eval", cwd=root)
+    assert result.returncode == 1
+    assert "smoke rollout failed (timeout)" in result.stderr
+    (entry,) = ledger(root)
+    assert entry["failed_stage"] == "smoke" and entry["stats"] == {}
+    smoke = json.loads((root / "outputs" / entry["commit"] / "smoke" / "traces.jsonl").read_text().splitlines()[0])
+    assert smoke["traces"][0]["is_timeout"] is True
+    assert time.time() - started < 90
