@@ -21,7 +21,7 @@ from autoenv.errors import AutoEnvError
 CONFIG_NAME = "config.toml"
 ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Shapes of real secrets people paste where a variable *name* belongs.
-SECRET_SHAPES = re.compile(r"^(sk-|sk_|pk-|ghp_|xox|AKIA|eyJ)|^[A-Za-z0-9_\-]{32,}$")
+SECRET_SHAPES = re.compile(r"^(sk-|sk_|pk-|ghp_|xox|AKIA|eyJ)|^(?![A-Z][A-Z0-9_]*$)[A-Za-z0-9_\-]{32,}$")
 
 
 @dataclass(frozen=True)
@@ -258,7 +258,7 @@ def locate_key(lines: list[str], dotted: str) -> int | None:
     current: list[str] = []
     for number, raw in enumerate(lines, 1):
         line = raw.strip()
-        header = re.match(r"^\[\s*([^\[\]]+?)\s*\]$", line)
+        header = re.match(r"^\[\s*([^\[\]]+?)\s*\]\s*(?:#.*)?$", line)
         if header:
             current = [part.strip().strip('"') for part in header.group(1).split(".")]
             if current == table + [key]:

@@ -58,7 +58,7 @@ def append_entry(path: Path, entry: dict) -> dict:
         old = path.read_text(encoding="utf-8") if path.is_file() else ""
         if old and not old.endswith("\n"):
             old += "\n"
-        lines = old.splitlines()
+        lines = [line for line in old.splitlines() if line.strip()]
         entry = {"schema_version": SCHEMA_VERSION, **entry,
                  "prev_hash": line_hash(lines[-1]) if lines else GENESIS}
         atomic_write(path, old + json.dumps(entry, sort_keys=False) + "\n")

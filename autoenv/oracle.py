@@ -100,5 +100,7 @@ class OracleBook:
             return Reply(content="")
         result = hook(messages)
         if inspect.isawaitable(result):
+            if hasattr(result, "close"):
+                result.close()
             raise TypeError("the oracle hook must be a plain (non-async) method")
         return Reply.coerce(result)

@@ -141,6 +141,12 @@ class Policies:
             raise PolicyError(f"noisy-oracle takes a probability, e.g. noisy-oracle:0.4; got {param!r}")
         if not 0 <= p <= 1:
             raise PolicyError(f"noisy-oracle probability must be in [0, 1], got {p}")
+        if p > 0:
+            # Fail the same way for every session when the oracle cannot be played at all.
+            if self.oracle is None:
+                self._need_oracle(request.messages)
+            if self.oracle.task_key(request.messages) is None:
+                raise PolicyError("no task of the candidate matches this conversation's first user message", 404)
         key = self.oracle.task_key(request.messages) if self.oracle else None
         # Real models find some tasks easier than others: each task gets its own success
         # rate from a Beta distribution centred on p, so rollouts of a task agree more

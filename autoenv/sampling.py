@@ -34,11 +34,12 @@ def choose_tasks(tasks: list[TaskRef], count: int, seed: int) -> list[TaskRef]:
     names = sorted(strata)
     quotas = {name: count * len(strata[name]) / len(tasks) for name in names}
     alloc = {name: int(quotas[name]) for name in names}
-    if count >= len(names):
-        for name in names:
-            alloc[name] = max(alloc[name], 1)
+    floor = 1 if count >= len(names) else 0
+    for name in names:
+        alloc[name] = max(alloc[name], floor)
     while sum(alloc.values()) > count:
-        name = max(names, key=lambda n: (alloc[n] - quotas[n], alloc[n]))
+        # take back from the stratum furthest above its quota, never below the floor
+        name = max((n for n in names if alloc[n] > floor), key=lambda n: (alloc[n] - quotas[n], alloc[n]))
         alloc[name] -= 1
     by_remainder = sorted(names, key=lambda n: quotas[n] - int(quotas[n]), reverse=True)
     while sum(alloc.values()) < count:

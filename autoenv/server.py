@@ -67,7 +67,7 @@ class Endpoint:
         app = web.Application(client_max_size=64 * 1024**2)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
-        app.router.add_get("/health", lambda request: web.json_response({"ok": True}))
+        app.router.add_get("/health", self._health)
         return app
 
     async def start(self) -> "Endpoint":
@@ -88,6 +88,9 @@ class Endpoint:
 
     async def __aexit__(self, *exc) -> None:
         await self.stop()
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
 
     async def _models(self, request: web.Request) -> web.Response:
         data = [
@@ -140,6 +143,9 @@ class Endpoint:
             "completion_tokens": _tokens(reply.content) + sum(_tokens(c.arguments) for c in reply.tool_calls),
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if fault == "cut" and not body.get("stream"):
+            request.transport.close()  # the connection drops before any byte of the answer
+            return web.Response(status=500)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return await self._stream(request, model, reply, usage if include_usage else None, cut=fault == "cut")

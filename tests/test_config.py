@@ -316,11 +316,6 @@ def test_api_key_var_must_be_a_variable_name(cfg):
     assert "environment variable name" in e.what
 
 
-@pytest.mark.xfail(
-    reason="BUG config.py SECRET_SHAPES: any name of 32+ word characters is taken for a secret, "
-    "so a legitimate long variable name such as AZURE_OPENAI_API_KEY_PRODUCTION_EU is rejected",
-    strict=True,
-)
 def test_a_long_upper_snake_variable_name_is_not_a_secret(cfg):
     name = "AZURE_OPENAI_API_KEY_PRODUCTION_EU"
     assert len(name) >= 32
@@ -383,22 +378,12 @@ def test_locate_key_finds_keys_and_table_headers():
     assert locate_key(lines, "examples") is None  # a key of [budget], not a top-level key
 
 
-@pytest.mark.xfail(
-    reason="BUG config.py locate_key: the table-header regex requires the line to end with ']', "
-    "so a header with a trailing comment (as in the shipped [target], [strong], [bands], [offline]) "
-    "is not recognised and errors in those tables carry no line number",
-    strict=True,
-)
 def test_errors_in_tables_with_commented_headers_carry_the_line(cfg):
     path = cfg(("target_min = 0.2", "target_min = 0.9"))
     e = load_error(path)
     assert e.where == at(path, r"^target_min = 0.9")
 
 
-@pytest.mark.xfail(
-    reason="BUG config.py locate_key: header '[target]   # comment' is not recognised",
-    strict=True,
-)
 def test_locate_key_with_a_commented_table_header():
     lines = ["[target]   # the model", 'model = "m"']
     assert locate_key(lines, "target.model") == 2

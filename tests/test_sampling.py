@@ -76,11 +76,6 @@ def test_every_stratum_gets_one_when_count_allows():
 
 
 @pytest.mark.parametrize("count", [3, 4, 5])
-@pytest.mark.xfail(
-    reason="BUG sampling.py choose_tasks: after forcing every stratum to >= 1, the trimming loop "
-    "picks the stratum most above its quota, which is exactly a forced one, and takes it back to 0",
-    strict=True,
-)
 def test_every_stratum_gets_one_even_when_the_minimum_overshoots(count):
     tasks = pool(easy=900, medium=90, hard=10)
     counts = by_difficulty(choose_tasks(tasks, count, seed=1))

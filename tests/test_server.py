@@ -496,12 +496,6 @@ def test_noisy_oracle_rates_vary_per_task():
     assert variance > 0.035
 
 
-@pytest.mark.xfail(
-    reason="BUG policies.py _noisy_oracle: the candidate/task checks only run for sessions that draw "
-    "success, so without a candidate (or with an unknown prompt) the other sessions get a 200 "
-    "'I am not sure' reply instead of the 400/404 the plain oracle gives",
-    strict=True,
-)
 def test_noisy_oracle_without_candidate_always_fails_clearly():
     sessions = [f"s{i}" for i in range(20)]
 
