@@ -55,12 +55,6 @@ class Repo:
         """Attach (replace) this evaluation's note on `commit` under refs/notes/autoenv."""
         self._repo.git.notes("--ref", NOTES_REF, "add", "-f", "-m", text, commit)
 
-    def note(self, commit: str) -> str | None:
-        try:
-            return self._repo.git.notes("--ref", NOTES_REF, "show", commit)
-        except git.GitCommandError:
-            return None
-
     def resolve(self, rev: str) -> str:
         try:
             return self._repo.commit(rev).hexsha
@@ -76,7 +70,3 @@ class Repo:
         head = self.head()
         return Head(commit=sha, branch=head.branch if head.commit == sha else None,
                     subject=self._repo.commit(sha).summary)
-
-    def is_tracked(self, path: Path) -> bool:
-        rel = Path(path).resolve().relative_to(self.root)
-        return bool(self._repo.git.ls_files("--", str(rel)).strip())

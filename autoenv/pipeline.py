@@ -13,11 +13,12 @@ import json
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoenv import display
-from autoenv.config import CONFIG_NAME, Config, ModelConfig, load_config
+from autoenv.config import CONFIG_NAME, Config, load_config
 from autoenv.errors import AutoEnvError
 from autoenv.gitrepo import Head, Repo
 from autoenv.install import TASKSET_ID, inspect_candidate, install_candidate
@@ -87,15 +88,14 @@ class EvaluationCrashed(AutoEnvError):
         self.entry = entry
 
 
+@contextmanager
 def timed(ctx: Context, name: str):
-    class _Timer:
-        def __enter__(self):
-            self.start = time.time()
-
-        def __exit__(self, *exc):
-            ctx.timings[name] = round(time.time() - self.start, 2)
-
-    return _Timer()
+    """Record the stage's wall time in the entry's `timings`, whether or not it fails."""
+    started = time.time()
+    try:
+        yield
+    finally:
+        ctx.timings[name] = round(time.time() - started, 2)
 
 
 def preflight(options: EvalOptions) -> Context:
@@ -176,10 +176,6 @@ def install(ctx: Context) -> None:
     }
     display.note(f"exports {info.taskset}" + (f" + {info.env}" if info.env else "")
                  + f"; oracle hook: {'yes' if info.has_oracle else 'no'}; import {info.import_seconds:.1f} s")
-
-
-def role_models(ctx: Context) -> dict[str, ModelConfig]:
-    return ctx.config.models()
 
 
 def rollout_plan(ctx: Context) -> str:

@@ -9,6 +9,7 @@ and the git note.
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -169,3 +170,24 @@ def test_hanging_provider_is_a_timeout_not_a_zero(served):
     smoke = json.loads((root / "outputs" / entry["commit"] / "smoke" / "traces.jsonl").read_text().splitlines()[0])
     assert smoke["traces"][0]["is_timeout"] is True
     assert time.time() - started < 90
+
+
+def test_interrupt_records_nothing_and_stops_the_worker(run_repo):
+    import signal
+
+    root = run_repo("arithmetic", small_config(examples=6, rollouts_per_example=4, max_concurrent=1))
+    proc = subprocess.Popen([sys.executable, "-m", "autoenv.cli", "eval", "--offline"], cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"})
+    for line in proc.stdout:
+        if "smoke rollout ok" in line:
+            break
+    time.sleep(2)  # the main rollouts are under way
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert ledger(root) == [] and not (root / "feedback").exists()
+    out = root / "outputs" / head(root)
+    assert lines(out / "smoke" / "traces.jsonl") == 1  # what was written is kept
+    job = str(out / "job.json")
+    leftover = subprocess.run(["pgrep", "-f", job], capture_output=True, text=True).stdout.strip()
+    assert leftover == "", f"worker still running: {leftover}"
