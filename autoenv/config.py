@@ -44,6 +44,17 @@ class Sampling:
 
 
 @dataclass(frozen=True)
+class Price:
+    """USD per million tokens, for the cost line of the statistics (0 = not priced)."""
+
+    input: float = 0.0
+    output: float = 0.0
+
+    def problems(self) -> list[tuple[str, str]]:
+        return [(name, "must be >= 0") for name in ("input", "output") if getattr(self, name) < 0]
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """One model behind an OpenAI-compatible endpoint."""
 
@@ -52,6 +63,7 @@ class ModelConfig:
     api_key_var: str = ""
     """Name of the environment variable holding the key ("" for endpoints with no key)."""
     sampling: Sampling = field(default_factory=Sampling)
+    price: Price = field(default_factory=Price)
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
@@ -78,7 +90,7 @@ class ModelConfig:
 class Budget:
     """How much one evaluation spends."""
 
-    examples: int = 24
+    examples: int = 40
     rollouts_per_example: int = 4
     max_concurrent: int = 8
     rollout_timeout: float = 300.0
@@ -86,9 +98,12 @@ class Budget:
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
-        for name in ("examples", "rollouts_per_example", "max_concurrent", "max_turns"):
+        for name in ("examples", "max_concurrent", "max_turns"):
             if getattr(self, name) < 1:
                 out.append((name, "must be at least 1"))
+        if self.rollouts_per_example < 2:
+            out.append(("rollouts_per_example", "must be at least 2: GRPO learns only from tasks "
+                        "whose rollouts disagree, and one rollout per task cannot show that"))
         if self.rollout_timeout <= 0:
             out.append(("rollout_timeout", "must be a positive number of seconds"))
         return out
@@ -103,14 +118,31 @@ class Bands:
     strong_min: float = 0.7
     solve_threshold: float = 1.0
     """A rollout whose reward reaches this counts as solved."""
+    learnable_min: float = 0.2
+    """Share of tasks whose rollouts disagree, below which the target is not RL-ready."""
+    max_env_error_rate: float = 0.05
+    max_provider_error_rate: float = 0.2
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
+        for name in ("learnable_min", "max_env_error_rate", "max_provider_error_rate"):
+            if not 0 <= getattr(self, name) <= 1:
+                out.append((name, "must be between 0 and 1"))
         if not 0 <= self.target_min < self.target_max:
             out.append(("target_min", "must be >= 0 and below target_max"))
         if self.strong_min < 0:
             out.append(("strong_min", "must be >= 0"))
         return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How sure the verdict must be before it says keep or discard."""
+
+    confidence: float = 0.97
+
+    def problems(self) -> list[tuple[str, str]]:
+        return [] if 0.5 <= self.confidence < 1 else [("confidence", "must be in [0.5, 1)")]
 
 
 @dataclass(frozen=True)
@@ -139,6 +171,7 @@ class Config:
     paths: Paths = field(default_factory=Paths)
     budget: Budget = field(default_factory=Budget)
     bands: Bands = field(default_factory=Bands)
+    verdict: Verdict = field(default_factory=Verdict)
     offline: Offline = field(default_factory=Offline)
     root: Path = field(default=Path("."), compare=False)
     """Directory holding config.toml; every relative path is resolved against it."""

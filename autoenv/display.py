@@ -80,13 +80,15 @@ def _fmt(value, digits: int = 3) -> str:
 
 def summary_table(stats: dict, bands) -> Table:
     table = Table(title="Evaluation summary", title_justify="left")
-    for column in ("model", "role", "mean", "std", "solve", "disagree", "scored", "errors p/t/e", "tokens in/out"):
+    from autoenv.report import mean_ci
+
+    for column in ("model", "role", "mean [95% CI]", "std", "solve", "disagree", "scored", "errors p/t/e", "tokens in/out"):
         table.add_column(column, justify="right" if column not in ("model", "role") else "left")
     wanted = {"target": f"{bands.target_min}–{bands.target_max}", "strong": f"> {bands.strong_min}"}
     for role, s in stats.items():
         e = s.get("errors", {})
         table.add_row(
-            s.get("model", ""), f"{role} ({wanted.get(role, '')})", _fmt(s.get("mean")), _fmt(s.get("std")),
+            s.get("model", ""), f"{role} ({wanted.get(role, '')})", mean_ci(s), _fmt(s.get("std")),
             _fmt(s.get("solve_rate")), _fmt(s.get("disagree_share")), f"{s.get('scored')}/{s.get('rollouts')}",
             f"{e.get('provider_error', 0)}/{e.get('timeout', 0)}/{e.get('env_error', 0)}",
             f"{s.get('input_tokens', 0)}/{s.get('output_tokens', 0)}",

@@ -97,8 +97,9 @@ def verify_chain(path: Path) -> list[int]:
     return broken
 
 
-def last_kept(entries: list[dict]) -> dict | None:
+def last_kept(entries: list[dict], accept=lambda entry: True) -> dict | None:
+    """The newest entry whose verdict is keep (and that `accept` admits)."""
     for entry in reversed(entries):
-        if (entry.get("verdict") or {}).get("verdict") == "keep":
+        if (entry.get("verdict") or {}).get("verdict") == "keep" and accept(entry):
             return entry
     return None

@@ -27,7 +27,7 @@ from autoenv.report import render, write_report
 from autoenv.rollouts import run_worker
 from autoenv.stats import model_stats
 from autoenv.traces import read_rollouts
-from autoenv.verdict import decide, rl_readiness
+from autoenv.verdict import comparable, decide, rl_readiness
 
 ROLES = ("target", "strong")
 
@@ -208,8 +208,10 @@ def compute_stats(ctx: Context, out: Path | None = None, models: dict[str, str] 
     out = out or ctx.out
     job = json.loads((out / "job.json").read_text()) if (out / "job.json").is_file() else {}
     names = models or {role: spec["model"] for role, spec in job.get("roles", {}).items()}
+    models = ctx.config.models()
     return {
-        role: model_stats(names.get(role, role), read_rollouts(out / role), ctx.config.bands.solve_threshold).to_dict()
+        role: model_stats(names.get(role, role), read_rollouts(out / role), ctx.config.bands.solve_threshold,
+                          price=None if ctx.options.offline else models[role].price, seed=ctx.config.seed).to_dict()
         for role in ROLES if (out / role).is_dir()
     }
 
@@ -222,7 +224,10 @@ def record(ctx: Context, stats: dict, error: AutoEnvError | None = None, failed_
     entries = read_entries(log_path)
     success = error is None
     readiness = rl_readiness(stats, config.bands) if success else {}
-    verdict = decide(success, readiness, last_kept(entries), error.what.splitlines()[0] if error else None)
+    kept = last_kept(entries, lambda e: comparable(e, stats, ctx.options.offline))
+    verdict = decide(stats, config.bands, kept, eval_success=success,
+                     error=error.what.splitlines()[0] if error else None,
+                     confidence=config.verdict.confidence, seed=config.seed)
     strong = stats.get("strong") or {}
     entry = {
         "commit": ctx.head.commit,

@@ -13,6 +13,14 @@ def _f(value, digits: int = 3) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
+def mean_ci(model: dict) -> str:
+    """`0.406 [0.302, 0.510]`: a mean is never shown without its interval."""
+    if model.get("mean") is None:
+        return "–"
+    ci = model.get("ci")
+    return f"{model['mean']:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"{model['mean']:.3f}"
+
+
 def render(entry: dict, bands: Bands, extra_sections: list[str] | None = None) -> str:
     commit = entry["commit"]
     verdict = entry.get("verdict") or {}
@@ -22,7 +30,7 @@ def render(entry: dict, bands: Bands, extra_sections: list[str] | None = None) -
         f"- commit: `{commit}`{' (branch ' + entry['branch'] + ')' if entry.get('branch') else ''}",
         f"- evaluated: {entry.get('timestamp')}{' — OFFLINE (scripted policies, not real models)' if entry.get('offline') else ''}",
         f"- description (the agent's claim): {entry.get('description') or '–'}",
-        f"- verdict: **{verdict.get('verdict', '–')}**{' (provisional)' if verdict.get('provisional') else ''} — {verdict.get('reason', '')}",
+        f"- verdict: **{verdict.get('verdict', '–')}** — {verdict.get('reason', '')}",
         "",
     ]
     if not entry.get("eval_success"):
@@ -32,16 +40,27 @@ def render(entry: dict, bands: Bands, extra_sections: list[str] | None = None) -
     if stats:
         wanted = {"target": f"wanted {bands.target_min}–{bands.target_max}", "strong": f"wanted > {bands.strong_min}"}
         lines += ["## Results", "",
-                  "| role | model | mean | std | solve rate | tasks disagreeing | scored / rollouts | provider errors | timeouts | env errors |",
+                  "Means carry a 95% interval from a bootstrap over tasks; errored rollouts are counted, "
+                  "never averaged in.", "",
+                  "| role | model | mean [95% CI] | std | solve rate | tasks disagreeing | scored / rollouts | provider errors | timeouts | env errors |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for role, s in stats.items():
             e = s.get("errors", {})
             lines.append(
-                f"| {role} ({wanted.get(role, '')}) | {s.get('model')} | {_f(s.get('mean'))} | {_f(s.get('std'))} | "
+                f"| {role} ({wanted.get(role, '')}) | {s.get('model')} | {mean_ci(s)} | {_f(s.get('std'))} | "
                 f"{_f(s.get('solve_rate'))} | {_f(s.get('disagree_share'))} | {s.get('scored')} / {s.get('rollouts')} | "
                 f"{e.get('provider_error', 0)} | {e.get('timeout', 0)} | {e.get('env_error', 0)} |")
         lines.append("")
         for role, s in stats.items():
+            extras = []
+            if s.get("normalized_mean") is not None:
+                extras.append(f"normalized mean {_f(s['normalized_mean'])} of a maximum {s['max_reward']:g}")
+            if s.get("mean_seconds") is not None:
+                extras.append(f"latency {_f(s['mean_seconds'], 1)} s mean, {_f(s.get('p90_seconds'), 1)} s p90")
+            extras.append(f"tokens {s.get('input_tokens', 0)} in / {s.get('output_tokens', 0)} out")
+            if s.get("cost_usd") is not None:
+                extras.append(f"cost ${s['cost_usd']:.4f}")
+            lines.append(f"- {role}: " + "; ".join(extras))
             if s.get("components"):
                 parts = ", ".join(f"{k} {_f(v)}" for k, v in s["components"].items())
                 lines.append(f"- {role} reward components (mean score): {parts}")

@@ -1,4 +1,9 @@
-"""Per-model statistics over scored rollouts: errors are counted, never averaged in."""
+"""Per-model statistics over scored rollouts: errors are counted, never averaged in.
+
+The mean carries a 95% interval from a cluster bootstrap over tasks (see resample.py).
+`per_task` keeps `[reward_sum, scored_rollouts, disagree]` per task id, so a later
+verdict can compare against this evaluation without reading its traces.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,12 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from autoenv.config import Price
+from autoenv.resample import mean_interval, task_id
 from autoenv.traces import Rollout
 
 OUTCOMES = ("ok", "provider_error", "timeout", "env_error")
+TIE = 1e-9
 
 
 @dataclass
@@ -18,8 +26,14 @@ class ModelStats:
     rollouts: int
     scored: int
     mean: float | None
+    ci: list[float] | None
+    """95% interval of the mean, resampling tasks."""
     std: float | None
     solve_rate: float | None
+    """Share of scored rollouts whose reward reaches bands.solve_threshold."""
+    max_reward: float | None
+    """Sum of the positive reward weights, when every observed score lies in [0, 1]."""
+    normalized_mean: float | None
     tasks: int
     disagree_share: float | None
     """Share of tasks with >= 2 scored rollouts whose rewards differ (what GRPO learns from)."""
@@ -29,7 +43,10 @@ class ModelStats:
     by_category: dict[str, dict] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
+    cost_usd: float | None = None
     mean_seconds: float | None = None
+    p90_seconds: float | None = None
+    per_task: dict[str, list] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -48,32 +65,60 @@ def _groups(rollouts: list[Rollout], attr: str) -> dict[str, dict]:
     return {name: {"n": len(v), "mean": _mean(v)} for name, v in sorted(groups.items())}
 
 
-def model_stats(model: str, rollouts: list[Rollout], solve_threshold: float) -> ModelStats:
+def _max_reward(scored: list[Rollout]) -> float | None:
+    weights: dict[str, float] = {}
+    for r in scored:
+        for name, score in r.components.items():
+            if not 0 <= score <= 1:
+                return None
+            weights[name] = r.weights.get(name, 1.0)
+    total = sum(max(0.0, w) for w in weights.values())
+    return round(total, 6) if total > 0 else None
+
+
+def model_stats(model: str, rollouts: list[Rollout], solve_threshold: float, price: Price | None = None,
+                seed: int = 0) -> ModelStats:
     scored = [r for r in rollouts if r.outcome == "ok" and r.reward is not None]
     rewards = np.array([r.reward for r in scored], dtype=float)
     by_task: dict[str, list[float]] = defaultdict(list)
     for r in scored:
         by_task[r.task_key].append(r.reward)
+    per_task = {
+        task_id(key): [round(float(sum(v)), 6), len(v), int(len(v) >= 2 and max(v) - min(v) > TIE)]
+        for key, v in sorted(by_task.items())
+    }
     grouped = [v for v in by_task.values() if len(v) >= 2]
     components: dict[str, list[float]] = defaultdict(list)
     for r in scored:
         for name, score in r.components.items():
             components[name].append(score)
     errors = {kind: sum(r.outcome == kind for r in rollouts) for kind in OUTCOMES if kind != "ok"}
+    mean = _mean(rewards)
+    max_reward = _max_reward(scored)
+    interval = mean_interval(per_task, seed=seed)
+    seconds = [r.seconds for r in rollouts if r.seconds]
+    tokens_in, tokens_out = sum(r.input_tokens for r in rollouts), sum(r.output_tokens for r in rollouts)
+    priced = price is not None and (price.input or price.output)
     return ModelStats(
         model=model,
         rollouts=len(rollouts),
         scored=len(scored),
-        mean=_mean(rewards),
+        mean=mean,
+        ci=list(interval) if interval else None,
         std=round(float(np.std(rewards)), 4) if len(rewards) else None,
         solve_rate=_mean(rewards >= solve_threshold) if len(rewards) else None,
+        max_reward=max_reward,
+        normalized_mean=round(mean / max_reward, 4) if mean is not None and max_reward else None,
         tasks=len({r.task_key for r in rollouts}),
-        disagree_share=_mean([float(max(v) - min(v) > 1e-9) for v in grouped]) if grouped else None,
+        disagree_share=_mean([float(max(v) - min(v) > TIE) for v in grouped]) if grouped else None,
         errors=errors,
         components={name: _mean(v) for name, v in sorted(components.items())},
         by_difficulty=_groups(scored, "difficulty"),
         by_category=_groups(scored, "category"),
-        input_tokens=sum(r.input_tokens for r in rollouts),
-        output_tokens=sum(r.output_tokens for r in rollouts),
-        mean_seconds=_mean([r.seconds for r in rollouts if r.seconds]),
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cost_usd=round((tokens_in * price.input + tokens_out * price.output) / 1e6, 6) if priced else None,
+        mean_seconds=_mean(seconds),
+        p90_seconds=round(float(np.percentile(seconds, 90)), 3) if seconds else None,
+        per_task=per_task,
     )

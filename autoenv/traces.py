@@ -31,6 +31,7 @@ class Rollout:
     outcome: str
     reward: float | None
     components: dict[str, float] = field(default_factory=dict)
+    weights: dict[str, float] = field(default_factory=dict)
     difficulty: str | None = None
     category: str | None = None
     error: str | None = None
@@ -83,6 +84,7 @@ def to_rollout(trace: dict, episode: dict | None = None) -> Rollout:
     errors = list(trace.get("errors") or []) + list((episode or {}).get("errors") or [])
     rewards = trace.get("rewards") or {}
     components: dict[str, float] = {}
+    weights: dict[str, float] = {}
     total: float | None = 0.0
     bad = None
     for name, value in rewards.items():
@@ -92,6 +94,7 @@ def to_rollout(trace: dict, episode: dict | None = None) -> Rollout:
             total = None
             continue
         components[name] = float(score)
+        weights[name] = float(value.get("weight", 1.0))
         if total is not None:
             total += float(score) * float(value.get("weight", 1.0))
     if trace.get("is_timeout") or (episode or {}).get("is_timeout"):
@@ -115,7 +118,7 @@ def to_rollout(trace: dict, episode: dict | None = None) -> Rollout:
     turns = sum(1 for node in trace.get("nodes") or [] if (node.get("message") or {}).get("role") == "assistant")
     return Rollout(
         trace_id=trace.get("id", ""), task_key=task.get("key") or "", idx=data.get("idx"),
-        outcome=outcome, reward=total, components=components,
+        outcome=outcome, reward=total, components=components, weights=weights,
         difficulty=_opt(data.get("difficulty")), category=_opt(data.get("category")),
         error=_error_text(errors) or bad, turns=turns,
         input_tokens=usage_in, output_tokens=usage_out, seconds=round(seconds, 3),

@@ -66,7 +66,7 @@ def test_shipped_config_loads_with_expected_values(tmp_path):
     assert c.target.sampling.top_p is None
     assert c.strong.model == "gpt-4.1"
     assert c.strong.sampling.max_tokens == 2048
-    assert c.budget.examples == 24
+    assert c.budget.examples == 40
     assert c.budget.rollouts_per_example == 4
     assert c.budget.max_concurrent == 8
     assert c.budget.rollout_timeout == 300.0
@@ -75,6 +75,9 @@ def test_shipped_config_loads_with_expected_values(tmp_path):
     assert (c.bands.target_min, c.bands.target_max) == (0.2, 0.7)
     assert c.bands.strong_min == 0.7
     assert c.bands.solve_threshold == 1.0
+    assert c.bands.max_env_error_rate == 0.05
+    assert c.verdict.confidence == 0.97
+    assert c.target.price.input == 0.0
     assert c.offline.target == "noisy-oracle:0.45"
     assert c.offline.strong == "oracle"
     assert c.paths.log_file == "feedback_log.jsonl"
@@ -121,9 +124,9 @@ def test_a_directory_is_not_a_config_file(tmp_path):
 
 
 def test_invalid_toml_reports_the_broken_line(cfg):
-    path = cfg(("examples = 24", "examples = 24 24"))
+    path = cfg(("examples = 40", "examples = 40 24"))
     e = load_error(path)
-    broken = line_of(path, r"^examples = 24 24")
+    broken = line_of(path, r"^examples = 40 24")
     assert e.where.endswith(f":{broken}")
     assert e.where.startswith(str(path))
     assert "not valid TOML" in e.what
@@ -139,7 +142,7 @@ def test_invalid_toml_unquoted_string(cfg):
 
 
 def test_unknown_key_is_named_located_and_corrected(cfg):
-    path = cfg(("examples = 24", "exampels = 24"))
+    path = cfg(("examples = 40", "exampels = 24"))
     e = load_error(path)
     assert "budget.exampels" in e.what
     assert e.where == at(path, r"^exampels = 24")
@@ -176,7 +179,7 @@ def test_unknown_key_without_a_close_match_lists_known_keys(cfg):
 
 
 def test_wrong_type_names_key_line_and_expected_type(cfg):
-    path = cfg(("examples = 24", 'examples = "ten"'))
+    path = cfg(("examples = 40", 'examples = "ten"'))
     e = load_error(path)
     assert "budget.examples" in e.what
     assert "an integer" in e.what
@@ -233,7 +236,7 @@ def test_a_scalar_where_a_table_belongs(cfg):
 
 
 def test_examples_zero_is_rejected(cfg):
-    path = cfg(("examples = 24", "examples = 0"))
+    path = cfg(("examples = 40", "examples = 0"))
     e = load_error(path)
     assert "budget.examples" in e.what and "at least 1" in e.what
     assert e.where == at(path, r"^examples = 0")
@@ -350,7 +353,7 @@ def test_optional_tables_fall_back_to_defaults(tmp_path):
     )
     c = load_config(path)
     assert c.seed == 0
-    assert c.budget.examples == 24
+    assert c.budget.examples == 40
     assert c.target.api_key_var == ""
     assert c.offline.strong == "oracle"
 
@@ -387,3 +390,21 @@ def test_errors_in_tables_with_commented_headers_carry_the_line(cfg):
 def test_locate_key_with_a_commented_table_header():
     lines = ["[target]   # the model", 'model = "m"']
     assert locate_key(lines, "target.model") == 2
+
+
+def test_one_rollout_per_example_is_rejected_with_the_reason(tmp_path):
+    path = tmp_path / "config.toml"
+    text = SHIPPED.read_text()
+    path.write_text(text.replace("rollouts_per_example = 4", "rollouts_per_example = 1"))
+    with pytest.raises(AutoEnvError) as caught:
+        load_config(path)
+    line = next(i for i, l in enumerate(path.read_text().splitlines(), 1) if l.startswith("rollouts_per_example"))
+    assert caught.value.where.endswith(f":{line}")
+    assert "at least 2" in str(caught.value) and "GRPO" in str(caught.value)
+
+
+def test_price_table_is_validated(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text(SHIPPED.read_text().replace("[target.sampling]", "[target.price]\ninput = -1\n\n[target.sampling]"))
+    with pytest.raises(AutoEnvError, match="target.price.input"):
+        load_config(path)

@@ -66,7 +66,7 @@ def test_offline_evaluation_of_each_example(run_repo, example):
     tasks = json.loads((out / "tasks.json").read_text())
     assert len(tasks) == 3 and len({t["difficulty"] for t in tasks}) == 3  # stratified
     report = (root / "feedback" / f"{commit}.md").read_text()
-    assert "OFFLINE" in report and "| strong (wanted > 0.7) | oracle | 1.000 |" in report
+    assert "OFFLINE" in report and "| strong (wanted > 0.7) | oracle | 1.000 [1.000, 1.000] |" in report
     print(f"{example}: offline eval of 3x2x2 rollouts took {time.time() - started:.1f} s")
 
 
