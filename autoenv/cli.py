@@ -45,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, default=None, help="config file (default: config.toml at the repo root)")
     p.set_defaults(func=cmd_eval)
 
+    for name, text in (("check", "model-free checks of the candidate and its dataset (no key)"),
+                       ("probe", "the checks plus the oracle and exploit probes (no key)")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--config", type=Path, default=None)
+        p.set_defaults(func=cmd_gates, probes=name == "probe")
+
     p = sub.add_parser("feedback", help="recompute statistics and verdict for a commit from its stored traces")
     p.add_argument("--config", type=Path, default=None)
     p.add_argument("--outputs-dir", type=Path, default=None, help="default: paths.outputs from the config")
@@ -98,6 +104,17 @@ def print_result(entry: dict) -> None:
     fields["reason"] = entry["verdict"].get("reason")
     fields["feedback"] = f"feedback/{entry['commit']}.md"
     display.result_block(fields)
+
+
+def cmd_gates(args) -> int:
+    from autoenv.pipeline import audit_only
+
+    report = audit_only(Path.cwd(), args.config, probes=args.probes)
+    display.result_block({"gates": "passed" if report.passed else "failed", "failed": len(report.failed),
+                          "mode": report.mode, "seconds": report.seconds})
+    for item in report.failed:
+        display.console.print(f"FAILED {item}", markup=False)
+    return 0 if report.passed else 1
 
 
 def cmd_feedback(args) -> int:

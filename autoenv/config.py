@@ -146,6 +146,51 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class Checks:
+    """Model-free checks of the candidate and its dataset (autoenv check)."""
+
+    dataset_size: int = 1000
+    """The default dataset must hold at least this many tasks."""
+    max_duplicate_share: float = 0.01
+    near_duplicate_similarity: float = 0.9
+    """Word-shingle Jaccard similarity at which two prompts count as near-duplicates."""
+    max_near_duplicate_share: float = 0.05
+    max_answer_share: float = 0.25
+    """Largest share of tasks allowed to have the same reference answer."""
+    max_load_seconds: float = 60.0
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = []
+        for name in ("max_duplicate_share", "near_duplicate_similarity", "max_near_duplicate_share", "max_answer_share"):
+            if not 0 <= getattr(self, name) <= 1:
+                out.append((name, "must be between 0 and 1"))
+        if self.dataset_size < 1:
+            out.append(("dataset_size", "must be at least 1"))
+        return out
+
+
+@dataclass(frozen=True)
+class Probes:
+    """Scripted policies that must (oracle) or must not (exploits) earn reward."""
+
+    sample: int = 30
+    """Tasks per probe when replies are scored in-process (single-turn candidates)."""
+    rollout_sample: int = 6
+    """Tasks per probe when probes need real rollouts (tools, custom Env)."""
+    oracle_min: float = 0.95
+    """The oracle must reach this share of the maximum reward (sum of positive weights)."""
+    exploit_max: float = 0.1
+    """An exploit may reach at most this share of the oracle's mean reward."""
+    continue_on_failure: bool = False
+    """Run the model evaluation even when a check or probe failed."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = [(n, "must be at least 1") for n in ("sample", "rollout_sample") if getattr(self, n) < 1]
+        out += [(n, "must be between 0 and 1") for n in ("oracle_min", "exploit_max") if not 0 <= getattr(self, n) <= 1]
+        return out
+
+
+@dataclass(frozen=True)
 class Offline:
     """Scripted policies that stand in for the two models under --offline."""
 
@@ -172,6 +217,8 @@ class Config:
     budget: Budget = field(default_factory=Budget)
     bands: Bands = field(default_factory=Bands)
     verdict: Verdict = field(default_factory=Verdict)
+    checks: Checks = field(default_factory=Checks)
+    probes: Probes = field(default_factory=Probes)
     offline: Offline = field(default_factory=Offline)
     root: Path = field(default=Path("."), compare=False)
     """Directory holding config.toml; every relative path is resolved against it."""

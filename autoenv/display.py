@@ -102,3 +102,32 @@ def result_block(fields: dict) -> None:
     width = max(len(k) for k in fields)
     for key, value in fields.items():
         console.print(f"{key + ':':<{width + 1}} {_fmt(value, 4)}", markup=False, highlight=False)
+
+
+STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
+
+
+def gates_tables(report) -> list[Table]:
+    """Two tables: the checks, then the probes with what each harvested."""
+    checks = Table(title="Checks", title_justify="left")
+    checks.add_column("check")
+    checks.add_column("result")
+    checks.add_column("detail", overflow="fold")
+    for f in report.findings:
+        if f.name.startswith("probe "):
+            continue
+        checks.add_row(f.name, f"[{STATUS_STYLE[f.status]}]{f.status}[/]", f.message)
+    probes = Table(title=f"Probes ({report.mode or 'not run'})", title_justify="left")
+    for column in ("probe", "result", "mean", "of oracle", "scored", "harvested / best"):
+        probes.add_column(column, overflow="fold")
+    status = {f.name.removeprefix("probe "): f.status for f in report.findings if f.name.startswith("probe ")}
+    status.setdefault("oracle", next((f.status for f in report.findings if f.name == "oracle"), "skip"))
+    for name, s in report.probes.items():
+        best = s["best"][0] if s.get("best") else None
+        detail = ", ".join(f"{k} {v}" for k, v in s.get("harvested", {}).items())
+        if best and status.get(name) == "fail":
+            detail += f" | idx {best['idx']}: {best['reply'][:60]!r}"
+        st = status.get(name, "skip")
+        probes.add_row(name, f"[{STATUS_STYLE[st]}]{st}[/]", _fmt(s.get("mean")), _fmt(s.get("of_oracle")),
+                       f"{s['scored']}/{s['tasks']}", detail)
+    return [checks, probes]

@@ -69,8 +69,14 @@ class OracleBook:
 
     def __init__(self, tasks: Iterable[Any]):
         self._by_prompt: dict[str, list[Any]] = {}
+        answers = set()
         for task in tasks:
             self._by_prompt.setdefault(task_prompt_text(task), []).append(task)
+            answer = getattr(task.data, "answer", None)
+            if answer is not None:
+                answers.add(str(answer))
+        self.answers = sorted(answers)
+        """Every task's reference answer: the pool the wrong-answer probes draw from."""
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_prompt.values())

@@ -20,6 +20,7 @@ from pathlib import Path
 from autoenv import display
 from autoenv.config import CONFIG_NAME, Config, load_config
 from autoenv.errors import AutoEnvError
+from autoenv.gates import GateReport, run_gates
 from autoenv.gitrepo import Head, Repo
 from autoenv.install import TASKSET_ID, inspect_candidate, install_candidate
 from autoenv.ledger import append_entry, read_entries, last_kept
@@ -52,6 +53,7 @@ class Context:
     out: Path
     timings: dict[str, float] = field(default_factory=dict)
     candidate: dict = field(default_factory=dict)
+    gates: GateReport | None = None
 
 
 def evaluate(options: EvalOptions) -> dict:
@@ -61,6 +63,16 @@ def evaluate(options: EvalOptions) -> dict:
     try:
         with timed(ctx, "install"), display.stage("install", "candidate into the venv, import in a fresh process"):
             install(ctx)
+        stage_name = "gates"
+        with timed(ctx, "gates"), display.stage("check + probe", "dataset, determinism, oracle and exploits; no model"):
+            ctx.gates = run_gates(ctx.config, ctx.out / "gates")
+            for table in display.gates_tables(ctx.gates):
+                display.console.print(table)
+        if not ctx.gates.passed:
+            display.warn(f"{len(ctx.gates.failed)} gate(s) failed: " + "; ".join(ctx.gates.failed))
+            if not ctx.config.probes.continue_on_failure:
+                display.note("skipping the model evaluation (probes.continue_on_failure = false)")
+                return record(ctx, stats={})
         stage_name = "rollouts"
         with timed(ctx, "rollouts"), display.stage("smoke + rollouts", rollout_plan(ctx)):
             worker = run_worker(worker_job(ctx), ctx.out, ctx.config.path("candidate"))
@@ -227,6 +239,7 @@ def record(ctx: Context, stats: dict, error: AutoEnvError | None = None, failed_
     kept = last_kept(entries, lambda e: comparable(e, stats, ctx.options.offline))
     verdict = decide(stats, config.bands, kept, eval_success=success,
                      error=error.what.splitlines()[0] if error else None,
+                     gates_failed=ctx.gates.failed if ctx.gates else None,
                      confidence=config.verdict.confidence, seed=config.seed)
     strong = stats.get("strong") or {}
     entry = {
@@ -245,6 +258,7 @@ def record(ctx: Context, stats: dict, error: AutoEnvError | None = None, failed_
         "budget": vars(config.budget) | {"seed": config.seed},
         "candidate": ctx.candidate | ({"tasks": loaded_tasks, "load_seconds": load_seconds} if loaded_tasks else {}),
         "timings": ctx.timings,
+        "gates": ctx.gates.to_dict() if ctx.gates else None,
         "outputs": str(ctx.out.relative_to(config.root)) if ctx.out.is_relative_to(config.root) else str(ctx.out),
     }
     if error is not None:
@@ -262,6 +276,8 @@ def record(ctx: Context, stats: dict, error: AutoEnvError | None = None, failed_
 def note_text(entry: dict) -> str:
     verdict = entry.get("verdict") or {}
     parts = [f"autoenv: {verdict.get('verdict')}"]
+    if entry.get("gates") and not entry["gates"]["passed"]:
+        parts.append(f"gates failed: {len(entry['gates']['failed'])}")
     for role in ROLES:
         s = (entry.get("stats") or {}).get(role)
         if s:
@@ -307,3 +323,28 @@ def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = 
         stats = compute_stats(ctx)
         display.console.print(display.summary_table(stats, cfg.bands))
     return record(ctx, stats=stats)
+
+
+def audit_only(cwd: Path, config: Path | None = None, probes: bool = True) -> GateReport:
+    """`autoenv check` / `autoenv probe`: the gates alone, on the candidate as it is on disk.
+
+    No clean tree, no key and nothing recorded: the agent runs this before every commit.
+    Traces of the probe rollouts go to outputs/scratch/<time>/.
+    """
+    try:
+        root = Repo(cwd).root
+    except AutoEnvError:
+        root = Path(cwd).resolve()
+    cfg = load_config(config or root / CONFIG_NAME)
+    with display.stage("install", "candidate into the venv, import in a fresh process"):
+        candidate = cfg.path("candidate")
+        install_candidate(candidate)
+        inspect_candidate(candidate)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = cfg.path("outputs") / "scratch" / f"{stamp}-{'probe' if probes else 'check'}"
+    with display.stage("check + probe" if probes else "check", str(out.relative_to(cfg.root)) if out.is_relative_to(cfg.root) else str(out)):
+        report = run_gates(cfg, out, probes=probes)
+    tables = display.gates_tables(report)
+    for table in tables if probes else tables[:1]:
+        display.console.print(table)
+    return report

@@ -69,6 +69,10 @@ class ChatRequest:
 
 
 class OracleSource(Protocol):
+    answers: list[str]
+
+    def find(self, messages: list[dict]) -> Any | None: ...
+
     def next_message(self, messages: list[dict]) -> Reply | None: ...
 
     def task_key(self, messages: list[dict]) -> str | None: ...
@@ -100,8 +104,11 @@ class Policies:
                 "noisy-oracle:P plays the oracle in a share P of rollouts (per-task "
                 "rates drawn around P), else gives up",
             ),
-            "empty": (lambda request, param: Reply(), "always replies with an empty message"),
         }
+        from autoenv.probes import EXPLOITS
+
+        for probe, doc in EXPLOITS.items():
+            self._handlers[probe] = (self._probe, f"exploit probe: {doc}")
 
     def names(self) -> dict[str, str]:
         return {name: doc for name, (_, doc) in self._handlers.items()}
@@ -133,6 +140,22 @@ class Policies:
 
     def _oracle(self, request: ChatRequest, param: str | None) -> Reply:
         return advertised_names(self._need_oracle(request.messages), request.tools)
+
+    def _probe(self, request: ChatRequest, param: str | None) -> Reply:
+        from autoenv.probes import NEEDS_TOOLS, probe_reply
+
+        name = request.model.partition(":")[0]
+        task = self.oracle.find(request.messages) if self.oracle is not None else None
+        oracle = None
+        if name not in NEEDS_TOOLS and name not in ("empty", "refusal", "echo", "garbage"):
+            oracle = advertised_names(self._need_oracle(request.messages), request.tools)
+        answer = getattr(getattr(task, "data", None), "answer", None)
+        reply = probe_reply(
+            name, oracle=oracle, answer=None if answer is None else str(answer),
+            answers=getattr(self.oracle, "answers", []), messages=request.messages, tools=request.tools,
+            key=getattr(task, "key", request.session), seed=self.seed,
+        )
+        return reply if reply is not None else Reply()
 
     def _noisy_oracle(self, request: ChatRequest, param: str | None) -> Reply:
         try:

@@ -33,6 +33,13 @@ def render(entry: dict, bands: Bands, extra_sections: list[str] | None = None) -
         f"- verdict: **{verdict.get('verdict', '–')}** — {verdict.get('reason', '')}",
         "",
     ]
+    gates = entry.get("gates") or {}
+    if gates and not gates.get("passed"):
+        lines += ["## Failed gates (fix these first)", "",
+                  "The reward or the dataset failed a model-free check; the verdict is discard"
+                  + (" and the models were not evaluated." if not entry.get("stats") else "."), ""]
+        lines += [f"- **{item.split(':', 1)[0]}**:{item.split(':', 1)[1]}" for item in gates.get("failed", [])]
+        lines.append("")
     if not entry.get("eval_success"):
         lines += ["## The evaluation failed", "", f"Stage: `{entry.get('failed_stage', '?')}`", "",
                   "```", str(entry.get("error", "")).strip(), "```", ""]
@@ -76,6 +83,17 @@ def render(entry: dict, bands: Bands, extra_sections: list[str] | None = None) -
                   f"- strong model above floor: {readiness.get('strong_above_floor')}",
                   f"- share of tasks whose rollouts disagree (GRPO signal): {_f(readiness.get('learnable_share'))}",
                   f"- distance to the wanted state: {_f(readiness.get('distance'))}", ""]
+    if gates:
+        lines += [f"## Checks and probes ({gates.get('mode')}, {gates.get('seconds')} s)", "",
+                  "| check | result | detail |", "|---|---|---|"]
+        lines += [f"| {f['name']} | {f['status']} | {f['message'].replace('|', '/')} |" for f in gates.get("findings", [])]
+        lines.append("")
+        for name, p in (gates.get("probes") or {}).items():
+            if p.get("best") and name != "oracle":
+                b = p["best"][0]
+                lines.append(f"- {name}: best task idx {b['idx']} scored {b['reward']:.2f} with reply "
+                             f"`{b['reply'][:120].replace(chr(10), ' ')}`")
+        lines.append("")
     for section in extra_sections or []:
         lines += [section.rstrip(), ""]
     if entry.get("outputs"):

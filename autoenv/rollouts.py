@@ -34,12 +34,13 @@ class WorkerFailed(AutoEnvError):
 
 def deadline_seconds(job: dict) -> float:
     """An outer bound on the whole worker, so nothing can hang an overnight run forever."""
-    rollouts = sum(1 for _ in job["roles"]) * int(job["examples"]) * int(job["rollouts"]) + 1
+    rollouts = job.get("expected_rollouts") or len(job["roles"]) * int(job["examples"]) * int(job["rollouts"]) + 1
     waves = math.ceil(rollouts / int(job["max_concurrent"])) + 1
     return 180 + waves * float(job["rollout_timeout"]) * 1.5
 
 
-def run_worker(job: dict, out_dir: Path, candidate_dir: Path) -> WorkerResult:
+def run_worker(job: dict, out_dir: Path, candidate_dir: Path, module: str = "autoenv.worker") -> WorkerResult:
+    """Run `python -m module job.json` in a fresh process under a deadline, following its events."""
     out_dir.mkdir(parents=True, exist_ok=True)
     job_path = out_dir / "job.json"
     job_path.write_text(json.dumps(job, indent=1))
@@ -47,7 +48,7 @@ def run_worker(job: dict, out_dir: Path, candidate_dir: Path) -> WorkerResult:
     result = WorkerResult()
     with open(stderr_path, "w") as stderr:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "autoenv.worker", str(job_path)],
+            [sys.executable, "-m", module, str(job_path)],
             stdout=subprocess.PIPE, stderr=stderr, text=True, env=child_env(candidate_dir),
             cwd=candidate_dir, start_new_session=True,
         )
@@ -103,6 +104,13 @@ def _follow(proc: subprocess.Popen, result: WorkerResult) -> None:
             elif kind == "rollout" and progress is not None:
                 progress.update(bars[event["role"]], completed=event["done"],
                                 status="" if event["ok"] else "errors")
+            elif kind == "probe":
+                if progress is not None:
+                    progress.advance(bars["probes"])
+            elif kind == "probe-plan":
+                progress = display.rollout_progress()
+                progress.start()
+                bars = {"probes": progress.add_task("probes", total=event["total"], status=event.get("mode", ""))}
             elif kind == "finished":
                 result.seconds = event["seconds"]
     finally:

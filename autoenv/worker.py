@@ -161,18 +161,20 @@ def smoke_outcome(episode) -> dict:
     return {"outcome": rollout.outcome, "reward": rollout.reward, "error": rollout.error}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, runner=None) -> int:
+    """Run `runner(job)` (default: the rollouts) on JOB.json, reporting failures as events."""
+    runner = runner or run
     argv = sys.argv[1:] if argv is None else argv
     job = json.loads(Path(argv[0]).read_text())
     out = Path(job["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, job["candidate_dir"])
     logging.basicConfig(
-        filename=str(out / "worker.log"), level=logging.INFO, force=True,
+        filename=str(out / job.get("log_name", "worker.log")), level=logging.INFO, force=True,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        asyncio.run(run(job))
+        asyncio.run(runner(job))
     except BaseException as e:  # report every failure as an event; the parent decides
         emit("error", type=type(e).__name__, message=str(e), traceback=traceback.format_exc())
         return 1

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from autoenv.probes import EXPLOITS
+
 from autoenv.policies import ChatRequest, Policies, PolicyError, Reply, ToolCall, advertised_names
 
 
@@ -143,7 +145,7 @@ def request(model: str, session: str = "s") -> ChatRequest:
 
 
 def test_names_lists_the_policies():
-    assert set(Policies().names()) == {"oracle", "noisy-oracle", "empty"}
+    assert set(Policies().names()) == {"oracle", "noisy-oracle"} | set(EXPLOITS)
 
 
 def test_empty_policy_replies_empty():

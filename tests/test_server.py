@@ -14,6 +14,8 @@ from collections import Counter
 import aiohttp
 import openai
 import pytest
+
+from autoenv.probes import EXPLOITS
 from openai import AsyncOpenAI
 
 from autoenv.oracle import OracleBook
@@ -142,7 +144,7 @@ def test_base_url_and_models_listing():
         return [m.id for m in models.data], health
 
     ids, health = serve(body)
-    assert set(ids) == {"oracle", "noisy-oracle", "empty"}
+    assert set(ids) == {"oracle", "noisy-oracle"} | set(EXPLOITS)
     assert health == {"ok": True}
 
 

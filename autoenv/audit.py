@@ -1,0 +1,260 @@
+"""The audit worker: measures the candidate without a model, in a fresh subprocess.
+
+Run as `python -m autoenv.audit JOB.json` (like autoenv.worker). It loads the taskset
+twice (determinism), measures the dataset, imports every module of the candidate
+package (a tool server that dies at start costs minutes per rollout inside verifiers),
+and plays the probes: the oracle and the exploits of autoenv.probes.
+
+Single-turn candidates (no tools, no custom Env) are scored in-process: the reply is put
+into a trace and the task's own `score` runs on it, which costs a fraction of a
+millisecond instead of a rollout process. Multi-turn and tool candidates are played
+through real rollouts against the embedded endpoint. Raw numbers go to `audit.json`;
+autoenv.gates judges them against config.toml.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import math
+import pkgutil
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from autoenv.worker import LOCAL_KEY_VAR, all_tasks, build_env, emit, main
+
+REPLY_PREVIEW = 400
+
+
+def fingerprint(tasks: list) -> list[str]:
+    return [f"{t.key}\x1f{t.data.model_dump_json()}" for t in tasks]
+
+
+def task_messages(task) -> list[dict]:
+    data = task.data
+    messages = [{"role": "system", "content": data.system_prompt}] if data.system_prompt else []
+    if isinstance(data.prompt, str):
+        messages.append({"role": "user", "content": data.prompt})
+    elif data.prompt:
+        messages.extend(m.model_dump(exclude_none=True) if hasattr(m, "model_dump") else dict(m) for m in data.prompt)
+    return messages
+
+
+def dataset_rows(tasks: list) -> list[dict]:
+    rows = []
+    for t in tasks:
+        row = {"key": t.key, "idx": t.data.idx, "prompt": t.data.prompt_text, "system": t.data.system_prompt or ""}
+        for name in ("answer", "difficulty", "category"):
+            value = getattr(t.data, name, None)
+            if value is not None:
+                row[name] = str(value)
+        rows.append(row)
+    return rows
+
+
+def import_modules(package: str) -> list[dict]:
+    """Import every module of the candidate package; tool servers start from these."""
+    results = []
+    try:
+        root = importlib.import_module(package)
+    except Exception as e:  # the install stage already showed this; record it anyway
+        return [{"module": package, "ok": False, "error": f"{type(e).__name__}: {e}"}]
+    paths = getattr(root, "__path__", None)
+    names = [package] + ([m.name for m in pkgutil.walk_packages(paths, prefix=f"{package}.")] if paths else [])
+    for name in names:
+        try:
+            module = importlib.import_module(name)
+            source = Path(getattr(module, "__file__", "") or "")
+            serves = source.is_file() and ".run()" in source.read_text(errors="replace")
+            results.append({"module": name, "ok": True, "tool_server": serves})
+        except BaseException as e:
+            results.append({"module": name, "ok": False,
+                            "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-1500:]})
+    return results
+
+
+def reward_record(trace, probe: str, task, reply_text: str, error: str | None = None) -> dict:
+    components, weights = {}, {}
+    for name, value in (trace.rewards or {}).items() if trace is not None else []:
+        components[name] = None if value is None else value.score
+        weights[name] = 1.0 if value is None else value.weight
+    return {"probe": probe, "key": task.key, "idx": task.data.idx, "components": components,
+            "weights": weights, "error": error, "reply": reply_text[:REPLY_PREVIEW],
+            "reply_chars": len(reply_text)}
+
+
+async def score_in_process(vf, task, reply) -> tuple:
+    """Score `reply` as the single assistant turn of `task`; returns (trace, error)."""
+    from verifiers.v1.graph import MessageNode
+
+    nodes = []
+    for message in task_messages(task):
+        cls = vf.SystemMessage if message["role"] == "system" else vf.UserMessage
+        nodes.append(MessageNode(message=cls(content=message["content"]), parent=len(nodes) - 1 if nodes else None))
+    assistant = vf.AssistantMessage(content=reply.content)
+    nodes.append(MessageNode(message=assistant, parent=len(nodes) - 1 if nodes else None, sampled=True))
+    trace = vf.Trace(task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
+                     agent=vf.AgentInfo(config=vf.AgentConfig()), nodes=nodes)
+    try:
+        await task.score(trace)
+    except Exception as e:
+        cause = e.__cause__ or e
+        return trace, f"{type(cause).__name__}: {cause}"
+    return trace, None
+
+
+def same_rewards(a: dict, b: dict) -> bool:
+    shared = set(a) & set(b)
+    def value(r):
+        return None if r is None else r.score
+    return all((value(a[k]) == value(b[k])) or (_nan(value(a[k])) and _nan(value(b[k]))) for k in shared)
+
+
+def _nan(x) -> bool:
+    return isinstance(x, float) and math.isnan(x)
+
+
+async def probe_in_process(vf, job, tasks_all, sample, probes) -> tuple[list[dict], bool]:
+    from autoenv.oracle import HOOK
+    from autoenv.policies import Reply
+    from autoenv.probes import probe_reply
+
+    answers = sorted({str(t.data.answer) for t in tasks_all if getattr(t.data, "answer", None) is not None})
+    records, deterministic = [], True
+    for probe in probes:
+        for task in sample:
+            messages = task_messages(task)
+            oracle, oracle_error = None, None
+            if callable(getattr(task, HOOK, None)):
+                try:
+                    oracle = Reply.coerce(getattr(task, HOOK)(messages))
+                except Exception as e:
+                    oracle_error = f"the oracle hook raised {type(e).__name__}: {e}"
+            if probe == "oracle":
+                reply = oracle
+            else:
+                answer = getattr(task.data, "answer", None)
+                reply = probe_reply(probe, oracle=oracle, answer=None if answer is None else str(answer),
+                                    answers=answers, messages=messages, tools=[], key=task.key, seed=job["seed"])
+            if reply is None:
+                records.append({"probe": probe, "key": task.key, "idx": task.data.idx, "skipped": True,
+                                "error": oracle_error if probe == "oracle" else None})
+                emit("probe", probe=probe)
+                continue
+            trace, error = await score_in_process(vf, task, reply)
+            if probe == "oracle" and error is None:
+                again, _ = await score_in_process(vf, task, reply)
+                deterministic &= same_rewards(trace.rewards, again.rewards)
+            records.append(reward_record(trace, probe, task, reply.content, error))
+            emit("probe", probe=probe)
+    return records, deterministic
+
+
+async def probe_rollouts(vf, job, env, tasks_all, sample, probes) -> tuple[list[dict], bool]:
+    import os
+
+    from verifiers.v1.utils.trace_store import append_episode
+
+    from autoenv.oracle import OracleBook
+    from autoenv.policies import Policies
+    from autoenv.server import Endpoint
+    from autoenv.traces import to_rollout
+
+    out = Path(job["out_dir"])
+    endpoint = await Endpoint(Policies(OracleBook(tasks_all), seed=job["seed"])).start()
+    os.environ[LOCAL_KEY_VAR] = "local"
+    semaphore = asyncio.Semaphore(int(job["max_concurrent"]))
+    lock = asyncio.Lock()
+    records: list[dict] = []
+    rescored: list[bool] = []
+
+    async def play(probe: str, task) -> None:
+        ctx = vf.ModelContext(model=probe, client=vf.EvalClientConfig(base_url=endpoint.base_url, api_key_var=LOCAL_KEY_VAR),
+                              sampling=vf.SamplingConfig())
+        episode = await env.run_slot(env.slots(task, 1)[0], ctx, semaphore)
+        (out / probe).mkdir(exist_ok=True)
+        await append_episode(out / probe, episode, lock)
+        wire = json.loads(episode.model_dump_json(exclude_none=True))
+        for trace, wire_trace in zip(episode.traces, wire.get("traces") or []):
+            rollout = to_rollout(wire_trace, wire)
+            reply = trace.assistant_messages[-1].content if trace.assistant_messages else ""
+            record = reward_record(trace, probe, task, reply or "", None if rollout.outcome == "ok" else rollout.error)
+            record["outcome"] = rollout.outcome
+            record["tool_calls"] = len(trace.tool_messages)
+            records.append(record)
+            if probe == "oracle" and rollout.outcome == "ok":
+                copy = trace.model_copy(deep=True)
+                copy.rewards, copy.metrics = {}, {}
+                try:
+                    await task.score(copy)
+                    rescored.append(same_rewards(trace.rewards, copy.rewards))
+                except Exception:
+                    rescored.append(False)
+        if not episode.traces:
+            records.append({"probe": probe, "key": task.key, "idx": task.data.idx, "components": {}, "weights": {},
+                            "error": "; ".join(e.message for e in episode.errors) or "no trace", "outcome": "env_error"})
+        emit("probe", probe=probe)
+
+    try:
+        async with env.serving():
+            await asyncio.gather(*(play(probe, task) for probe in probes for task in sample))
+    finally:
+        await endpoint.stop()
+    return records, all(rescored)
+
+
+async def audit(job: dict) -> None:
+    import verifiers.v1 as vf
+
+    from autoenv.oracle import has_hook
+    from autoenv.probes import EXPLOITS, NEEDS_TOOLS
+    from autoenv import dataset
+    from autoenv.sampling import TaskRef, choose_tasks
+
+    out = Path(job["out_dir"])
+    result: dict = {}
+    begun = started = time.time()
+    env = build_env(vf, job)
+    tasks = all_tasks(env)
+    result["load_seconds"] = round(time.time() - started, 3)
+    emit("loaded", tasks=len(tasks), seconds=result["load_seconds"])
+    again = all_tasks(build_env(vf, job))
+    first, second = fingerprint(tasks), fingerprint(again)
+    result["deterministic_load"] = first == second
+    if first != second:
+        result["load_difference"] = next((i for i, (a, b) in enumerate(zip(first, second)) if a != b),
+                                         min(len(first), len(second)))
+    result["dataset"] = dataset.measure(dataset_rows(tasks), float(job["near_threshold"]))
+    result["modules"] = import_modules("candidate_env")
+
+    taskset_cls = type(env.taskset)
+    task_cls = taskset_cls.task_type()
+    has_tools = bool(task_cls.toolsets(env.taskset.config.task)) or bool(taskset_cls.toolsets(env.taskset.config))
+    custom_env = type(env).__name__ != "SingleAgentEnv"
+    mode = "rollouts" if has_tools or custom_env else "in-process"
+    result.update(mode=mode, has_tools=has_tools, custom_env=custom_env,
+                  has_oracle=bool(tasks) and has_hook(tasks[0]))
+    if job.get("probes", True) and tasks:
+        size = int(job["probe_sample"] if mode == "in-process" else job["rollout_sample"])
+        refs = [TaskRef(t.data.idx, t.key, getattr(t.data, "difficulty", None)) for t in tasks]
+        chosen = {r.key for r in choose_tasks(refs, size, int(job["seed"]))}
+        sample = [t for t in tasks if t.key in chosen]
+        probes = (["oracle"] if result["has_oracle"] else []) + [
+            p for p in EXPLOITS if has_tools or p not in NEEDS_TOOLS]
+        emit("probe-plan", total=len(probes) * len(sample), mode=mode)
+        started = time.time()
+        if mode == "in-process":
+            records, deterministic = await probe_in_process(vf, job, tasks, sample, probes)
+        else:
+            records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes)
+        result.update(probes=records, deterministic_scoring=deterministic, probe_seconds=round(time.time() - started, 3),
+                      probe_tasks=len(sample), probe_names=probes)
+    (out / "audit.json").write_text(json.dumps(result, indent=1))
+    emit("finished", seconds=round(time.time() - begun, 3), done={})
+
+
+if __name__ == "__main__":
+    sys.exit(main(runner=audit))

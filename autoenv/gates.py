@@ -1,0 +1,263 @@
+"""Reward-faithfulness gates: checks and probes judged against config.toml, before any model.
+
+An RL environment is only as good as its reward, and a reward a cheap trick can harvest
+teaches the trick. So the harness measures, with no model and no key: the candidate's
+platform metadata, its dataset (size, duplicates, answer balance), determinism, the
+oracle invariant (the reference behaviour earns the maximum) and the exploit probes
+(cheap tricks earn about nothing). A failed gate forces the verdict to discard and, by
+default, stops the spending on models.
+
+The maximum achievable reward is the sum of the positive reward weights: every reward
+is documented to return a score in [0, 1] (program.md), and a score outside that range
+is reported as an environment error, never as a probe result.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from autoenv.config import Config
+from autoenv.probes import EXPLOITS
+
+PLACEHOLDERS = ("todo", "<one-line description>", "one line saying what", "lorem ipsum")
+
+
+@dataclass
+class Finding:
+    name: str
+    status: str  # pass | warn | fail | skip
+    message: str
+    data: dict = field(default_factory=dict)
+
+
+@dataclass
+class GateReport:
+    findings: list[Finding] = field(default_factory=list)
+    probes: dict[str, dict] = field(default_factory=dict)
+    mode: str | None = None
+    seconds: float | None = None
+
+    @property
+    def failed(self) -> list[str]:
+        return [f"{f.name}: {f.message}" for f in self.findings if f.status == "fail"]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed
+
+    def add(self, name: str, status: str, message: str, **data) -> None:
+        self.findings.append(Finding(name, status, message, data))
+
+    def to_dict(self) -> dict:
+        return {"passed": self.passed, "failed": self.failed, "mode": self.mode, "seconds": self.seconds,
+                "findings": [asdict(f) for f in self.findings], "probes": self.probes}
+
+
+def platform_checks(candidate: Path, report: GateReport) -> None:
+    """pyproject metadata and README, as the environment hub expects them."""
+    pyproject = candidate / "pyproject.toml"
+    try:
+        project = tomllib.loads(pyproject.read_text()).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        report.add("pyproject", "fail", f"{pyproject} cannot be read: {e}")
+        return
+    problems = []
+    if project.get("name") != "candidate-env":
+        problems.append(f"name is {project.get('name')!r}, must be 'candidate-env'")
+    if not project.get("version"):
+        problems.append("version is missing")
+    description = str(project.get("description") or "")
+    if len(description.strip()) < 15 or any(p in description.lower() for p in PLACEHOLDERS):
+        problems.append(f"description {description!r} is missing or a placeholder: say in one line what it teaches")
+    tags = project.get("tags")
+    if not isinstance(tags, list) or not tags or not all(isinstance(t, str) and t for t in tags):
+        problems.append("tags must be a non-empty list of strings, e.g. tags = [\"math\", \"single-turn\"]")
+    report.add("pyproject", "fail" if problems else "pass",
+               "; ".join(problems) or f"{project.get('name')} {project.get('version')}, tags {', '.join(tags)}")
+    readme = candidate / "README.md"
+    text = readme.read_text(errors="replace") if readme.is_file() else ""
+    if len(text.strip()) < 200:
+        report.add("readme", "fail", "candidate/README.md is missing or under 200 characters: "
+                   "describe the task, the rewards and the knobs")
+    else:
+        report.add("readme", "pass", f"{len(text)} characters")
+
+
+def judge_audit(audit: dict, config: Config, report: GateReport) -> None:
+    c = config.checks
+    report.mode = audit.get("mode")
+    broken = [m for m in audit.get("modules", []) if not m["ok"]]
+    servers = [m["module"] for m in audit.get("modules", []) if m.get("tool_server")]
+    if broken:
+        report.add("modules", "fail", "; ".join(f"{m['module']} fails to import: {m['error']}" for m in broken)
+                   + " (a tool server that dies at start costs ~3 minutes per rollout)",
+                   modules=[m["module"] for m in broken])
+    else:
+        report.add("modules", "pass", f"{len(audit.get('modules', []))} modules import"
+                   + (f"; tool servers: {', '.join(servers)}" if servers else ""))
+    d = audit.get("dataset") or {}
+    size = d.get("size", 0)
+    report.add("dataset size", "fail" if size < c.dataset_size else "pass",
+               f"{size} tasks (wanted >= {c.dataset_size})", size=size)
+    if d.get("duplicate_keys"):
+        report.add("task keys", "fail", f"{d['duplicate_keys']} tasks share a key with another; keys must be unique")
+    share = d.get("exact_duplicate_share", 0)
+    report.add("exact duplicates", "fail" if share > c.max_duplicate_share else "warn" if share else "pass",
+               f"{d.get('exact_duplicates', 0)} repeated prompts ({share:.1%}, allowed {c.max_duplicate_share:.0%})"
+               + (f"; e.g. task idx {d['duplicate_examples']}" if d.get("duplicate_examples") else ""),
+               examples=d.get("duplicate_examples"))
+    near = d.get("near_duplicate_share", 0)
+    report.add("near duplicates", "fail" if near > c.max_near_duplicate_share else "warn" if near else "pass",
+               f"{near:.1%} of tasks are near-duplicates (similarity >= {c.near_duplicate_similarity}, "
+               f"allowed {c.max_near_duplicate_share:.0%})"
+               + (f"; e.g. idx pairs {d['near_duplicate_examples']}" if d.get("near_duplicate_examples") else ""),
+               examples=d.get("near_duplicate_examples"))
+    top = d.get("top_answer_share")
+    if top is None:
+        report.add("answer balance", "skip", "tasks carry no `answer` field")
+    else:
+        status = "fail" if top > c.max_answer_share else "warn" if top > c.max_answer_share / 2 else "pass"
+        report.add("answer balance", status, f"most common answer {d.get('top_answer')!r} in {top:.1%} of tasks "
+                   f"({d.get('distinct_answers')} distinct; allowed {c.max_answer_share:.0%})")
+    for name in ("difficulty", "category"):
+        histogram = d.get(name) or {}
+        if histogram:
+            thin = [k for k, n in histogram.items() if n < 0.05 * size]
+            report.add(name, "warn" if thin else "pass",
+                       ", ".join(f"{k} {n}" for k, n in histogram.items())
+                       + (f" (under 5%: {', '.join(thin)})" if thin else ""), histogram=histogram)
+        else:
+            report.add(name, "skip", f"tasks carry no `{name}` field (recommended)")
+    load = audit.get("load_seconds") or 0
+    report.add("load time", "warn" if load > c.max_load_seconds else "pass", f"{load:.2f} s")
+    report.add("deterministic load", "pass" if audit.get("deterministic_load") else "fail",
+               "two loads gave the same tasks in the same order" if audit.get("deterministic_load") else
+               f"two loads with the same config differ (first at position {audit.get('load_difference')}): "
+               "seed every random choice from the config")
+    if "probes" in audit:
+        judge_probes(audit, config, report)
+
+
+def judge_probes(audit: dict, config: Config, report: GateReport) -> None:
+    p = config.probes
+    records = audit["probes"]
+    if "deterministic_scoring" in audit:
+        ok = audit["deterministic_scoring"]
+        report.add("deterministic scoring", "pass" if ok else "fail",
+                   "scoring the same transcript twice gave the same rewards" if ok else
+                   "scoring the same transcript twice gave different rewards: rewards must be pure functions")
+    weights: dict[str, float] = {}
+    errors: list[str] = []
+    by_probe: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        if r.get("skipped"):
+            by_probe[r["probe"]].append(r)
+            if r.get("error"):
+                errors.append(f"task {r['idx']} ({r['probe']}): {r['error']}")
+            continue
+        outcome = r.get("outcome") or ("env_error" if r.get("error") else "ok")
+        problem = r.get("error") if outcome == "env_error" else None
+        for name, score in (r.get("components") or {}).items():
+            weights[name] = r.get("weights", {}).get(name, 1.0)
+            if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
+                problem = problem or f"reward {name!r} returned {score!r}, not a finite number"
+            elif not 0 <= score <= 1:
+                problem = problem or f"reward {name!r} returned {score}, outside its documented range [0, 1]"
+        if not problem and not r.get("components") and r.get("outcome", "ok") == "ok":
+            problem = "the rollout finished without any reward"
+        r["env_error"] = problem
+        if problem:
+            errors.append(f"task {r['idx']} ({r['probe']}): {problem}")
+        by_probe[r["probe"]].append(r)
+    maximum = sum(max(0.0, w) for w in weights.values())
+    if errors:
+        report.add("reward errors", "fail", f"{len(errors)} probe replies hit environment errors, e.g. "
+                   + "; ".join(errors[:3]), examples=errors[:10])
+    order = ["oracle", *EXPLOITS]
+    summaries = {name: _summarize(name, by_probe[name], weights) for name in sorted(by_probe, key=order.index)}
+    report.probes = summaries
+    oracle = summaries.get("oracle")
+    reference = oracle["mean"] if oracle and oracle["mean"] is not None else maximum
+    if not oracle:
+        report.add("oracle", "warn", "the task has no oracle hook: solvability is unproven offline "
+                   "(add `def oracle(self, messages)`, see program.md)")
+    elif maximum <= 0:
+        report.add("oracle", "fail", "no positive reward weight: nothing can be earned")
+    else:
+        short = [r for r in by_probe["oracle"] if r.get("reward") is not None and r["reward"] < p.oracle_min * maximum]
+        share = (oracle["mean"] or 0) / maximum
+        status = "pass" if share >= p.oracle_min and not short else "fail"
+        report.add("oracle", status, f"mean {oracle['mean']:.3f} of a maximum {maximum:g} ({share:.0%}, "
+                   f"wanted >= {p.oracle_min:.0%})" + (f"; below on task idx {[r['idx'] for r in short][:8]}: "
+                   "unsolvable or wrongly scored" if short else ""), tasks=[r["idx"] for r in short])
+    for name, summary in summaries.items():
+        if name == "oracle":
+            continue
+        summary["of_oracle"] = None if not reference or summary["mean"] is None else round(summary["mean"] / reference, 4)
+        if summary["mean"] is None:
+            report.add(f"probe {name}", "skip", f"not applicable ({summary['skipped']} tasks without an answer in the oracle reply)")
+            continue
+        if name == "padding":
+            bad = oracle is not None and summary["mean"] > (oracle["mean"] or 0) + 1e-9
+            limit = "must not beat the oracle"
+        else:
+            bad = summary["mean"] > p.exploit_max * (reference or 0) + 1e-9
+            limit = f"allowed {p.exploit_max:.0%} of the oracle"
+        harvested = ", ".join(f"{k}: {v}" for k, v in summary["harvested"].items())
+        best = summary["best"][0] if summary["best"] else None
+        report.add(f"probe {name}", "fail" if bad else "pass",
+                   f"mean {summary['mean']:.3f} ({limit})" + (f"; harvested {harvested}" if harvested and bad else "")
+                   + (f"; best task idx {best['idx']} scored {best['reward']:.2f}" if bad and best else ""))
+
+
+def _summarize(name: str, records: list[dict], weights: dict[str, float]) -> dict:
+    scored = [r for r in records if not r.get("skipped") and not r.get("env_error")
+              and r.get("outcome", "ok") == "ok"]
+    for r in scored:
+        r["reward"] = sum(r["components"][k] * r["weights"].get(k, 1.0) for k in r["components"])
+    rewards = [r["reward"] for r in scored]
+    harvested = {}
+    for component, weight in weights.items():
+        values = [r["components"].get(component) for r in scored if r["components"].get(component) is not None]
+        if values and sum(values) > 0:
+            harvested[component] = f"{sum(values) / len(values):.2f} of 1.0 (weight {weight:g})"
+    best = sorted(scored, key=lambda r: r["reward"], reverse=True)[:3]
+    return {
+        "description": EXPLOITS.get(name, "the candidate's reference behaviour"),
+        "mean": round(sum(rewards) / len(rewards), 4) if rewards else None,
+        "tasks": len(records), "scored": len(scored), "skipped": sum(1 for r in records if r.get("skipped")),
+        "errors": sum(1 for r in records if r.get("env_error") or r.get("outcome") in ("provider_error", "timeout")),
+        "harvested": harvested,
+        "best": [{"idx": r["idx"], "key": r["key"], "reward": round(r["reward"], 4), "reply": r.get("reply", "")[:200]}
+                 for r in best if r["reward"] > 0],
+    }
+
+
+def run_gates(config: Config, out_dir: Path, probes: bool = True) -> GateReport:
+    """Platform checks here, then the audit worker in a fresh process, judged against config."""
+    import json
+    import time
+
+    from autoenv.install import TASKSET_ID
+    from autoenv.rollouts import run_worker
+
+    started = time.time()
+    candidate = config.path("candidate")
+    report = GateReport()
+    platform_checks(candidate, report)
+    job = {
+        "candidate_dir": str(candidate), "taskset_id": TASKSET_ID, "out_dir": str(out_dir), "seed": config.seed,
+        "probes": probes, "probe_sample": config.probes.sample, "rollout_sample": config.probes.rollout_sample,
+        "near_threshold": config.checks.near_duplicate_similarity, "max_concurrent": config.budget.max_concurrent,
+        "rollout_timeout": config.budget.rollout_timeout, "max_turns": config.budget.max_turns,
+        "expected_rollouts": config.probes.rollout_sample * (len(EXPLOITS) + 1), "log_name": "audit.log",
+    }
+    run_worker(job, out_dir, candidate, module="autoenv.audit")
+    judge_audit(json.loads((out_dir / "audit.json").read_text()), config, report)
+    report.seconds = round(time.time() - started, 2)
+    (out_dir / "gates.json").write_text(json.dumps(report.to_dict(), indent=1))
+    return report

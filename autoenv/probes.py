@@ -1,0 +1,125 @@
+"""Exploit probes: scripted replies that must not earn reward, built from the oracle's reply.
+
+Each probe turns the oracle's next message into a cheat. The same transforms serve the
+built-in endpoint (model name = probe name, for multi-turn and tool tasks played through
+real rollouts) and the in-process scorer (single-turn tasks, scored without a rollout).
+Where the oracle calls tools, the answer-shaped probes pass its tool calls through and
+cheat only in the final answer: right process, wrong or padded conclusion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+
+from autoenv.policies import Reply, ToolCall
+
+EXPLOITS = {
+    "empty": "an empty reply",
+    "refusal": "a polite refusal",
+    "echo": "the user's message echoed back",
+    "wrong-answer": "the oracle's reply with the answer replaced by another task's answer (right format, wrong content)",
+    "kitchen-sink": "the true answer hidden among 50 wrong answers in one reply",
+    "padding": "the oracle's reply plus ~3000 words of filler (must not beat the oracle)",
+    "garbage": "~3000 words of random characters",
+    "tool-spam": "every advertised tool called three times with junk arguments, then a bare reply",
+}
+NEEDS_ANSWER = {"wrong-answer", "kitchen-sink"}
+NEEDS_TOOLS = {"tool-spam"}
+REFUSAL = "I'm sorry, but I can't help with that request."
+FILLER = ("Furthermore, it is worth carefully considering every relevant aspect of the question "
+          "in thorough detail before concluding anything definitive about the matter at hand. ")
+
+
+def rng_for(*parts: object) -> random.Random:
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def wrong_answers(answer: str, pool: list[str], count: int, rng: random.Random) -> list[str]:
+    """Plausible wrong answers of the same shape: other tasks' answers, else mutations."""
+    shape = _shape(answer)
+    same = sorted({a for a in pool if a != answer and _shape(a) == shape})
+    rng.shuffle(same)
+    picks = same[:count]
+    while len(picks) < count:
+        candidate = _mutate(answer, rng)
+        if candidate != answer and candidate not in picks:
+            picks.append(candidate)
+    return picks
+
+
+def _shape(text: str) -> str:
+    if re.fullmatch(r"-?\d+", text):
+        return "int"
+    if m := re.fullmatch(r"-?\d+\.(\d+)", text):
+        return f"dec{len(m.group(1))}"
+    return "text"
+
+
+def _mutate(answer: str, rng: random.Random) -> str:
+    if _shape(answer) == "int":
+        return str(int(answer) + rng.choice([-1, 1]) * rng.randint(1, 97))
+    if _shape(answer).startswith("dec"):
+        places = len(answer.split(".")[1])
+        return f"{float(answer) + rng.choice([-1, 1]) * rng.randint(1, 97) / 10**places:.{places}f}"
+    letters = list(answer) or ["x"]
+    rng.shuffle(letters)
+    return "".join(letters) + rng.choice("abcdefghijklmnopqrstuvwxyz")
+
+
+def _with_answer(text: str, answer: str, replacement: str) -> str:
+    """`text` with the final occurrence of `answer` replaced (as a whole token)."""
+    matches = list(re.finditer(rf"(?<![\w.]){re.escape(answer)}(?![\w]|\.\d)", text))
+    if not matches:
+        return ""
+    m = matches[-1]
+    return text[: m.start()] + replacement + text[m.end():]
+
+
+def probe_reply(name: str, *, oracle: Reply | None, answer: str | None, answers: list[str],
+                messages: list[dict], tools: list[dict], key: str, seed: int = 0) -> Reply | None:
+    """The probe's next assistant message, or None when the probe does not apply here."""
+    rng = rng_for(seed, name, key, len(messages))
+    if name == "empty":
+        return Reply()
+    if name == "refusal":
+        return Reply(content=REFUSAL)
+    if name == "echo":
+        user = [m for m in messages if m.get("role") == "user"]
+        content = user[-1].get("content") if user else ""
+        return Reply(content=content if isinstance(content, str) else json.dumps(content))
+    if name == "garbage":
+        alphabet = "abcdefghijklmnopqrstuvwxyz0123456789<>/=+-*"
+        words = ("".join(rng.choice(alphabet) for _ in range(rng.randint(2, 9))) for _ in range(3000))
+        return Reply(content=" ".join(words))
+    if name == "tool-spam":
+        names = [((t.get("function") or t).get("name") or "") for t in tools]
+        turns = sum(1 for m in messages if m.get("role") == "assistant")
+        if not names:
+            return None
+        if turns >= 3:
+            return Reply(content="Done.")
+        junk = [{}, {"q": ""}, {"x": "' OR 1=1 --"}]
+        return Reply(tool_calls=[ToolCall(name=n, arguments=json.dumps(junk[(turns + i) % 3]), id=f"call_{i}")
+                                 for i, n in enumerate(names)])
+    if oracle is None:
+        return None
+    if oracle.tool_calls:  # the oracle is still gathering facts: follow it faithfully
+        return oracle
+    if name == "padding":
+        return Reply(content=oracle.content + "\n\n" + FILLER * 120)
+    if name in NEEDS_ANSWER:
+        if not answer or answer not in oracle.content:
+            return None
+        if name == "wrong-answer":
+            wrong = wrong_answers(answer, answers, 1, rng)[0]
+            replaced = _with_answer(oracle.content, answer, wrong)
+            return Reply(content=replaced) if replaced else None
+        options = wrong_answers(answer, answers, 50, rng) + [answer]
+        rng.shuffle(options)
+        lines = [_with_answer(oracle.content, answer, option) or option for option in options]
+        return Reply(content="\n".join(lines))
+    raise ValueError(f"unknown probe {name!r}")
