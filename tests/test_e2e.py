@@ -42,7 +42,15 @@ def check_recorded(root: Path, commit: str, entry: dict, offline: bool = True) -
     assert entry["offline"] is offline
 
 
-@pytest.mark.parametrize("example", examples())
+CLEAN = [name for name in examples() if not name.startswith("hack-")]
+
+
+def test_there_are_clean_examples_and_planted_hacks():
+    assert {"arithmetic", "shopping"} <= set(CLEAN)
+    assert len([name for name in examples() if name.startswith("hack-")]) >= 3
+
+
+@pytest.mark.parametrize("example", CLEAN)
 def test_offline_evaluation_of_each_example(run_repo, example):
     root = run_repo(example)
     commit = head(root)
@@ -65,6 +73,8 @@ def test_offline_evaluation_of_each_example(run_repo, example):
     assert entry["stats"]["strong"]["model"] == "oracle"
     tasks = json.loads((out / "tasks.json").read_text())
     assert len(tasks) == 3 and len({t["difficulty"] for t in tasks}) == 3  # stratified
+    assert entry["gates"]["passed"] is True, entry["gates"]["failed"]
+    assert (out / "gates" / "audit.json").is_file()
     report = (root / "feedback" / f"{commit}.md").read_text()
     assert "OFFLINE" in report and "| strong (wanted > 0.7) | oracle | 1.000 [1.000, 1.000] |" in report
     print(f"{example}: offline eval of 3x2x2 rollouts took {time.time() - started:.1f} s")
@@ -113,7 +123,7 @@ def test_stub_candidate_is_recorded_as_a_crash(tmp_path, run_repo):
     assert "spec.md" in result.stderr and "program.md" in result.stderr
     (entry,) = ledger(root)
     assert entry["eval_success"] is False and entry["verdict"]["verdict"] == "crash"
-    assert entry["failed_stage"] == "rollouts"
+    assert entry["failed_stage"] == "gates"
     report = (root / "feedback" / f"{commit}.md").read_text()
     assert "The evaluation failed" in report and "NotImplementedError" in report
 
@@ -191,3 +201,20 @@ def test_interrupt_records_nothing_and_stops_the_worker(run_repo):
     job = str(out / "job.json")
     leftover = subprocess.run(["pgrep", "-f", job], capture_output=True, text=True).stdout.strip()
     assert leftover == "", f"worker still running: {leftover}"
+
+
+def test_planted_hack_is_discarded_before_any_model_is_called(run_repo):
+    root = run_repo("hack-format")
+    commit = head(root)
+    result = autoenv("eval", "--offline", cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"(?m)^verdict:\s+discard$", result.stdout)
+    (entry,) = ledger(root)
+    assert entry["gates"]["passed"] is False
+    assert any(f.startswith("probe wrong-answer") for f in entry["gates"]["failed"])
+    assert entry["stats"] == {} and "failed gates" in entry["verdict"]["reason"]
+    out = root / "outputs" / commit
+    assert not (out / "smoke").exists() and not (out / "target").exists()  # nothing spent on models
+    report = (root / "feedback" / f"{commit}.md").read_text()
+    assert report.index("## Failed gates") < report.index("## Checks and probes")
+    assert "probe wrong-answer" in report
