@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="false records the commit as a crash")
     p.set_defaults(func=cmd_feedback)
 
+    p = sub.add_parser("judge", help="judge an evaluated commit again from its stored traces")
+    p.add_argument("commit", nargs="?", default="HEAD")
+    p.add_argument("--backend", choices=["auto", "claude", "anthropic", "offline"], default=None)
+    p.add_argument("--config", type=Path, default=None)
+    p.set_defaults(func=cmd_judge)
+
     p = sub.add_parser("serve", help="run the scripted OpenAI-compatible endpoint on 127.0.0.1")
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--candidate", default=None, help="candidate directory whose oracle hook the oracle policies play")
@@ -115,6 +121,16 @@ def cmd_gates(args) -> int:
     for item in report.failed:
         display.console.print(f"FAILED {item}", markup=False)
     return 0 if report.passed else 1
+
+
+def cmd_judge(args) -> int:
+    from autoenv.pipeline import rejudge
+
+    entry = rejudge(Path.cwd(), args.commit, backend=args.backend, config=args.config)
+    judge = entry["judge"]
+    display.result_block({"commit": entry["commit"], "judge": judge["backend"], "judge_ok": judge["ok"],
+                          "judge_error": judge.get("error"), "feedback": f"feedback/{entry['commit']}.md"})
+    return 0 if judge["ok"] else 1
 
 
 def cmd_feedback(args) -> int:

@@ -191,6 +191,33 @@ class Probes:
 
 
 @dataclass(frozen=True)
+class Judge:
+    """The isolated reader of the rollouts that writes the qualitative feedback."""
+
+    backend: str = "auto"
+    """auto | claude | anthropic | offline (auto: claude CLI with a key, else SDK with a key, else offline)."""
+    model: str = "claude-sonnet-4-5"
+    max_turns: int = 30
+    max_budget_usd: float = 1.0
+    timeout: float = 600.0
+    claude_bin: str = "claude"
+    input_price: float = 3.0
+    """USD per million input tokens, to enforce max_budget_usd with the anthropic backend."""
+    output_price: float = 15.0
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = []
+        if self.backend not in ("auto", "claude", "anthropic", "offline"):
+            out.append(("backend", "must be one of auto, claude, anthropic, offline"))
+        if self.max_turns < 1:
+            out.append(("max_turns", "must be at least 1"))
+        for name in ("max_budget_usd", "timeout"):
+            if getattr(self, name) <= 0:
+                out.append((name, "must be positive"))
+        return out
+
+
+@dataclass(frozen=True)
 class Offline:
     """Scripted policies that stand in for the two models under --offline."""
 
@@ -219,6 +246,7 @@ class Config:
     verdict: Verdict = field(default_factory=Verdict)
     checks: Checks = field(default_factory=Checks)
     probes: Probes = field(default_factory=Probes)
+    judge: Judge = field(default_factory=Judge)
     offline: Offline = field(default_factory=Offline)
     root: Path = field(default=Path("."), compare=False)
     """Directory holding config.toml; every relative path is resolved against it."""

@@ -23,6 +23,7 @@ from autoenv.errors import AutoEnvError
 from autoenv.gates import GateReport, run_gates
 from autoenv.gitrepo import Head, Repo
 from autoenv.install import TASKSET_ID, inspect_candidate, install_candidate
+from autoenv.judge import render as judge_render
 from autoenv.ledger import append_entry, read_entries, last_kept
 from autoenv.report import render, write_report
 from autoenv.rollouts import run_worker
@@ -264,13 +265,41 @@ def record(ctx: Context, stats: dict, error: AutoEnvError | None = None, failed_
     if error is not None:
         entry["failed_stage"] = failed_stage
         entry["error"] = str(error)
+    sections = []
+    if success:
+        with timed(ctx, "judge"), display.stage("judge", "an isolated reader of the rollouts"):
+            result = judge_entry(ctx, entry, entries)
+            entry["judge"] = result.to_dict()
+            sections.append(judge_render(result))
+            display.note(f"{result.backend} judge" + (" ok" if result.ok else f" failed ({result.error}); offline review used"))
     with display.stage("record", "ledger entry, feedback file, git note"):
         report_path = config.path("feedback") / f"{ctx.head.commit}.md"
-        write_report(report_path, render(entry, config.bands))
+        write_report(report_path, render(entry, config.bands, sections))
         entry = append_entry(log_path, entry)
         ctx.repo.add_note(ctx.head.commit, note_text(entry))
         display.note(f"feedback: {report_path.relative_to(config.root) if report_path.is_relative_to(config.root) else report_path}")
     return entry
+
+
+def judge_entry(ctx: Context, entry: dict, entries: list[dict], backend: str | None = None):
+    """Build a fresh workspace of copies under outputs/<commit>/judge/<time>/ and judge it."""
+    import dataclasses
+
+    from autoenv.judge import run_judge
+    from autoenv.judge_workspace import build
+
+    cfg = ctx.config
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    base = ctx.out / "judge" / stamp
+    previous = next((e for e in reversed(entries) if e.get("commit") != ctx.head.commit), None)
+    previous_feedback = cfg.path("feedback") / f"{previous['commit']}.md" if previous else None
+    ids = build(base / "workspace", repo_root=cfg.root, candidate=cfg.path("candidate"), out=ctx.out,
+                entry=entry, previous_feedback=previous_feedback)
+    judge_cfg = dataclasses.replace(cfg.judge, backend=backend) if backend else cfg.judge
+    result = run_judge(judge_cfg, offline=ctx.options.offline and backend is None, workspace=base / "workspace",
+                       entry=entry, bands=cfg.bands, rollout_ids=ids, state_dir=base / "claude-config")
+    (base / "judge.json").write_text(json.dumps(result.to_dict(), indent=1))
+    return result
 
 
 def note_text(entry: dict) -> str:
@@ -348,3 +377,33 @@ def audit_only(cwd: Path, config: Path | None = None, probes: bool = True) -> Ga
     for table in tables if probes else tables[:1]:
         display.console.print(table)
     return report
+
+
+def rejudge(cwd: Path, commit: str, backend: str | None = None, config: Path | None = None) -> dict:
+    """`autoenv judge <commit>`: judge an evaluated commit again from its stored traces.
+
+    The feedback file is rewritten (the one it replaces is kept beside the new judgement
+    under outputs/<commit>/judge/); the ledger is not touched: it records evaluations.
+    """
+    repo = Repo(cwd)
+    cfg = load_config(config or repo.root / CONFIG_NAME)
+    head = repo.commit_info(commit)
+    entries = read_entries(cfg.path("log_file"))
+    mine = [e for e in entries if e.get("commit") == head.commit]
+    if not mine:
+        raise AutoEnvError(f"commit {head.commit[:12]} has no ledger entry", where=str(cfg.path("log_file")),
+                           fix="evaluate it first: bash evaluate.sh")
+    entry = dict(mine[-1])
+    ctx = Context(config=cfg, repo=repo, head=head, run_id=entry.get("run_id", ""), out=cfg.path("outputs") / head.commit,
+                  options=EvalOptions(cwd=cwd, description=entry.get("description", ""), offline=bool(entry.get("offline"))))
+    with display.stage("judge", f"{backend or cfg.judge.backend} backend"):
+        result = judge_entry(ctx, entry, [e for e in entries if e is not mine[-1]], backend=backend)
+    entry["judge"] = result.to_dict()
+    report_path = cfg.path("feedback") / f"{head.commit}.md"
+    if report_path.is_file():
+        newest = sorted((ctx.out / "judge").iterdir())[-1]
+        shutil.copy(report_path, newest / "replaced_feedback.md")
+    write_report(report_path, render(entry, cfg.bands, [judge_render(result)]))
+    display.note(f"{result.backend} judge" + (" ok" if result.ok else f" failed ({result.error}); offline review used")
+                 + f"; feedback rewritten: {report_path}")
+    return entry

@@ -77,7 +77,7 @@ def render(entry: dict, bands: Bands, extra_sections: list[str] | None = None) -
                     lines.append(f"- {role} by {label}: {parts}")
         lines.append("")
     readiness = entry.get("rl_readiness") or {}
-    if readiness:
+    if readiness and stats:
         lines += ["## RL readiness", "",
                   f"- target mean in band: {readiness.get('target_in_band')}",
                   f"- strong model above floor: {readiness.get('strong_above_floor')}",
