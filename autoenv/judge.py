@@ -67,7 +67,12 @@ unverified description of its change. Answer only with the JSON object of the sc
 
 
 class JudgeFailed(Exception):
-    pass
+    """A judge that could not deliver; `cost_usd` and `turns` record what it spent anyway."""
+
+    def __init__(self, message: str, cost_usd: float | None = None, turns: int | None = None):
+        super().__init__(message)
+        self.cost_usd = cost_usd
+        self.turns = turns
 
 
 @dataclass
@@ -102,6 +107,25 @@ def validate(findings) -> dict:
                      ("rl_readiness", "concerns"), ("dataset_quality", "issues")):
         if not isinstance(findings[key], dict) or not isinstance(findings[key].get(sub), list):
             raise JudgeFailed(f"the judge's `{key}.{sub}` is not a list")
+    if not isinstance(findings["summary"], str):
+        raise JudgeFailed("the judge's `summary` is not a string")
+    for text_key, holder in (("assessment", "rl_readiness"), ("assessment", "dataset_quality")):
+        if not isinstance(findings[holder].get(text_key, ""), str):
+            raise JudgeFailed(f"the judge's `{holder}.{text_key}` is not a string")
+    score = findings["spec_fidelity"].get("score")
+    if score is not None and (not isinstance(score, int) or isinstance(score, bool) or not 0 <= score <= 10):
+        raise JudgeFailed("the judge's `spec_fidelity.score` is not an integer from 0 to 10")
+    strings = [*findings["spec_fidelity"]["gaps"], *findings["rl_readiness"]["concerns"],
+               *findings["dataset_quality"]["issues"]]
+    if not all(isinstance(s, str) for s in strings):
+        raise JudgeFailed("the judge's gaps, concerns and issues must be strings")
+    for item in findings["priorities"]:
+        if not isinstance(item, dict) or not isinstance(item.get("issue"), str) or not isinstance(item.get("fix"), str):
+            raise JudgeFailed("each of the judge's priorities needs an `issue` and a `fix` string")
+    for hack in findings["reward_faithfulness"]["suspected_hacks"]:
+        if (not isinstance(hack, dict) or not isinstance(hack.get("description"), str)
+                or not isinstance(hack.get("evidence"), list) or not all(isinstance(e, str) for e in hack["evidence"])):
+            raise JudgeFailed("each suspected hack needs a `description` and a list of `evidence` ids")
     return findings
 
 
@@ -138,18 +162,23 @@ def judge_with_claude(workspace: Path, cfg, state_dir: Path) -> JudgeResult:
         out = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {}
     except json.JSONDecodeError:
         out = {}
+    spent = {"cost_usd": out.get("total_cost_usd"), "turns": out.get("num_turns")}
     if proc.returncode != 0 or out.get("is_error") or not out:
         detail = out.get("subtype") or (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise JudgeFailed(f"the claude judge failed (exit {proc.returncode}): {detail}")
+        raise JudgeFailed(f"the claude judge failed (exit {proc.returncode}): {detail}", **spent)
     findings = out.get("structured_output")
     if findings is None:
         try:
             findings = json.loads(out.get("result") or "")
         except json.JSONDecodeError:
-            raise JudgeFailed("the claude judge returned no structured findings") from None
+            raise JudgeFailed("the claude judge returned no structured findings", **spent) from None
+    try:
+        findings = validate(findings)
+    except JudgeFailed as e:
+        raise JudgeFailed(str(e), **spent) from None
     usage = out.get("usage") or {}
     return JudgeResult(
-        backend="claude", findings=validate(findings), model=cfg.model, turns=out.get("num_turns"),
+        backend="claude", findings=findings, model=cfg.model, turns=out.get("num_turns"),
         input_tokens=usage.get("input_tokens"), output_tokens=usage.get("output_tokens"),
         cost_usd=out.get("total_cost_usd"), permission_denials=out.get("permission_denials") or [],
     )
@@ -171,7 +200,8 @@ def run_judge(cfg, *, offline: bool, workspace: Path, entry: dict, bands, rollou
         else:
             result = JudgeResult(backend="offline", findings=fallback)
     except JudgeFailed as e:
-        result = JudgeResult(backend=backend, findings=fallback, ok=False, error=str(e))
+        result = JudgeResult(backend=backend, findings=fallback, ok=False, error=str(e),
+                             cost_usd=e.cost_usd, turns=e.turns)
     except Exception as e:  # a judge must never cost the evaluation its feedback
         result = JudgeResult(backend=backend, findings=fallback, ok=False, error=f"{type(e).__name__}: {e}")
     result.seconds = round(time.time() - started, 2)
@@ -179,6 +209,16 @@ def run_judge(cfg, *, offline: bool, workspace: Path, entry: dict, bands, rollou
 
 
 def render(result: JudgeResult) -> str:
+    """The judge's section of the feedback file; never raises (the offline review is the floor)."""
+    try:
+        return _render(result)
+    except Exception as e:  # findings that slipped past validate must not cost the feedback
+        fallback = JudgeResult(backend=result.backend, findings=result.findings, ok=False,
+                               error=f"its findings could not be rendered ({type(e).__name__}: {e})")
+        return _render(fallback) if fallback.findings is not result.findings else f"## Judge\n\n{fallback.error}"
+
+
+def _render(result: JudgeResult) -> str:
     f = result.findings
     head = f"## Judge ({result.backend}" + (f", {result.model}" if result.model and result.backend != "offline" else "") + ")"
     lines = [head, ""]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from autoenv.judge import JudgeFailed, JudgeResult
 
-MAX_READ = 64 * 1024
-MAX_RESULT = 24 * 1024
+MAX_READ = 20 * 1024
+MAX_RESULT = 24 * 1024  # room for a whole read plus its "read again with offset" hint
 MAX_HITS = 50
 MAX_LIST = 300
 
@@ -108,6 +108,8 @@ def call_tool(root: Path, name: str, arguments: dict) -> str:
             raise Refused(f"unknown tool {name}")
     except Refused as e:
         return f"refused: {e}"
+    except (ValueError, TypeError, OSError) as e:  # malformed arguments from the model
+        return f"refused: bad arguments for {name}: {type(e).__name__}: {e}"
     return out if len(out) <= MAX_RESULT else out[:MAX_RESULT] + "\n[... truncated]"
 
 
@@ -119,6 +121,7 @@ def judge_with_anthropic(workspace: Path, cfg, prompt: str, schema: dict, valida
               "input_schema": schema}
     messages = [{"role": "user", "content": prompt + "\n\nUse the tools to read the workspace, then call submit_findings."}]
     tokens_in = tokens_out = 0
+    cost = 0.0
     started = time.time()
     for turn in range(1, cfg.max_turns + 1):
         if time.time() - started > cfg.timeout:
@@ -128,13 +131,18 @@ def judge_with_anthropic(workspace: Path, cfg, prompt: str, schema: dict, valida
         tokens_out += response.usage.output_tokens
         cost = (tokens_in * cfg.input_price + tokens_out * cfg.output_price) / 1e6
         if cost > cfg.max_budget_usd:
-            raise JudgeFailed(f"the anthropic judge spent ${cost:.2f}, over judge.max_budget_usd = {cfg.max_budget_usd}")
+            raise JudgeFailed(f"the anthropic judge spent ${cost:.2f}, over judge.max_budget_usd = {cfg.max_budget_usd}",
+                              cost_usd=round(cost, 6), turns=turn)
         results = []
         for block in response.content:
             if block.type != "tool_use":
                 continue
             if block.name == "submit_findings":
-                return JudgeResult(backend="anthropic", findings=validate(block.input), model=cfg.model, turns=turn,
+                try:
+                    findings = validate(block.input)
+                except JudgeFailed as e:
+                    raise JudgeFailed(str(e), cost_usd=round(cost, 6), turns=turn) from None
+                return JudgeResult(backend="anthropic", findings=findings, model=cfg.model, turns=turn,
                                    input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=round(cost, 6))
             results.append({"type": "tool_result", "tool_use_id": block.id,
                             "content": call_tool(workspace, block.name, dict(block.input or {}))})
@@ -143,4 +151,6 @@ def judge_with_anthropic(workspace: Path, cfg, prompt: str, schema: dict, valida
             messages.append({"role": "user", "content": "Call submit_findings with your findings now."})
         else:
             messages.append({"role": "user", "content": results})
-    raise JudgeFailed(f"the anthropic judge used its {cfg.max_turns} turns without submitting findings (judge.max_turns)")
+    raise JudgeFailed(f"the anthropic judge used its {cfg.max_turns} turns without submitting findings (judge.max_turns)",
+                      cost_usd=round((tokens_in * cfg.input_price + tokens_out * cfg.output_price) / 1e6, 6),
+                      turns=cfg.max_turns)

@@ -18,13 +18,18 @@ from pathlib import Path
 from autoenv.traces import TRACES_FILE, to_rollout
 
 PER_ROLE = 6
-_PATTERNS = shutil.ignore_patterns("__pycache__", "*.egg-info", ".git", "*.pyc", "CLAUDE.md", ".claude", ".env")
+_PATTERNS = shutil.ignore_patterns("__pycache__", "*.egg-info", ".git", "*.pyc", "CLAUDE.md", "CLAIM.md", ".claude", ".env")
 
 
 def _skip(directory: str, names: list[str]) -> set[str]:
     """Never copy symlinks (a link to ~/.ssh would carry a secret in), caches or agent
     instruction files (a planted CLAUDE.md could steer the judge)."""
     return set(_PATTERNS(directory, names)) | {n for n in names if (Path(directory) / n).is_symlink()}
+
+
+def _plain_file(path: Path) -> bool:
+    """A regular file, not a symlink: a link could carry anything on the machine into the room."""
+    return path.is_file() and not path.is_symlink()
 
 
 def _text(content) -> str:
@@ -88,7 +93,7 @@ def build(workspace: Path, *, repo_root: Path, candidate: Path, out: Path, entry
     """Fill `workspace` (which must not exist yet); return the rollout ids it holds."""
     workspace.mkdir(parents=True)
     spec = repo_root / "spec.md"
-    (workspace / "spec.md").write_text(spec.read_text() if spec.is_file() else "(no spec.md on this branch)\n")
+    (workspace / "spec.md").write_text(spec.read_text() if _plain_file(spec) else "(no spec.md on this branch)\n")
     shutil.copytree(candidate, workspace / "candidate", ignore=_skip)
     public = {k: entry.get(k) for k in ("commit", "offline", "stats", "rl_readiness", "verdict", "budget")}
     (workspace / "stats.json").write_text(json.dumps(public, indent=1))
@@ -97,7 +102,7 @@ def build(workspace: Path, *, repo_root: Path, candidate: Path, out: Path, entry
         "# The coding agent's description of this change (an unverified claim)\n\n"
         "Check it against the code and the rollouts; do not take it as fact.\n\n"
         f"> {entry.get('description') or '(no description)'}\n")
-    if previous_feedback is not None and previous_feedback.is_file():
+    if previous_feedback is not None and _plain_file(previous_feedback):
         shutil.copy(previous_feedback, workspace / "previous_feedback.md")
     ids = []
     rollouts = workspace / "rollouts"

@@ -397,7 +397,8 @@ def rejudge(cwd: Path, commit: str, backend: str | None = None, config: Path | N
     ctx = Context(config=cfg, repo=repo, head=head, run_id=entry.get("run_id", ""), out=cfg.path("outputs") / head.commit,
                   options=EvalOptions(cwd=cwd, description=entry.get("description", ""), offline=bool(entry.get("offline"))))
     with display.stage("judge", f"{backend or cfg.judge.backend} backend"):
-        result = judge_entry(ctx, entry, [e for e in entries if e is not mine[-1]], backend=backend)
+        earlier = entries[: entries.index(mine[-1])]  # what the judge would have seen back then
+        result = judge_entry(ctx, entry, earlier, backend=backend)
     entry["judge"] = result.to_dict()
     report_path = cfg.path("feedback") / f"{head.commit}.md"
     if report_path.is_file():
