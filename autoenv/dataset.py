@@ -62,6 +62,9 @@ def near_duplicate_pairs(texts: list[str], threshold: float) -> list[tuple[int, 
         for members in buckets.values():
             if 1 < len(members) <= 200:
                 candidates.update((x, y) for j, x in enumerate(members) for y in members[j + 1 :])
+            elif len(members) > 200:
+                # mass templating: compare everyone with one representative instead of all pairs
+                candidates.update((members[0], y) for y in members[1:])
     pairs = []
     for i, j in sorted(candidates):
         if normalize(texts[i]) == normalize(texts[j]):

@@ -15,6 +15,7 @@ is reported as an environment error, never as a probe result.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -23,7 +24,7 @@ from pathlib import Path
 from autoenv.config import Config
 from autoenv.probes import EXPLOITS
 
-PLACEHOLDERS = ("todo", "<one-line description>", "one line saying what", "lorem ipsum")
+PLACEHOLDER = re.compile(r"^\s*(todo|tbd|fixme|xxx)\b|<one-line description>|one line saying what|lorem ipsum", re.I)
 
 
 @dataclass
@@ -71,7 +72,7 @@ def platform_checks(candidate: Path, report: GateReport) -> None:
     if not project.get("version"):
         problems.append("version is missing")
     description = str(project.get("description") or "")
-    if len(description.strip()) < 15 or any(p in description.lower() for p in PLACEHOLDERS):
+    if len(description.strip()) < 15 or PLACEHOLDER.search(description):
         problems.append(f"description {description!r} is missing or a placeholder: say in one line what it teaches")
     tags = project.get("tags")
     if not isinstance(tags, list) or not tags or not all(isinstance(t, str) and t for t in tags):
@@ -185,6 +186,9 @@ def judge_probes(audit: dict, config: Config, report: GateReport) -> None:
     if not oracle:
         report.add("oracle", "warn", "the task has no oracle hook: solvability is unproven offline "
                    "(add `def oracle(self, messages)`, see program.md)")
+    elif oracle["mean"] is None:
+        report.add("oracle", "fail", "no oracle reply could be scored (the hook raised or the reward failed "
+                   "on every sampled task): see reward errors")
     elif maximum <= 0:
         report.add("oracle", "fail", "no positive reward weight: nothing can be earned")
     else:
@@ -199,7 +203,12 @@ def judge_probes(audit: dict, config: Config, report: GateReport) -> None:
             continue
         summary["of_oracle"] = None if not reference or summary["mean"] is None else round(summary["mean"] / reference, 4)
         if summary["mean"] is None:
-            report.add(f"probe {name}", "skip", f"not applicable ({summary['skipped']} tasks without an answer in the oracle reply)")
+            if summary["errors"]:
+                report.add(f"probe {name}", "fail", f"every reply hit an error ({summary['errors']} of "
+                           f"{summary['tasks']}): see reward errors")
+            else:
+                report.add(f"probe {name}", "skip", f"not applicable ({summary['skipped']} tasks without an "
+                           "answer in the oracle reply)")
             continue
         if name == "padding":
             bad = oracle is not None and summary["mean"] > (oracle["mean"] or 0) + 1e-9

@@ -41,14 +41,24 @@ def rng_for(*parts: object) -> random.Random:
 def wrong_answers(answer: str, pool: list[str], count: int, rng: random.Random) -> list[str]:
     """Plausible wrong answers of the same shape: other tasks' answers, else mutations."""
     shape = _shape(answer)
-    same = sorted({a for a in pool if a != answer and _shape(a) == shape})
+    same = sorted({a for a in pool if _shape(a) == shape and not _same_value(a, answer)})
     rng.shuffle(same)
     picks = same[:count]
     while len(picks) < count:
         candidate = _mutate(answer, rng)
-        if candidate != answer and candidate not in picks:
+        if not _same_value(candidate, answer) and candidate not in picks:
             picks.append(candidate)
     return picks
+
+
+def _same_value(a: str, b: str) -> bool:
+    """"042" and "42" are the same answer to a numeric reward."""
+    if a == b:
+        return True
+    try:
+        return _shape(a) != "text" and float(a) == float(b)
+    except ValueError:
+        return False
 
 
 def _shape(text: str) -> str:
