@@ -103,7 +103,8 @@ def test_next_commit_is_compared_to_the_last_kept(run_repo):
     root = run_repo("arithmetic")
     assert autoenv("eval", "--offline", cwd=root).returncode == 0
     first = head(root)
-    (root / "candidate" / "README.md").write_text("# arithmetic, second iteration\n")
+    readme = root / "candidate" / "README.md"
+    readme.write_text(readme.read_text() + "\nSecond iteration: clearer wording.\n")
     second = commit_all(root, "second iteration")
     result = autoenv("eval", "--offline", cwd=root)
     assert result.returncode == 0
