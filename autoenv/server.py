@@ -75,7 +75,7 @@ class Endpoint:
         await self._runner.setup()
         site = web.TCPSite(self._runner, HOST, self.port)
         await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # the bound port when 0 was asked
+        self.port = self._runner.addresses[0][1]  # the bound port when 0 was asked
         return self
 
     async def stop(self) -> None:
