@@ -218,10 +218,10 @@ async def audit(job: dict) -> None:
     result: dict = {}
     begun = started = time.time()
     env = build_env(vf, job)
-    tasks = all_tasks(env)
+    tasks = all_tasks(env.taskset)
     result["load_seconds"] = round(time.time() - started, 3)
     emit("loaded", tasks=len(tasks), seconds=result["load_seconds"])
-    again = all_tasks(build_env(vf, job))
+    again = all_tasks(build_env(vf, job).taskset)
     first, second = fingerprint(tasks), fingerprint(again)
     result["deterministic_load"] = first == second
     if first != second:

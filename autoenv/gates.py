@@ -14,15 +14,19 @@ is reported as an environment error, never as a probe result.
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import time
 import tomllib
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autoenv.config import Config
+from autoenv.install import TASKSET_ID
 from autoenv.probes import EXPLOITS
+from autoenv.rollouts import run_worker
 
 PLACEHOLDER = re.compile(r"^\s*(todo|tbd|fixme|xxx)\b|<one-line description>|one line saying what|lorem ipsum", re.I)
 
@@ -248,12 +252,6 @@ def _summarize(name: str, records: list[dict], weights: dict[str, float]) -> dic
 
 def run_gates(config: Config, out_dir: Path, probes: bool = True) -> GateReport:
     """Platform checks here, then the audit worker in a fresh process, judged against config."""
-    import json
-    import time
-
-    from autoenv.install import TASKSET_ID
-    from autoenv.rollouts import run_worker
-
     started = time.time()
     candidate = config.path("candidate")
     report = GateReport()

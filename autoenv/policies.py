@@ -78,6 +78,9 @@ class OracleSource(Protocol):
     def task_key(self, messages: list[dict]) -> str | None: ...
 
 
+NO_MATCH = "no task of the candidate matches this conversation's first user message"
+
+
 class PolicyError(Exception):
     """A request the policy cannot serve (HTTP 400/404 with this message)."""
 
@@ -132,22 +135,19 @@ class Policies:
             )
         reply = self.oracle.next_message(messages)
         if reply is None:
-            raise PolicyError(
-                "no task of the candidate matches this conversation's first user message",
-                status=404,
-            )
+            raise PolicyError(NO_MATCH, status=404)
         return reply
 
     def _oracle(self, request: ChatRequest, param: str | None) -> Reply:
         return advertised_names(self._need_oracle(request.messages), request.tools)
 
     def _probe(self, request: ChatRequest, param: str | None) -> Reply:
-        from autoenv.probes import NEEDS_TOOLS, probe_reply
+        from autoenv.probes import NEEDS_ORACLE, probe_reply
 
         name = request.model.partition(":")[0]
         task = self.oracle.find(request.messages) if self.oracle is not None else None
         oracle = None
-        if name not in NEEDS_TOOLS and name not in ("empty", "refusal", "echo", "garbage"):
+        if name in NEEDS_ORACLE:
             oracle = advertised_names(self._need_oracle(request.messages), request.tools)
         answer = getattr(getattr(task, "data", None), "answer", None)
         reply = probe_reply(
@@ -169,7 +169,7 @@ class Policies:
             if self.oracle is None:
                 self._need_oracle(request.messages)
             if self.oracle.task_key(request.messages) is None:
-                raise PolicyError("no task of the candidate matches this conversation's first user message", 404)
+                raise PolicyError(NO_MATCH, 404)
         key = self.oracle.task_key(request.messages) if self.oracle else None
         # Real models find some tasks easier than others: each task gets its own success
         # rate from a Beta distribution centred on p, so rollouts of a task agree more

@@ -28,6 +28,7 @@ EXPLOITS = {
 }
 NEEDS_ANSWER = {"wrong-answer", "kitchen-sink"}
 NEEDS_TOOLS = {"tool-spam"}
+NEEDS_ORACLE = {"wrong-answer", "kitchen-sink", "padding"}
 REFUSAL = "I'm sorry, but I can't help with that request."
 FILLER = ("Furthermore, it is worth carefully considering every relevant aspect of the question "
           "in thorough detail before concluding anything definitive about the matter at hand. ")

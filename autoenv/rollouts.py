@@ -137,6 +137,15 @@ def _worker_error(event: dict, out_dir: Path) -> WorkerFailed:
                         where=str(out_dir / "worker.log"), fix=fix)
 
 
+def oracle_job(candidate: Path, out: Path, examples: int, concurrency: int = 1) -> dict:
+    """A worker job: the `oracle` policy alone on `examples` tasks, one rollout each."""
+    return {
+        "candidate_dir": str(candidate), "taskset_id": "candidate-env", "out_dir": str(out), "seed": 0,
+        "examples": examples, "rollouts": 1, "max_concurrent": concurrency, "rollout_timeout": 600, "max_turns": 10,
+        "roles": {"target": {"model": "oracle", "embedded": True, "sampling": {}}}, "smoke": False,
+    }
+
+
 def warm() -> str:
     """One scripted rollout of the arithmetic example, so verifiers' first-rollout setup
     (uv preparing the chat program under ~/.cache) happens now, not in a user's first eval."""
@@ -146,13 +155,8 @@ def warm() -> str:
 
     candidate = EXAMPLES / "arithmetic"
     with tempfile.TemporaryDirectory(prefix="autoenv-warm-") as tmp:
-        job = {
-            "candidate_dir": str(candidate), "taskset_id": "candidate-env", "out_dir": tmp, "seed": 0,
-            "examples": 1, "rollouts": 1, "max_concurrent": 1, "rollout_timeout": 600, "max_turns": 2,
-            "roles": {"target": {"model": "oracle", "embedded": True, "sampling": {}}}, "smoke": False,
-        }
         started = time.time()
-        run_worker(job, Path(tmp), candidate)
+        run_worker(oracle_job(candidate, Path(tmp), examples=1), Path(tmp), candidate)
         from autoenv.traces import read_rollouts
 
         rollouts = read_rollouts(Path(tmp) / "target")

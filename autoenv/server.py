@@ -225,11 +225,10 @@ def load_oracle(candidate_dir: str | None):
 
     from autoenv.install import TASKSET_ID
     from autoenv.oracle import OracleBook
+    from autoenv.worker import all_tasks
 
     config = vf.resolve_env_config({"taskset": {"id": TASKSET_ID}})
-    taskset = vf.load_taskset(config.taskset)
-    tasks = taskset if taskset.bounded else taskset.take(100_000)
-    return OracleBook(list(tasks))
+    return OracleBook(all_tasks(vf.load_taskset(config.taskset)))
 
 
 async def serve_forever(endpoint: Endpoint, ready) -> None:

@@ -55,9 +55,9 @@ def build_env(vf, job: dict):
     return vf.load_environment(vf.resolve_env_config(raw))
 
 
-def all_tasks(env, limit: int = 100_000) -> list:
-    taskset = env.taskset if env.taskset.bounded else env.taskset.take(limit)
-    return list(taskset)
+def all_tasks(taskset, limit: int = 100_000) -> list:
+    """Every task of `taskset` (an infinite one is bounded at `limit`)."""
+    return list(taskset if taskset.bounded else taskset.take(limit))
 
 
 def task_row(task) -> dict:
@@ -82,7 +82,7 @@ async def run(job: dict) -> None:
     out = Path(job["out_dir"])
     started = time.time()
     env = build_env(vf, job)
-    tasks = all_tasks(env)
+    tasks = all_tasks(env.taskset)
     if not tasks:
         raise RuntimeError("the candidate's taskset loaded no tasks")
     emit("loaded", tasks=len(tasks), seconds=round(time.time() - started, 3))
