@@ -1,6 +1,6 @@
 """The `autoenv` command: eval, serve, feedback, demo, setup.
 
-Heavy imports (verifiers costs seconds) stay inside the commands that need them.
+Nothing here imports verifiers (it costs seconds): only the worker processes do.
 Exit codes: 0 done, 1 the evaluation crashed (recorded), 2 bad input (nothing recorded),
 130 interrupted.
 """
@@ -12,8 +12,18 @@ import asyncio
 import sys
 from pathlib import Path
 
-from autoenv import __version__, display
+from autoenv import __version__, display, vendor
+from autoenv.commands import audit_only, recompute, rejudge
+from autoenv.demo import make_run_repo
+from autoenv.endpoint.policies import Policies
+from autoenv.endpoint.server import Endpoint, Faults, load_oracle, serve_forever
 from autoenv.errors import AutoEnvError
+from autoenv.install import install_candidate
+from autoenv.judge.registry import CHOICES
+from autoenv.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
+from autoenv.pipeline import EvalOptions, EvaluationCrashed, evaluate
+from autoenv.record import ROLES, Entry
+from autoenv.rollouts import warm
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,8 +39,6 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except AutoEnvError as error:
         display.show_error(error)
-        from autoenv.pipeline import EvaluationCrashed
-
         return 1 if isinstance(error, EvaluationCrashed) else 2
 
 
@@ -63,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("judge", help="judge an evaluated commit again from its stored traces")
     p.add_argument("commit", nargs="?", default="HEAD")
-    p.add_argument("--backend", choices=["auto", "claude", "anthropic", "offline"], default=None)
+    p.add_argument("--backend", choices=CHOICES, default=None)
     p.add_argument("--config", type=Path, default=None)
     p.set_defaults(func=cmd_judge)
 
@@ -88,33 +96,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_eval(args) -> int:
-    from autoenv.pipeline import EvalOptions, evaluate
-
     entry = evaluate(EvalOptions(cwd=Path.cwd(), config=args.config, description=args.description, offline=args.offline))
     print_result(entry)
     return 0
 
 
-def print_result(entry: dict) -> None:
-    stats = entry.get("stats") or {}
-    fields = {"commit": entry["commit"], "verdict": entry["verdict"]["verdict"], "eval_success": entry["eval_success"]}
-    for role in ("target", "strong"):
-        s = stats.get(role) or {}
-        fields[f"{role}_model"] = s.get("model")
-        fields[f"{role}_mean"] = s.get("mean")
-        fields[f"{role}_std"] = s.get("std")
-        fields[f"{role}_solve_rate"] = s.get("solve_rate")
-        errors = s.get("errors") or {}
-        fields[f"{role}_errors"] = sum(errors.values()) if errors else 0
-    fields["offline"] = entry.get("offline")
-    fields["reason"] = entry["verdict"].get("reason")
-    fields["feedback"] = f"feedback/{entry['commit']}.md"
+def print_result(entry: Entry) -> None:
+    fields: dict[str, object] = {"commit": entry.commit, "verdict": entry.verdict.verdict,
+                                 "eval_success": entry.eval_success}
+    for role in ROLES:
+        s = entry.stats.get(role)
+        fields[f"{role}_model"] = s.model if s else None
+        fields[f"{role}_mean"] = s.mean if s else None
+        fields[f"{role}_std"] = s.std if s else None
+        fields[f"{role}_solve_rate"] = s.solve_rate if s else None
+        fields[f"{role}_errors"] = s.errors.total if s else 0
+    fields["offline"] = entry.offline
+    fields["reason"] = entry.verdict.reason
+    fields["feedback"] = f"feedback/{entry.commit}.md"
     display.result_block(fields)
 
 
 def cmd_gates(args) -> int:
-    from autoenv.pipeline import audit_only
-
     report = audit_only(Path.cwd(), args.config, probes=args.probes)
     display.result_block({"gates": "passed" if report.passed else "failed", "failed": len(report.failed),
                           "mode": report.mode, "seconds": report.seconds})
@@ -124,18 +127,15 @@ def cmd_gates(args) -> int:
 
 
 def cmd_judge(args) -> int:
-    from autoenv.pipeline import rejudge
-
     entry = rejudge(Path.cwd(), args.commit, backend=args.backend, config=args.config)
-    judge = entry["judge"]
-    display.result_block({"commit": entry["commit"], "judge": judge["backend"], "judge_ok": judge["ok"],
-                          "judge_error": judge.get("error"), "feedback": f"feedback/{entry['commit']}.md"})
-    return 0 if judge["ok"] else 1
+    judge = entry.judge
+    assert judge is not None
+    display.result_block({"commit": entry.commit, "judge": judge.backend, "judge_ok": judge.ok,
+                          "judge_error": judge.error, "feedback": f"feedback/{entry.commit}.md"})
+    return 0 if judge.ok else 1
 
 
 def cmd_feedback(args) -> int:
-    from autoenv.pipeline import recompute
-
     entry = recompute(cwd=Path.cwd(), config=args.config, outputs_dir=args.outputs_dir, log_file=args.log_file,
                       commit=args.commit, description=args.description, eval_success=args.eval_success == "true")
     print_result(entry)
@@ -143,9 +143,6 @@ def cmd_feedback(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from autoenv.policies import Policies
-    from autoenv.server import Endpoint, Faults, load_oracle, serve_forever
-
     try:
         faults = Faults(rate_429=args.rate_429, rate_500=args.rate_500, rate_hang=args.rate_hang,
                         rate_cut=args.rate_cut, latency=args.latency, seed=args.seed)
@@ -167,30 +164,21 @@ def cmd_serve(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from autoenv.demo import make_run_repo
-    from autoenv.pipeline import EvalOptions, evaluate
-
     root = make_run_repo(args.example, args.dir)
     display.console.print(f"scratch run repository: {root} (branch autoenv/demo-{args.example})")
     entry = evaluate(EvalOptions(cwd=root, description=f"demo of the {args.example} example", offline=True))
     print_result(entry)
-    display.console.print(f"results: {root}/feedback/{entry['commit']}.md, {root}/outputs/{entry['commit']}/, "
+    display.console.print(f"results: {root}/feedback/{entry.commit}.md, {root}/outputs/{entry.commit}/, "
                           f"{root}/feedback_log.jsonl")
     return 0
 
 
 def cmd_setup(args) -> int:
-    from autoenv import vendor
-    from autoenv.demo import PROJECT
-    from autoenv.install import install_candidate
-
     with display.stage("readable verifiers copy", "verifiers/"):
-        display.note(vendor.fill(PROJECT / "verifiers"))
+        display.note(vendor.fill(VENDORED_VERIFIERS))
     with display.stage("candidate install", "candidate/ (editable)"):
-        install_candidate(PROJECT / "candidate", force=True)
+        install_candidate(DEFAULT_CANDIDATE, force=True)
     if not args.skip_warm:
-        from autoenv.rollouts import warm
-
         with display.stage("warm-up", "one scripted rollout, so uv prepares verifiers' chat program now"):
             display.note(warm())
     return 0

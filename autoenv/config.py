@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoenv.errors import AutoEnvError
+from autoenv.judge.registry import CHOICES
 
 CONFIG_NAME = "config.toml"
 ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -207,8 +208,8 @@ class Judge:
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
-        if self.backend not in ("auto", "claude", "anthropic", "offline"):
-            out.append(("backend", "must be one of auto, claude, anthropic, offline"))
+        if self.backend not in CHOICES:
+            out.append(("backend", f"must be one of {', '.join(CHOICES)}"))
         if self.max_turns < 1:
             out.append(("max_turns", "must be at least 1"))
         for name in ("max_budget_usd", "timeout"):

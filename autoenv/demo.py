@@ -14,13 +14,7 @@ from pathlib import Path
 import git
 
 from autoenv.errors import AutoEnvError
-
-PROJECT = Path(__file__).resolve().parent.parent
-EXAMPLES = PROJECT / "examples"
-
-
-def examples() -> list[str]:
-    return sorted(p.name for p in EXAMPLES.iterdir() if (p / "pyproject.toml").is_file()) if EXAMPLES.is_dir() else []
+from autoenv.paths import EXAMPLES, PROJECT, examples
 
 
 def make_run_repo(example: str, directory: Path | None = None, config_text: str | None = None) -> Path:

@@ -11,12 +11,16 @@ import os
 import sys
 import time
 from contextlib import contextmanager
+from typing import Mapping
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from autoenv.config import Bands
 from autoenv.errors import AutoEnvError
+from autoenv.formats import mean_ci, number
+from autoenv.record import GateReport, ModelStats
 
 
 def _plain() -> bool:
@@ -70,28 +74,17 @@ def rollout_progress() -> Progress:
     )
 
 
-def _fmt(value, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def summary_table(stats: dict, bands) -> Table:
+def summary_table(stats: Mapping[str, ModelStats], bands: Bands) -> Table:
     table = Table(title="Evaluation summary", title_justify="left")
-    from autoenv.report import mean_ci
-
     for column in ("model", "role", "mean [95% CI]", "std", "solve", "disagree", "scored", "errors p/t/e", "tokens in/out"):
         table.add_column(column, justify="right" if column not in ("model", "role") else "left")
     wanted = {"target": f"{bands.target_min}–{bands.target_max}", "strong": f"> {bands.strong_min}"}
     for role, s in stats.items():
-        e = s.get("errors", {})
+        e = s.errors
         table.add_row(
-            s.get("model", ""), f"{role} ({wanted.get(role, '')})", mean_ci(s), _fmt(s.get("std")),
-            _fmt(s.get("solve_rate")), _fmt(s.get("disagree_share")), f"{s.get('scored')}/{s.get('rollouts')}",
-            f"{e.get('provider_error', 0)}/{e.get('timeout', 0)}/{e.get('env_error', 0)}",
-            f"{s.get('input_tokens', 0)}/{s.get('output_tokens', 0)}",
+            s.model, f"{role} ({wanted.get(role, '')})", mean_ci(s), number(s.std),
+            number(s.solve_rate), number(s.disagree_share), f"{s.scored}/{s.rollouts}",
+            f"{e.provider_error}/{e.timeout}/{e.env_error}", f"{s.input_tokens}/{s.output_tokens}",
         )
     return table
 
@@ -101,13 +94,13 @@ def result_block(fields: dict) -> None:
     console.print("---", markup=False)
     width = max(len(k) for k in fields)
     for key, value in fields.items():
-        console.print(f"{key + ':':<{width + 1}} {_fmt(value, 4)}", markup=False, highlight=False)
+        console.print(f"{key + ':':<{width + 1}} {number(value, 4)}", markup=False, highlight=False)
 
 
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
 
-def gates_tables(report) -> list[Table]:
+def gates_tables(report: GateReport) -> list[Table]:
     """Two tables: the checks, then the probes with what each harvested."""
     checks = Table(title="Checks", title_justify="left")
     checks.add_column("check")
@@ -123,11 +116,11 @@ def gates_tables(report) -> list[Table]:
     status = {f.name.removeprefix("probe "): f.status for f in report.findings if f.name.startswith("probe ")}
     status.setdefault("oracle", next((f.status for f in report.findings if f.name == "oracle"), "skip"))
     for name, s in report.probes.items():
-        best = s["best"][0] if s.get("best") else None
-        detail = ", ".join(f"{k} {v}" for k, v in s.get("harvested", {}).items())
+        best = s.best[0] if s.best else None
+        detail = ", ".join(f"{k} {v}" for k, v in s.harvested.items())
         if best and status.get(name) == "fail":
-            detail += f" | idx {best['idx']}: {best['reply'][:60]!r}"
+            detail += f" | idx {best.idx}: {best.reply[:60]!r}"
         st = status.get(name, "skip")
-        probes.add_row(name, f"[{STATUS_STYLE[st]}]{st}[/]", _fmt(s.get("mean")), _fmt(s.get("of_oracle")),
-                       f"{s['scored']}/{s['tasks']}", detail)
+        probes.add_row(name, f"[{STATUS_STYLE[st]}]{st}[/]", number(s.mean), number(s.of_oracle),
+                       f"{s.scored}/{s.tasks}", detail)
     return [checks, probes]

@@ -20,7 +20,6 @@ from pathlib import Path
 from autoenv.errors import AutoEnvError
 
 MODULE = "candidate_env"
-TASKSET_ID = "candidate-env"
 STAMP = Path(sys.prefix) / ".autoenv-candidate-stamp"
 
 _INSPECT = r"""
@@ -91,7 +90,7 @@ def install_candidate(candidate_dir: Path, force: bool = False) -> bool:
     pyproject = candidate_dir / "pyproject.toml"
     if not pyproject.is_file():
         raise AutoEnvError(
-            f"the candidate has no pyproject.toml",
+            "the candidate has no pyproject.toml",
             where=str(pyproject),
             fix="the candidate is a package named candidate-env (module candidate_env); "
             "see program.md, 'The candidate contract'",

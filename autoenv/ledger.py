@@ -4,6 +4,9 @@ An entry is never half-written: the new file (old lines plus the new one) is wri
 a temporary file, fsynced and renamed over the log under an exclusive lock, so an
 interrupted evaluation leaves the previous log intact. Each entry carries `prev_hash`,
 the SHA-256 of the previous line, so an edited or deleted line shows.
+
+Entries are `autoenv.record.Entry` objects; this module is the only place that turns them
+into JSON and back (older schema versions are upgraded on read).
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable
 
 from autoenv.errors import AutoEnvError
+from autoenv.record import SCHEMA_VERSION, Entry, RecordError
 
-SCHEMA_VERSION = 1
 GENESIS = "0" * 64
 
 
@@ -52,21 +56,21 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def append_entry(path: Path, entry: dict) -> dict:
+def append_entry(path: Path, entry: Entry) -> Entry:
     """Append `entry` (with schema_version and prev_hash filled in); return it as written."""
     with _locked(path):
         old = path.read_text(encoding="utf-8") if path.is_file() else ""
         if old and not old.endswith("\n"):
             old += "\n"
         lines = [line for line in old.splitlines() if line.strip()]
-        entry = {"schema_version": SCHEMA_VERSION, **entry,
-                 "prev_hash": line_hash(lines[-1]) if lines else GENESIS}
-        atomic_write(path, old + json.dumps(entry, sort_keys=False) + "\n")
+        entry = entry.model_copy(update={"schema_version": SCHEMA_VERSION,
+                                         "prev_hash": line_hash(lines[-1]) if lines else GENESIS})
+        atomic_write(path, old + entry.to_json() + "\n")
     return entry
 
 
-def read_entries(path: Path) -> list[dict]:
-    """All entries; raises AutoEnvError naming the line of a corrupt entry."""
+def read_entries(path: Path) -> list[Entry]:
+    """All entries, typed; raises AutoEnvError naming the line of a corrupt entry."""
     if not path.is_file():
         return []
     entries = []
@@ -74,12 +78,19 @@ def read_entries(path: Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            entries.append(json.loads(line))
+            entries.append(Entry.from_json(json.loads(line)))
         except json.JSONDecodeError as e:
             raise AutoEnvError(
                 f"{path.name} line {number} is not valid JSON ({e.msg})",
                 where=f"{path}:{number}",
                 fix="restore the file from a backup; the harness never writes partial lines",
+            ) from None
+        except RecordError as e:
+            raise AutoEnvError(
+                f"{path.name} line {number} is not a valid ledger entry ({e})",
+                where=f"{path}:{number}",
+                fix="restore the line from a backup (the harness writes only valid entries), "
+                "or upgrade AutoEnv if a newer version wrote it",
             ) from None
     return entries
 
@@ -97,9 +108,9 @@ def verify_chain(path: Path) -> list[int]:
     return broken
 
 
-def last_kept(entries: list[dict], accept=lambda entry: True) -> dict | None:
+def last_kept(entries: list[Entry], accept: Callable[[Entry], bool] = lambda entry: True) -> Entry | None:
     """The newest entry whose verdict is keep (and that `accept` admits)."""
     for entry in reversed(entries):
-        if (entry.get("verdict") or {}).get("verdict") == "keep" and accept(entry):
+        if entry.kept and accept(entry):
             return entry
     return None

@@ -6,18 +6,21 @@ and the comparison of two evaluations resample whole tasks. When two evaluations
 task keys (the harness draws the same sample with the same seed), a comparison resamples
 the shared keys jointly — a paired bootstrap, which cancels per-task difficulty.
 
-Per-task results are kept as `{task_id: [reward_sum, rollouts]}`, compact enough to live
-in every ledger entry, so a verdict never needs the old traces.
+Tables here are `{task_id: (reward_sum, rollouts)}` (see `stats.sums`), built from the
+per-task rows every ledger entry keeps, so a verdict never needs the old traces.
 """
 
 from __future__ import annotations
 
 import hashlib
 from statistics import NormalDist
+from typing import Mapping, Sequence
 
 import numpy as np
 
 DRAWS = 2000
+Table = Mapping[str, Sequence[float]]
+"""task id -> (reward sum, scored rollouts)."""
 
 
 def task_id(key: str) -> str:
@@ -41,7 +44,7 @@ def interval(replicates: np.ndarray, confidence: float, clusters: int) -> tuple[
     return float(mid - (mid - low) * stretch), float(mid + (high - mid) * stretch)
 
 
-def _arrays(per_task: dict[str, list], keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _arrays(per_task: Table, keys: list[str]) -> tuple[np.ndarray, np.ndarray]:
     sums = np.array([per_task.get(k, [0.0, 0])[0] for k in keys], dtype=float)
     counts = np.array([per_task.get(k, [0.0, 0])[1] for k in keys], dtype=float)
     return sums, counts
@@ -53,7 +56,7 @@ def _means(sums: np.ndarray, counts: np.ndarray, draws: np.ndarray) -> np.ndarra
         return np.where(n > 0, sums[draws].sum(axis=1) / np.maximum(n, 1), np.nan)
 
 
-def mean_interval(per_task: dict[str, list], confidence: float = 0.95, seed: int = 0) -> tuple[float, float] | None:
+def mean_interval(per_task: Table, confidence: float = 0.95, seed: int = 0) -> tuple[float, float] | None:
     """Percentile interval of the rollout-weighted mean, resampling tasks."""
     keys = sorted(per_task)
     if not keys:
@@ -69,7 +72,7 @@ def mean_interval(per_task: dict[str, list], confidence: float = 0.95, seed: int
     return round(max(low, float(task_means.min())), 4), round(min(high, float(task_means.max())), 4)
 
 
-def joint_draws(*per_task: dict[str, list], seed: int = 0) -> list[np.ndarray]:
+def joint_draws(*per_task: Table, seed: int = 0) -> list[np.ndarray]:
     """Bootstrap replicates of the means of several per-task tables, resampling the union
     of their task keys jointly (paired where keys are shared). One array per table."""
     keys = sorted(set().union(*per_task))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -15,8 +15,11 @@ from pathlib import Path
 
 from autoenv import display
 from autoenv.errors import AutoEnvError
+from autoenv.events import parse
 from autoenv.install import child_env
-from autoenv.worker import EVENT_PREFIX
+from autoenv.job import Job, RolloutPlan, Seat
+from autoenv.paths import EXAMPLES
+from autoenv.traces import read_rollouts
 
 
 @dataclass
@@ -32,18 +35,18 @@ class WorkerFailed(AutoEnvError):
     pass
 
 
-def deadline_seconds(job: dict) -> float:
+def deadline_seconds(job: Job) -> float:
     """An outer bound on the whole worker, so nothing can hang an overnight run forever."""
-    rollouts = job.get("expected_rollouts") or len(job["roles"]) * int(job["examples"]) * int(job["rollouts"]) + 1
-    waves = math.ceil(rollouts / int(job["max_concurrent"])) + 1
-    return 180 + waves * float(job["rollout_timeout"]) * 1.5
+    waves = math.ceil(job.expected_rollouts() / job.max_concurrent) + 1
+    return 180 + waves * job.rollout_timeout * 1.5
 
 
-def run_worker(job: dict, out_dir: Path, candidate_dir: Path, module: str = "autoenv.worker") -> WorkerResult:
+def run_worker(job: Job, module: str = "autoenv.worker") -> WorkerResult:
     """Run `python -m module job.json` in a fresh process under a deadline, following its events."""
+    out_dir, candidate_dir = job.out, Path(job.candidate_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     job_path = out_dir / "job.json"
-    job_path.write_text(json.dumps(job, indent=1))
+    job.write(job_path)
     stderr_path = out_dir / "worker.stderr"
     result = WorkerResult()
     with open(stderr_path, "w") as stderr:
@@ -82,9 +85,9 @@ def _follow(proc: subprocess.Popen, result: WorkerResult) -> None:
     bars: dict[str, int] = {}
     try:
         for line in proc.stdout:
-            if not line.startswith(EVENT_PREFIX):
+            event = parse(line)
+            if event is None:
                 continue
-            event = json.loads(line[len(EVENT_PREFIX):])
             result.events.append(event)
             kind = event["event"]
             if kind == "loaded":
@@ -137,28 +140,21 @@ def _worker_error(event: dict, out_dir: Path) -> WorkerFailed:
                         where=str(out_dir / "worker.log"), fix=fix)
 
 
-def oracle_job(candidate: Path, out: Path, examples: int, concurrency: int = 1) -> dict:
+def oracle_job(candidate: Path, out: Path, examples: int, concurrency: int = 1) -> Job:
     """A worker job: the `oracle` policy alone on `examples` tasks, one rollout each."""
-    return {
-        "candidate_dir": str(candidate), "taskset_id": "candidate-env", "out_dir": str(out), "seed": 0,
-        "examples": examples, "rollouts": 1, "max_concurrent": concurrency, "rollout_timeout": 600, "max_turns": 10,
-        "roles": {"target": {"model": "oracle", "embedded": True, "sampling": {}}}, "smoke": False,
-    }
+    return Job(candidate_dir=str(candidate), out_dir=str(out), seed=0, max_concurrent=concurrency,
+               rollout_timeout=600, max_turns=10,
+               rollouts=RolloutPlan(examples=examples, rollouts=1, smoke=False,
+                                    roles={"target": Seat(model="oracle", embedded=True)}))
 
 
 def warm() -> str:
     """One scripted rollout of the arithmetic example, so verifiers' first-rollout setup
     (uv preparing the chat program under ~/.cache) happens now, not in a user's first eval."""
-    import tempfile
-
-    from autoenv.demo import EXAMPLES
-
     candidate = EXAMPLES / "arithmetic"
     with tempfile.TemporaryDirectory(prefix="autoenv-warm-") as tmp:
         started = time.time()
-        run_worker(oracle_job(candidate, Path(tmp), examples=1), Path(tmp), candidate)
-        from autoenv.traces import read_rollouts
-
+        run_worker(oracle_job(candidate, Path(tmp), examples=1))
         rollouts = read_rollouts(Path(tmp) / "target")
         if not rollouts or rollouts[0].outcome != "ok":
             detail = rollouts[0].error if rollouts else "no trace was written"

@@ -1,68 +1,47 @@
 """Per-model statistics over scored rollouts: errors are counted, never averaged in.
 
 The mean carries a 95% interval from a cluster bootstrap over tasks (see resample.py).
-`per_task` keeps `[reward_sum, scored_rollouts, disagree]` per task id, so a later
-verdict can compare against this evaluation without reading its traces.
+`per_task` keeps a row (reward sum, scored rollouts, disagree) per task id, so a later
+verdict can compare against this evaluation without reading its traces. The result is
+the record's `ModelStats`, stored in the ledger as is.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from autoenv.config import Price
-from autoenv.resample import mean_interval, task_id
+from autoenv.record import ErrorCounts, Group, ModelStats, TaskRow
+from autoenv.resample import Table, mean_interval, task_id
 from autoenv.traces import Rollout
 
 OUTCOMES = ("ok", "provider_error", "timeout", "env_error")
 TIE = 1e-9
 
 
-@dataclass
-class ModelStats:
-    model: str
-    rollouts: int
-    scored: int
-    mean: float | None
-    ci: list[float] | None
-    """95% interval of the mean, resampling tasks."""
-    std: float | None
-    solve_rate: float | None
-    """Share of scored rollouts whose reward reaches bands.solve_threshold."""
-    max_reward: float | None
-    """Sum of the positive reward weights, when every observed score lies in [0, 1]."""
-    normalized_mean: float | None
-    tasks: int
-    disagree_share: float | None
-    """Share of tasks with >= 2 scored rollouts whose rewards differ (what GRPO learns from)."""
-    errors: dict[str, int] = field(default_factory=dict)
-    components: dict[str, float] = field(default_factory=dict)
-    by_difficulty: dict[str, dict] = field(default_factory=dict)
-    by_category: dict[str, dict] = field(default_factory=dict)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = None
-    mean_seconds: float | None = None
-    p90_seconds: float | None = None
-    per_task: dict[str, list] = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
 def _mean(values) -> float | None:
     return round(float(np.mean(values)), 4) if len(values) else None
 
 
-def _groups(rollouts: list[Rollout], attr: str) -> dict[str, dict]:
+def sums(per_task: dict[str, TaskRow]) -> Table:
+    """A per-task table as resample reads it: task id -> (reward sum, scored rollouts)."""
+    return {key: (row.sum, row.n) for key, row in per_task.items()}
+
+
+def max_reward(weights: dict[str, float]) -> float:
+    """The most a rollout can earn when every reward returns [0, 1]: the positive weights' sum."""
+    return sum(max(0.0, w) for w in weights.values())
+
+
+def _groups(rollouts: list[Rollout], attr: str) -> dict[str, Group]:
     groups: dict[str, list[float]] = defaultdict(list)
     for r in rollouts:
         value = getattr(r, attr)
         if value is not None and r.reward is not None:
             groups[value].append(r.reward)
-    return {name: {"n": len(v), "mean": _mean(v)} for name, v in sorted(groups.items())}
+    return {name: Group(n=len(v), mean=_mean(v)) for name, v in sorted(groups.items())}
 
 
 def _max_reward(scored: list[Rollout]) -> float | None:
@@ -72,7 +51,7 @@ def _max_reward(scored: list[Rollout]) -> float | None:
             if not 0 <= score <= 1:
                 return None
             weights[name] = r.weights.get(name, 1.0)
-    total = sum(max(0.0, w) for w in weights.values())
+    total = max_reward(weights)
     return round(total, 6) if total > 0 else None
 
 
@@ -84,7 +63,7 @@ def model_stats(model: str, rollouts: list[Rollout], solve_threshold: float, pri
     for r in scored:
         by_task[r.task_key].append(r.reward)
     per_task = {
-        task_id(key): [round(float(sum(v)), 6), len(v), int(len(v) >= 2 and max(v) - min(v) > TIE)]
+        task_id(key): TaskRow(sum=round(float(sum(v)), 6), n=len(v), disagree=len(v) >= 2 and max(v) - min(v) > TIE)
         for key, v in sorted(by_task.items())
     }
     grouped = [v for v in by_task.values() if len(v) >= 2]
@@ -92,10 +71,10 @@ def model_stats(model: str, rollouts: list[Rollout], solve_threshold: float, pri
     for r in scored:
         for name, score in r.components.items():
             components[name].append(score)
-    errors = {kind: sum(r.outcome == kind for r in rollouts) for kind in OUTCOMES if kind != "ok"}
+    errors = ErrorCounts(**{kind: sum(r.outcome == kind for r in rollouts) for kind in OUTCOMES if kind != "ok"})
     mean = _mean(rewards)
-    max_reward = _max_reward(scored)
-    interval = mean_interval(per_task, seed=seed)
+    maximum = _max_reward(scored)
+    interval = mean_interval(sums(per_task), seed=seed)
     seconds = [r.seconds for r in rollouts if r.seconds]
     tokens_in, tokens_out = sum(r.input_tokens for r in rollouts), sum(r.output_tokens for r in rollouts)
     priced = price is not None and (price.input or price.output)
@@ -104,11 +83,11 @@ def model_stats(model: str, rollouts: list[Rollout], solve_threshold: float, pri
         rollouts=len(rollouts),
         scored=len(scored),
         mean=mean,
-        ci=list(interval) if interval else None,
+        ci=interval,
         std=round(float(np.std(rewards)), 4) if len(rewards) else None,
         solve_rate=_mean(rewards >= solve_threshold) if len(rewards) else None,
-        max_reward=max_reward,
-        normalized_mean=round(mean / max_reward, 4) if mean is not None and max_reward else None,
+        max_reward=maximum,
+        normalized_mean=round(mean / maximum, 4) if mean is not None and maximum else None,
         tasks=len({r.task_key for r in rollouts}),
         disagree_share=_mean([float(max(v) - min(v) > TIE) for v in grouped]) if grouped else None,
         errors=errors,

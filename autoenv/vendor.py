@@ -47,7 +47,7 @@ def fill(target: Path) -> str:
                 shutil.copytree(fixtures, target / "fixtures")
             status = f"verifiers/ filled from the {version} sdist (source + v1 fixtures)"
         else:
-            import verifiers
+            import verifiers  # deferred: only this fallback needs the installed package's files
 
             shutil.copytree(Path(verifiers.__file__).parent, target / "verifiers",
                             ignore=shutil.ignore_patterns("__pycache__"))

@@ -6,9 +6,7 @@ importable in it), and a candidate that crashes the interpreter cannot take the 
 down with it. The worker prints one `AUTOENV-EVENT {json}` line per event on stdout for
 the parent's progress display; everything verifiers logs goes to the job's log file.
 
-Job fields: candidate_dir, taskset_id, out_dir, seed, examples, rollouts, max_concurrent,
-rollout_timeout, max_turns, roles {role: {model, base_url, api_key_var, sampling,
-embedded}}, embedded_seed.
+The job is an `autoenv.job.Job` with a `rollouts` plan.
 """
 
 from __future__ import annotations
@@ -21,96 +19,58 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Awaitable, Callable
 
-EVENT_PREFIX = "AUTOENV-EVENT "
+from autoenv.endpoint.policies import Policies
+from autoenv.endpoint.server import Endpoint
+from autoenv.events import emit
+from autoenv.gates.oracle import OracleBook
+from autoenv.job import Job
+from autoenv.sampling import TaskRef, choose_tasks
+from autoenv.tasks import all_tasks, build_env, task_row
+from autoenv.traces import to_rollout
+
 NO_KEY_VAR = "AUTOENV_NO_KEY"
 LOCAL_KEY_VAR = "AUTOENV_LOCAL_KEY"
 
 
-def emit(kind: str, **fields) -> None:
-    sys.stdout.write(EVENT_PREFIX + json.dumps({"event": kind, **fields}) + "\n")
-    sys.stdout.flush()
+async def run(job: Job) -> None:
+    import verifiers.v1 as vf  # deferred: verifiers costs seconds and is needed only inside the child
+    from verifiers.v1.utils.trace_store import append_episode  # deferred with it
 
-
-def seat_names(vf, taskset_id: str) -> list[str]:
-    """The env's agent seats: `agent` for a plain taskset, its own names for a custom Env."""
-    config_type = vf.env_config_type(taskset_id)
-    return [
-        name
-        for name, field in config_type.model_fields.items()
-        if isinstance(field.default, vf.AgentConfig)
-    ] or ["agent"]
-
-
-def build_env(vf, job: dict):
-    seat = {
-        "harness": {"id": "null"},
-        "runtime": {"type": "subprocess"},
-        "timeout": {"rollout": float(job["rollout_timeout"])},
-        "max_turns": int(job["max_turns"]),
-    }
-    raw = {"taskset": {"id": job["taskset_id"]}}
-    for name in seat_names(vf, job["taskset_id"]):
-        raw[name] = dict(seat)
-    return vf.load_environment(vf.resolve_env_config(raw))
-
-
-def all_tasks(taskset, limit: int = 100_000) -> list:
-    """Every task of `taskset` (an infinite one is bounded at `limit`)."""
-    return list(taskset if taskset.bounded else taskset.take(limit))
-
-
-def task_row(task) -> dict:
-    data = task.data
-    row = {"idx": data.idx, "key": task.key}
-    for name in ("id", "difficulty", "category", "answer"):
-        value = getattr(data, name, None)
-        if value is not None:
-            row[name] = value if isinstance(value, (str, int, float, bool)) else str(value)
-    return row
-
-
-async def run(job: dict) -> None:
-    import verifiers.v1 as vf
-    from verifiers.v1.utils.trace_store import append_episode
-
-    from autoenv.oracle import OracleBook
-    from autoenv.policies import Policies
-    from autoenv.sampling import TaskRef, choose_tasks
-    from autoenv.server import Endpoint
-
-    out = Path(job["out_dir"])
+    plan = job.rollouts
+    if plan is None:
+        raise ValueError("the job has no rollout plan")
+    out = job.out
     started = time.time()
     env = build_env(vf, job)
     tasks = all_tasks(env.taskset)
     if not tasks:
         raise RuntimeError("the candidate's taskset loaded no tasks")
     emit("loaded", tasks=len(tasks), seconds=round(time.time() - started, 3))
-    refs = [TaskRef(t.data.idx, t.key, getattr(t.data, "difficulty", None)) for t in tasks]
-    chosen_keys = {r.key for r in choose_tasks(refs, int(job["examples"]), int(job["seed"]))}
-    chosen = [t for t in tasks if t.key in chosen_keys]
+    chosen = sample_tasks(tasks, plan.examples, job.seed)
     (out / "tasks.json").write_text(json.dumps([task_row(t) for t in chosen], indent=1))
 
     endpoint = None
-    if any(spec.get("embedded") for spec in job["roles"].values()):
-        endpoint = await Endpoint(Policies(OracleBook(tasks), seed=int(job.get("embedded_seed", 0)))).start()
+    if any(seat.embedded for seat in plan.roles.values()):
+        endpoint = await Endpoint(Policies(OracleBook(tasks), seed=job.seed)).start()
         os.environ[LOCAL_KEY_VAR] = "local"
     os.environ.setdefault(NO_KEY_VAR, "none")
 
     contexts = {}
-    for role, spec in job["roles"].items():
-        base_url = endpoint.base_url if spec.get("embedded") else spec["base_url"]
-        key_var = LOCAL_KEY_VAR if spec.get("embedded") else (spec.get("api_key_var") or NO_KEY_VAR)
-        sampling = {k: v for k, v in spec.get("sampling", {}).items() if v is not None}
+    for role, seat in plan.roles.items():
+        base_url = endpoint.base_url if endpoint is not None and seat.embedded else seat.base_url
+        key_var = LOCAL_KEY_VAR if seat.embedded else (seat.api_key_var or NO_KEY_VAR)
+        sampling = seat.sampling.model_dump(exclude_none=True)
         contexts[role] = vf.ModelContext(
-            model=spec["model"],
+            model=seat.model,
             client=vf.EvalClientConfig(base_url=base_url, api_key_var=key_var),
             sampling=vf.SamplingConfig(**sampling),
         )
 
-    semaphore = asyncio.Semaphore(int(job["max_concurrent"]))
+    semaphore = asyncio.Semaphore(job.max_concurrent)
     lock = asyncio.Lock()
-    rollouts = int(job["rollouts"])
+    rollouts = plan.rollouts
     total = {role: len(chosen) * rollouts for role in contexts}
     done = {role: 0 for role in contexts}
 
@@ -124,7 +84,7 @@ async def run(job: dict) -> None:
 
     try:
         async with env.serving():
-            if job.get("smoke"):
+            if plan.smoke:
                 # One rollout on the target model first: a broken candidate costs one rollout.
                 (out / "smoke").mkdir(exist_ok=True)
                 slot = env.slots(chosen[0], 1)[0]
@@ -153,24 +113,29 @@ async def run(job: dict) -> None:
 
 def smoke_outcome(episode) -> dict:
     """Classify the smoke rollout exactly as the statistics will (autoenv.traces)."""
-    from autoenv.traces import to_rollout
-
     wire = json.loads(episode.model_dump_json(exclude_none=True))
     traces = wire.get("traces") or [{}]
     rollout = to_rollout(traces[0], wire)
     return {"outcome": rollout.outcome, "reward": rollout.reward, "error": rollout.error}
 
 
-def main(argv: list[str] | None = None, runner=None) -> int:
+def sample_tasks(tasks: list, examples: int, seed: int) -> list:
+    """The harness's own seeded, difficulty-stratified sample of `tasks`, in load order."""
+    refs = [TaskRef(t.data.idx, t.key, getattr(t.data, "difficulty", None)) for t in tasks]
+    chosen = {r.key for r in choose_tasks(refs, examples, seed)}
+    return [t for t in tasks if t.key in chosen]
+
+
+def main(argv: list[str] | None = None, runner: Callable[[Job], Awaitable[None]] | None = None) -> int:
     """Run `runner(job)` (default: the rollouts) on JOB.json, reporting failures as events."""
     runner = runner or run
     argv = sys.argv[1:] if argv is None else argv
-    job = json.loads(Path(argv[0]).read_text())
-    out = Path(job["out_dir"])
+    job = Job.read(Path(argv[0]))
+    out = job.out
     out.mkdir(parents=True, exist_ok=True)
-    sys.path.insert(0, job["candidate_dir"])
+    sys.path.insert(0, job.candidate_dir)
     logging.basicConfig(
-        filename=str(out / job.get("log_name", "worker.log")), level=logging.INFO, force=True,
+        filename=str(out / job.log_name), level=logging.INFO, force=True,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:

@@ -18,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoenv.demo import PROJECT, examples, make_run_repo
+from autoenv.demo import make_run_repo
+from autoenv.paths import PROJECT, examples
 
 
 def timed(args: list[str], cwd: Path) -> tuple[float, int]:

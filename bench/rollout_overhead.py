@@ -20,10 +20,11 @@ from pathlib import Path
 
 import aiohttp
 
-from autoenv.demo import EXAMPLES, examples
-from autoenv.policies import Policies, Reply
+from autoenv.paths import EXAMPLES, examples
+from autoenv.endpoint.policies import Policies
+from autoenv.messages import Reply
 from autoenv.rollouts import oracle_job, run_worker
-from autoenv.server import Endpoint
+from autoenv.endpoint.server import Endpoint
 
 
 class _Fixed:
@@ -47,7 +48,7 @@ async def endpoint_rate(requests: int) -> float:
 def worker_rate(example: str, rollouts: int, concurrency: int) -> float:
     candidate = EXAMPLES / example
     with tempfile.TemporaryDirectory() as tmp:
-        result = run_worker(oracle_job(candidate, Path(tmp), rollouts, concurrency), Path(tmp), candidate)
+        result = run_worker(oracle_job(candidate, Path(tmp), rollouts, concurrency))
         finished = next(e for e in result.events if e["event"] == "finished")
         done = sum(finished["done"].values())
         assert done == rollouts, f"{done} of {rollouts} rollouts finished"

@@ -22,6 +22,8 @@ import math
 import numpy as np
 
 from autoenv.config import Bands, Verdict
+from autoenv.record import Entry, ModelStats
+from autoenv.record import Verdict as Decision
 from autoenv.stats import model_stats
 from autoenv.traces import Rollout
 from autoenv.verdict import decide
@@ -49,22 +51,22 @@ def shift(rates: np.ndarray, target_mean: float) -> np.ndarray:
     return 1 / (1 + np.exp(-(logits + (low + high) / 2)))
 
 
-def evaluate(rng, rates: np.ndarray, tasks: np.ndarray, rollouts: int, model: str) -> dict:
+def evaluate(rng, rates: np.ndarray, tasks: np.ndarray, rollouts: int, model: str) -> ModelStats:
     records = [
         Rollout(trace_id="", task_key=f"t{t}", idx=int(t), outcome="ok", reward=float(rng.random() < rates[t]),
                 components={"correct": 0.0})
         for t in tasks for _ in range(rollouts)
     ]
-    return model_stats(model, records, solve_threshold=1.0).to_dict()
+    return model_stats(model, records, solve_threshold=1.0)
 
 
 def run_pair(rng, before: tuple, after: tuple, examples: int, rollouts: int, confidence: float) -> tuple[str, str]:
     tasks = rng.choice(POOL, size=examples, replace=False)  # the harness's seeded sample, same both times
     old = {"target": evaluate(rng, before[0], tasks, rollouts, "t"), "strong": evaluate(rng, before[1], tasks, rollouts, "s")}
     new = {"target": evaluate(rng, after[0], tasks, rollouts, "t"), "strong": evaluate(rng, after[1], tasks, rollouts, "s")}
-    ours = decide(new, BANDS, {"commit": "kept", "stats": old}, confidence=confidence,
-                  seed=int(rng.integers(1 << 30)))["verdict"]
-    delta = new["target"]["mean"] - old["target"]["mean"]
+    kept = Entry(commit="kept", timestamp="-", eval_success=True, stats=old, verdict=Decision(verdict="keep", reason="-"))
+    ours = decide(new, BANDS, kept, confidence=confidence, seed=int(rng.integers(1 << 30))).verdict
+    delta = new["target"].mean - old["target"].mean
     seed_rule = "keep" if delta > 0.01 else "discard" if delta < -0.01 else "inconclusive"
     return ours, seed_rule
 

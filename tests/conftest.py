@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from autoenv.demo import PROJECT, make_run_repo
+from autoenv.demo import make_run_repo
+from autoenv.paths import PROJECT
 
 # Small budgets keep the end-to-end suite inside CI's time while still running real
 # verifiers rollouts through the real worker, endpoint and MCP tool servers.
@@ -55,3 +56,16 @@ def run_repo(tmp_path):
         return make_run_repo(example, tmp_path / f"run-{example}", config_text or small_config())
 
     return make
+
+
+def row(r) -> list:
+    """A per-task row as [sum, n, disagree], the shape these hand computations use."""
+    return [r.sum, r.n, int(r.disagree)]
+
+
+def rows(per_task: dict) -> dict:
+    return {k: row(v) for k, v in per_task.items()}
+
+
+def groups(by: dict) -> dict:
+    return {k: {"n": g.n, "mean": g.mean} for k, g in by.items()}

@@ -7,9 +7,10 @@ import re
 
 import pytest
 
-from autoenv import dataset
-from autoenv.policies import Reply, ToolCall
-from autoenv.probes import EXPLOITS, FILLER, REFUSAL, probe_reply, rng_for, wrong_answers
+from autoenv.gates import dataset
+from autoenv.messages import Reply, ToolCall
+from autoenv.gates.probes import EXPLOITS, FILLER, REFUSAL, probe_reply, wrong_answers
+from autoenv.messages import seeded_rng
 
 THRESHOLD = 0.9
 # A long prompt body: one word changed in ~120 leaves a word-shingle Jaccard of about 0.95.
@@ -279,11 +280,11 @@ def test_wrong_answer_mutates_when_the_pool_has_no_same_shape():
 
 
 def test_wrong_answers_helper():
-    rng = rng_for("x")
+    rng = seeded_rng("x")
     picks = wrong_answers("42", ["42", "17", "99", "12.5", "pear"], 5, rng)
     assert len(picks) == 5 and len(set(picks)) == 5 and "42" not in picks
     assert {"17", "99"} <= set(picks) and all(re.fullmatch(r"-?\d+", p) for p in picks)
-    text = wrong_answers("pear", ["pear"], 3, rng_for("y"))
+    text = wrong_answers("pear", ["pear"], 3, seeded_rng("y"))
     assert len(set(text)) == 3 and "pear" not in text
 
 

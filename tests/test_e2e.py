@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from autoenv.demo import PROJECT, examples
+from autoenv.paths import PROJECT, examples
 from autoenv.ledger import verify_chain
 from conftest import autoenv, commit_all, head, ledger, small_config
 

@@ -12,17 +12,17 @@ import functools
 import json
 import math
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from autoenv import dataset
+from autoenv.gates import dataset
 from autoenv.config import load_config
-from autoenv.demo import PROJECT
-from autoenv.gates import Finding, GateReport, judge_audit, judge_probes, platform_checks
-from autoenv.probes import EXPLOITS, NEEDS_TOOLS
+from autoenv.paths import PROJECT
+from autoenv.gates.rules import Gates, judge_audit, judge_probes, platform_checks
+from autoenv.record import GateFinding
+from autoenv.gates.probes import EXPLOITS, NEEDS_TOOLS
 from conftest import autoenv, commit_all, ledger
 
 CONFIG = load_config(PROJECT / "config.toml")
@@ -38,13 +38,13 @@ dependencies = ["verifiers>=0.4,<0.5"]
 """
 
 
-def find(report: GateReport, name: str) -> Finding:
+def find(report: Gates, name: str) -> GateFinding:
     matches = [f for f in report.findings if f.name == name]
     assert len(matches) == 1, (name, [f.name for f in report.findings])
     return matches[0]
 
 
-def names(report: GateReport, status: str) -> set[str]:
+def names(report: Gates, status: str) -> set[str]:
     return {f.name for f in report.findings if f.status == status}
 
 
@@ -61,8 +61,8 @@ def candidate_dir(tmp_path: Path, pyproject: str | None = GOOD_PYPROJECT, readme
     return d
 
 
-def platform(candidate: Path) -> GateReport:
-    report = GateReport()
+def platform(candidate: Path) -> Gates:
+    report = Gates()
     platform_checks(candidate, report)
     return report
 
@@ -221,14 +221,14 @@ def audit(records: list[dict] | None = None, **overrides) -> dict:
     return out
 
 
-def judge(a: dict) -> GateReport:
-    report = GateReport()
+def judge(a: dict) -> Gates:
+    report = Gates()
     judge_audit(copy.deepcopy(a), CONFIG, report)
     return report
 
 
-def judge_only_probes(records: list[dict], **extra) -> GateReport:
-    report = GateReport()
+def judge_only_probes(records: list[dict], **extra) -> Gates:
+    report = Gates()
     judge_probes({"probes": copy.deepcopy(records), **extra}, CONFIG, report)
     return report
 
@@ -346,7 +346,7 @@ def test_a_reward_outside_its_range_is_an_error(bad):
     assert report.probes["oracle"]["mean"] == 1.0 and report.probes["oracle"]["scored"] == 10
     assert find(report, "oracle").status == "pass"
     assert find(report, "probe padding").status == "pass"  # the 1.7 did not lift padding over the oracle
-    json.dumps(report.to_dict())
+    json.dumps(report.report().model_dump(mode="json"))
 
 
 def test_a_finished_rollout_without_any_reward_is_an_error():
@@ -544,7 +544,7 @@ def test_empty_audit_does_not_crash():
 
 
 def test_gate_report():
-    report = GateReport()
+    report = Gates()
     assert report.passed and report.failed == []
     report.add("a", "pass", "fine")
     report.add("b", "warn", "hm")
@@ -554,8 +554,8 @@ def test_gate_report():
     report.add("e", "fail", "also broken")
     assert not report.passed
     assert report.failed == ["d: broken", "e: also broken"]
-    assert report.findings[3] == Finding("d", "fail", "broken", {"extra": [1, 2]})
-    out = json.loads(json.dumps(report.to_dict()))
+    assert report.findings[3] == GateFinding(name="d", status="fail", message="broken", data={"extra": [1, 2]})
+    out = json.loads(json.dumps(report.report().model_dump(mode="json")))
     assert out["passed"] is False and out["failed"] == ["d: broken", "e: also broken"]
     assert [f["name"] for f in out["findings"]] == ["a", "b", "c", "d", "e"]
     assert out["findings"][3] == {"name": "d", "status": "fail", "message": "broken", "data": {"extra": [1, 2]}}
@@ -564,7 +564,7 @@ def test_gate_report():
 
 def test_full_report_is_json():
     report = judge(audit(records=probe_records(exploits={"garbage": 0.5})))
-    out = json.loads(json.dumps(report.to_dict()))
+    out = json.loads(json.dumps(report.report().model_dump(mode="json")))
     assert out["passed"] is False and any(f.startswith("probe garbage") for f in out["failed"])
     assert out["probes"]["garbage"]["mean"] == 0.5 and out["probes"]["garbage"]["of_oracle"] == 0.5
     assert not math.isnan(out["probes"]["oracle"]["mean"])

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from autoenv.demo import EXAMPLES, PROJECT
+from autoenv.paths import EXAMPLES, PROJECT
 from autoenv.errors import AutoEnvError
 from autoenv.install import inspect_candidate
 

@@ -1,7 +1,8 @@
 """The judge: confinement of its tools, its workspace of copies, its backends end to end.
 
-Unit tests cover the anthropic judge's file tools (judge_sdk), the findings' validation,
-the backend choice and the workspace helpers. The end-to-end tests share one real offline
+Unit tests cover the anthropic judge's file tools (judge.anthropic), the findings' schema
+and validation, the offline review, the backend registry and choice, and the workspace
+helpers. The end-to-end tests share one real offline
 evaluation of the arithmetic example (with a CLAUDE.md, a .claude/ directory, a CLAIM.md
 and a symlink to a secret planted in candidate/) and then run the real `autoenv judge` CLI
 against a fake Claude Code CLI (tests/fake_claude.py) or a scripted Anthropic endpoint
@@ -25,11 +26,17 @@ import pytest
 from anthropic_stub import AnthropicStub, escape_script, expensive, never_submits, submit
 from autoenv.config import Bands, Judge
 from autoenv.demo import make_run_repo
-from autoenv.judge import SCHEMA, JudgeResult, pick_backend, render, run_judge, validate, JudgeFailed
-from autoenv.judge_offline import offline_findings
-from autoenv.judge_sdk import MAX_HITS, MAX_READ, Refused, call_tool, grep, inside, list_files, read_file
-from autoenv.judge_workspace import build, render_transcript, stratified
+from autoenv.judge import registry
+from autoenv.judge.anthropic import MAX_HITS, MAX_READ, Refused, call_tool, grep, inside, list_files, read_file
+from autoenv.judge.base import JudgeCall, JudgeFailed
+from autoenv.judge.offline import offline_findings
+from autoenv.judge.render import render
+from autoenv.judge.run import pick_backend, run_judge
+from autoenv.judge.schema import findings_schema, validate
+from autoenv.judge.workspace import build, render_transcript, stratified
 from autoenv.ledger import append_entry
+from autoenv.record import (BestReply, Entry, ErrorCounts, Findings, GateFinding, GateReport, Group, JudgeResult,
+                            ModelStats, ProbeSummary, Readiness, Verdict)
 from conftest import autoenv, commit_all, ledger, small_config
 
 TESTS = Path(__file__).resolve().parent
@@ -53,8 +60,47 @@ def valid_findings(**changes) -> dict:
     return findings
 
 
+def model_stats(model: str, mean: float | None, **changes) -> ModelStats:
+    fields = dict(model=model, rollouts=10, scored=10, mean=mean, ci=None, std=0.3, solve_rate=None, max_reward=1.0,
+                  normalized_mean=mean, tasks=5, disagree_share=0.5)
+    return ModelStats(**{**fields, **changes})
+
+
+def make_entry(**changes) -> Entry:
+    """An evaluated entry; no models ran and no gates unless `stats` / `gates` say otherwise."""
+    fields = dict(commit="c" * 40, timestamp="2025-01-01T00:00:00Z", eval_success=True,
+                  verdict=Verdict(verdict="keep", reason="-"))
+    return Entry(**{**fields, **changes})
+
+
+# The schema the judge answered in before it was generated from autoenv.record.Findings.
+OLD_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "summary": {"type": "string"},
+        "spec_fidelity": {"type": "object", "properties": {
+            "score": {"type": ["integer", "null"], "minimum": 0, "maximum": 10},
+            "gaps": {"type": "array", "items": {"type": "string"}}}, "required": ["score", "gaps"]},
+        "reward_faithfulness": {"type": "object", "properties": {
+            "suspected_hacks": {"type": "array", "items": {"type": "object", "properties": {
+                "description": {"type": "string"},
+                "evidence": {"type": "array", "items": {"type": "string"}}},
+                "required": ["description", "evidence"]}}}, "required": ["suspected_hacks"]},
+        "rl_readiness": {"type": "object", "properties": {
+            "assessment": {"type": "string"}, "concerns": {"type": "array", "items": {"type": "string"}}},
+            "required": ["assessment", "concerns"]},
+        "dataset_quality": {"type": "object", "properties": {
+            "assessment": {"type": "string"}, "issues": {"type": "array", "items": {"type": "string"}}},
+            "required": ["assessment", "issues"]},
+        "priorities": {"type": "array", "items": {"type": "object", "properties": {
+            "issue": {"type": "string"}, "fix": {"type": "string"}}, "required": ["issue", "fix"]}},
+    },
+    "required": ["summary", "spec_fidelity", "reward_faithfulness", "rl_readiness", "dataset_quality", "priorities"],
+}
+
+
 # --------------------------------------------------------------------------------------
-# judge_sdk: the anthropic judge's tools cannot leave the workspace
+# judge.anthropic: the anthropic judge's tools cannot leave the workspace
 # --------------------------------------------------------------------------------------
 
 
@@ -163,14 +209,70 @@ def test_call_tool_refuses_malformed_arguments(room, name, args):
 
 
 # --------------------------------------------------------------------------------------
-# judge: validation, rendering, backend choice
+# judge.schema: the findings' schema and validation; judge.render; judge.offline
 # --------------------------------------------------------------------------------------
+
+
+def normalized(schema):
+    """A generated schema in the old hand-written form: no descriptions, `anyOf [X, null]` as a type list."""
+    if isinstance(schema, list):
+        return [normalized(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "description" and isinstance(value, str):
+            continue
+        if key == "anyOf":
+            (kept,) = [s for s in value if s != {"type": "null"}]
+            assert len(value) == 2, value
+            out.update({**normalized(kept), "type": [kept["type"], "null"]})
+        elif key == "properties":
+            out[key] = {name: normalized(sub) for name, sub in value.items()}
+        elif key == "required":
+            out[key] = sorted(value)
+        else:
+            out[key] = normalized(value)
+    return out
+
+
+def test_generated_schema_is_self_contained_and_has_the_old_constraints():
+    schema = findings_schema()
+    text = json.dumps(schema)
+    assert "$ref" not in text and "$defs" not in text
+    old = json.loads(json.dumps(OLD_SCHEMA), object_hook=lambda d: {**d, "required": sorted(d["required"])}
+                     if "required" in d else d)
+    assert normalized(schema) == old
+    assert findings_schema() == schema  # generated the same way every time (it goes on the CLI's argv)
+
+
+ANSWERS_VALID_UNDER_THE_OLD_SCHEMA = [
+    valid_findings(),
+    valid_findings(spec_fidelity={"score": None, "gaps": []}, priorities=[],
+                   reward_faithfulness={"suspected_hacks": []}),
+    valid_findings(spec_fidelity={"score": 0, "gaps": []}, summary=""),
+    valid_findings(spec_fidelity={"score": 10, "gaps": ["a", "b"], "notes": "extra keys were always allowed"},
+                   confidence=0.8, priorities=[{"issue": "i", "fix": "f", "effort": "small"}]),
+]
+
+
+@pytest.mark.parametrize("answer", ANSWERS_VALID_UNDER_THE_OLD_SCHEMA)
+def test_an_answer_valid_under_the_old_schema_validates(answer):
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(answer, OLD_SCHEMA)
+    jsonschema.validate(answer, findings_schema())  # what the CLI and the SDK are told accepts it too
+    findings = validate(answer)
+    assert isinstance(findings, Findings)
+    known = {k: v for k, v in answer.items() if k in Findings.model_fields}
+    assert findings.summary == known["summary"] and findings.spec_fidelity.score == answer["spec_fidelity"]["score"]
+    assert [p.issue for p in findings.priorities] == [p["issue"] for p in answer["priorities"]]
 
 
 def test_validate_accepts_the_schema_shape():
     findings = valid_findings()
-    assert validate(findings) is findings
-    assert set(SCHEMA["required"]) == set(findings)
+    typed = validate(findings)
+    assert typed.model_dump() == findings
+    assert set(findings_schema()["required"]) == set(findings)
 
 
 @pytest.mark.parametrize("findings,message", [
@@ -180,41 +282,146 @@ def test_validate_accepts_the_schema_shape():
     ({"summary": "only"}, "lack spec_fidelity, reward_faithfulness, rl_readiness, dataset_quality, priorities"),
     (valid_findings(priorities="fix everything"), "`priorities` is not a list"),
     (valid_findings(spec_fidelity={"score": 3}), "`spec_fidelity.gaps` is not a list"),
-    (valid_findings(spec_fidelity=["gap"]), "`spec_fidelity.gaps` is not a list"),
+    # not an object at all: the object itself is named, not the list it should hold
+    (valid_findings(spec_fidelity=["gap"]), "`spec_fidelity` is not an object with `score` and `gaps`"),
     (valid_findings(reward_faithfulness={"suspected_hacks": "none"}), "`reward_faithfulness.suspected_hacks`"),
     (valid_findings(rl_readiness={"assessment": "ok", "concerns": None}), "`rl_readiness.concerns`"),
-    (valid_findings(dataset_quality="fine"), "`dataset_quality.issues`"),
+    (valid_findings(dataset_quality="fine"), "`dataset_quality` is not an object with `assessment` and `issues`"),
 ])
 def test_validate_rejects_missing_keys_and_wrong_types(findings, message):
     with pytest.raises(JudgeFailed, match=re.escape(message)):
         validate(findings)
 
 
+@pytest.mark.parametrize("findings,message", [
+    (valid_findings(summary=42), "the judge's `summary` is not a string (got 42)"),
+    (valid_findings(spec_fidelity={"score": 11, "gaps": []}),
+     "the judge's `spec_fidelity.score` is not an integer from 0 to 10 or null (got 11)"),
+    (valid_findings(spec_fidelity={"score": "7", "gaps": []}), "`spec_fidelity.score` is not an integer"),
+    (valid_findings(spec_fidelity={"score": 7.0, "gaps": []}), "`spec_fidelity.score` is not an integer"),
+    (valid_findings(spec_fidelity={"score": True, "gaps": []}), "`spec_fidelity.score` is not an integer"),
+    (valid_findings(spec_fidelity={"score": 3, "gaps": [1]}),
+     "the judge's `spec_fidelity.gaps[0]` is not a string (got 1)"),
+    (valid_findings(rl_readiness={"assessment": None, "concerns": []}), "`rl_readiness.assessment` is not a string"),
+    (valid_findings(priorities=[{"title": "no issue/fix keys"}]),
+     "the judge's `priorities[0].issue` is not a string (it is missing)"),
+    (valid_findings(priorities=["fix it"]), "`priorities[0]` is not an object with `issue` and `fix`"),
+    (valid_findings(reward_faithfulness={"suspected_hacks": [{"description": "no evidence"}]}),
+     "the judge's `reward_faithfulness.suspected_hacks[0].evidence` is not a list of strings (it is missing)"),
+    (valid_findings(reward_faithfulness={"suspected_hacks": [{"description": "d", "evidence": [1, 2]}]}),
+     "`reward_faithfulness.suspected_hacks[0].evidence[0]` is not a string"),
+])
+def test_validate_names_the_field_path_of_a_wrong_value(findings, message):
+    with pytest.raises(JudgeFailed, match=re.escape(message)):
+        validate(findings)
+
+
 def test_render_shows_findings_and_spend():
-    result = JudgeResult(backend="claude", findings=valid_findings(summary="SUMMARY-X"), model="m", turns=4,
+    result = JudgeResult(backend="claude", findings=validate(valid_findings(summary="SUMMARY-X")), model="m", turns=4,
                          input_tokens=10, output_tokens=5, cost_usd=0.0123, seconds=1.5)
     text = render(result)
     assert text.startswith("## Judge (claude, m)")
     assert "SUMMARY-X" in text and "1. i — f" in text and "(evidence: target-00000000)" in text
     assert "### Spec fidelity: 6/10" in text and "$0.0123" in text and "4 turns" in text
-    failed = render(JudgeResult(backend="anthropic", findings=offline_findings({}, Bands(), []), ok=False,
+    failed = render(JudgeResult(backend="anthropic", findings=offline_findings(make_entry(), Bands(), []), ok=False,
                                 error="boom", model="m"))
     assert "**The anthropic judge failed: boom. Below is the offline review instead.**" in failed
     assert "Offline review from the numbers alone" in failed and "not scored/10" in failed
 
 
-@pytest.mark.parametrize("findings", [
-    valid_findings(priorities=[{"title": "no issue/fix keys"}]),
-    valid_findings(reward_faithfulness={"suspected_hacks": [{"description": "no evidence"}]}),
-    valid_findings(reward_faithfulness={"suspected_hacks": [{"description": "d", "evidence": [1, 2]}]}),
-    valid_findings(summary=42),
+@pytest.mark.parametrize("findings,accepted", [
+    (valid_findings(priorities=[{"title": "no issue/fix keys"}]), False),
+    (valid_findings(reward_faithfulness={"suspected_hacks": [{"description": "no evidence"}]}), False),
+    (valid_findings(reward_faithfulness={"suspected_hacks": [{"description": "d", "evidence": [1, 2]}]}), False),
+    (valid_findings(summary=42), False),
+    *[(answer, True) for answer in ANSWERS_VALID_UNDER_THE_OLD_SCHEMA],
+    (valid_findings(summary="## not a heading\n\n| a | b |", priorities=[{"issue": "`x` — *y*", "fix": ""}],
+                    reward_faithfulness={"suspected_hacks": [{"description": "", "evidence": []}]}), True),
 ])
-def test_whatever_validate_accepts_render_can_render(findings):
+def test_whatever_validate_accepts_render_can_render(findings, accepted):
     try:
-        validate(findings)
+        typed = validate(findings)
     except JudgeFailed:
+        assert not accepted, "validate rejected an answer the schema allows"
         return  # rejected up front: the offline review is used, fine
-    render(JudgeResult(backend="anthropic", findings=findings))
+    assert accepted, "validate accepted an answer the schema forbids"
+    text = render(JudgeResult(backend="anthropic", findings=typed))
+    assert text.startswith("## Judge (anthropic)") and "could not be rendered" not in text
+    assert typed.summary in text and "### Dataset quality" in text
+
+
+
+def test_render_never_raises():
+    broken = JudgeResult.model_construct(backend="claude", findings=None, ok=True)  # past validation, as if by a bug
+    assert render(broken).startswith("## Judge\n\nits findings could not be rendered (AttributeError")
+
+def test_offline_findings_read_the_typed_entry():
+    def finding(name, status, message):
+        return GateFinding(name=name, status=status, message=message)
+
+    probe = dict(tasks=5, scored=5, skipped=0, errors=0)
+    gates = GateReport(
+        findings=[finding("probe echo", "fail", "mean 0.8"), finding("exact duplicates", "fail", "3 of 20"),
+                  finding("oracle", "fail", "oracle mean 0.4"), finding("answer balance", "warn", "70% yes"),
+                  finding("probe oracle", "fail", "below")],
+        probes={"echo": ProbeSummary(description="repeats the prompt", mean=0.8, harvested={"correct": "0.8"},
+                                     best=[BestReply(idx=i, key="k", reward=1.0, reply="r") for i in (3, 4, 9)],
+                                     **probe),
+                "oracle": ProbeSummary(description="the reference answers", mean=0.4, **probe)})
+    stats = {"target": model_stats("t", 0.05, errors=ErrorCounts(env_error=2), disagree_share=0.1,
+                                   by_difficulty={"easy": Group(n=3, mean=0.2), "hard": Group(n=3, mean=0.6)}),
+             "strong": model_stats("s", 0.3)}
+    readiness = Readiness(target_in_band=False, strong_above_floor=False, target_std=0.1, learnable_share=0.1,
+                          distance=0.5, ready=False)
+    ids = ["target-aaaa", "strong-bbbb", "strong-cccc", "strong-dddd"]
+    f = offline_findings(make_entry(stats=stats, gates=gates, rl_readiness=readiness), Bands(), ids)
+    assert f.summary == ("Offline review from the numbers alone. not ready: 2 target rollouts ended in environment "
+                         "errors; strong model mean 0.300 is below 0.7: some tasks may be unsolvable or wrongly scored "
+                         "(see strong-bbbb, strong-cccc); 1 suspected reward hack(s) from the probes.")
+    (hack,) = f.reward_faithfulness.suspected_hacks
+    assert hack.description == "the echo probe (repeats the prompt) earned mean 0.8; harvested {'correct': '0.8'}"
+    assert hack.evidence == ["probe echo, task idx 3", "probe echo, task idx 4"]
+    assert f.rl_readiness.concerns[2:] == [
+        "target mean 0.050 is below the band 0.2–0.7: too hard to learn from",
+        "only 10% of tasks have rollouts that disagree: GRPO has little to learn from",
+        "difficulty labels do not predict reward: easy 0.2, hard 0.6"]
+    assert f.dataset_quality.issues == ["exact duplicates: 3 of 20", "answer balance: 70% yes"]
+    assert [p.issue for p in f.priorities] == [
+        "target rollouts hit environment errors", "oracle: oracle mean 0.4",
+        "reward can be harvested by the echo probe",
+        "exact duplicates", "the strong model cannot solve the tasks reliably", "the target model rarely succeeds"]
+    assert f.spec_fidelity.score is None
+    ready = make_entry(stats={"target": model_stats("t", 0.5), "strong": model_stats("s", 0.9)},
+                       rl_readiness=readiness.model_copy(update={"ready": True}))
+    assert offline_findings(ready, Bands(), []).rl_readiness.assessment.startswith("ready: ")
+    crashed = offline_findings(make_entry(eval_success=False), Bands(), [])
+    assert crashed.rl_readiness.assessment.startswith("not evaluated on models")
+    assert crashed.priorities == [] and crashed.dataset_quality.assessment == "no issue found by the checks"
+
+
+# --------------------------------------------------------------------------------------
+# judge.registry and judge.run: the backends, the choice between them, the fallback
+# --------------------------------------------------------------------------------------
+
+
+def test_registry_names_are_the_backends_config_accepts():
+    assert registry.CHOICES == ("auto", *registry.BACKENDS)
+    assert list(registry.BACKENDS) == ["claude", "anthropic", "offline"]  # the order `auto` tries them in
+    for name in registry.CHOICES:
+        assert not [p for p in Judge(backend=name).problems() if p[0] == "backend"], name
+    assert [p for p in Judge(backend="gpt-judge").problems() if p[0] == "backend"]
+    for name in registry.BACKENDS:
+        module = registry.load(name)
+        assert callable(module.available) and callable(module.judge), name
+    with pytest.raises(ValueError, match="unknown judge backend 'auto'"):
+        registry.load("auto")
+
+
+def test_a_backend_names_itself_in_its_result(tmp_path):
+    call_args = dict(cfg=Judge(), workspace=tmp_path, state_dir=tmp_path / "state", entry=make_entry(),
+                     bands=Bands(), rollout_ids=[])
+    assert registry.load("offline").judge(JudgeCall(**call_args)).backend == "offline"
+    assert registry.load("offline").available(Judge()) is True
 
 
 @pytest.fixture(scope="module")
@@ -246,38 +453,39 @@ def bare_env(monkeypatch, tmp_path):
 
 
 def test_pick_backend_offline_flag_and_explicit_choice(bare_env, fake_bin, monkeypatch):
+    assert Judge().claude_bin == "claude"  # what fake_bin provides
     bare_env(fake_bin, ANTHROPIC_API_KEY="k")
     for requested in ("auto", "claude", "anthropic", "offline"):
-        assert pick_backend(requested, True, "claude") == "offline"
-    assert pick_backend("offline", False, "claude") == "offline"
+        assert pick_backend(requested, True, Judge()) == "offline"
+    assert pick_backend("offline", False, Judge()) == "offline"
     bare_env(None)
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    assert pick_backend("claude", False, "claude") == "claude"  # honoured: it fails later, saying why
-    assert pick_backend("anthropic", False, "claude") == "anthropic"
+    assert pick_backend("claude", False, Judge()) == "claude"  # honoured: it fails later, saying why
+    assert pick_backend("anthropic", False, Judge()) == "anthropic"
 
 
 def test_pick_backend_auto(bare_env, fake_bin, monkeypatch):
-    assert pick_backend("auto", False, "claude") == "offline"  # no key, no CLI
+    assert pick_backend("auto", False, Judge()) == "offline"  # no key, no CLI
     bare_env(fake_bin)
-    assert pick_backend("auto", False, "claude") == "offline"  # a CLI but no key
+    assert pick_backend("auto", False, Judge()) == "offline"  # a CLI but no key
     bare_env(fake_bin, ANTHROPIC_API_KEY="k")
-    assert pick_backend("auto", False, "claude") == "claude"
-    assert pick_backend("auto", False, "no-such-claude-binary") == "anthropic"
+    assert pick_backend("auto", False, Judge()) == "claude"
+    assert pick_backend("auto", False, Judge(claude_bin="no-such-claude-binary")) == "anthropic"
     bare_env(None)
-    assert pick_backend("auto", False, "claude") == "anthropic"  # key, no CLI on PATH
+    assert pick_backend("auto", False, Judge()) == "anthropic"  # key, no CLI on PATH
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     bare_env(None, ANTHROPIC_AUTH_TOKEN="t")
-    assert pick_backend("auto", False, "claude") == "anthropic"
+    assert pick_backend("auto", False, Judge()) == "anthropic"
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN")
     bare_env(None, CLAUDE_CODE_OAUTH_TOKEN="t")
-    assert pick_backend("auto", False, "claude") == "offline"  # the SDK cannot use a Claude Code token
+    assert pick_backend("auto", False, Judge()) == "offline"  # the SDK cannot use a Claude Code token
     bare_env(fake_bin)
-    assert pick_backend("auto", False, "claude") == "claude"
+    assert pick_backend("auto", False, Judge()) == "claude"
 
 
 def test_run_judge_falls_back_to_the_offline_review(tmp_path, bare_env):
     (tmp_path / "ws").mkdir()
-    entry = {"stats": {}, "gates": {}}
+    entry = make_entry()
     offline = offline_findings(entry, Bands(), [])
     common = dict(workspace=tmp_path / "ws", entry=entry, bands=Bands(), rollout_ids=[], state_dir=tmp_path / "state")
     result = run_judge(Judge(backend="claude", claude_bin="no-such-claude-binary"), offline=False, **common)
@@ -285,6 +493,68 @@ def test_run_judge_falls_back_to_the_offline_review(tmp_path, bare_env):
     assert result.findings == offline and result.seconds is not None
     result = run_judge(Judge(backend="auto"), offline=True, **common)
     assert result.backend == "offline" and result.ok and result.findings == offline
+
+
+@pytest.fixture
+def judged_room(tmp_path):
+    """A workspace with one rollout to cite, and run_judge's other arguments."""
+    ws = tmp_path / "ws"
+    (ws / "rollouts").mkdir(parents=True)
+    (ws / "rollouts" / "target-0badc0de.md").write_text("# Rollout 0badc0de (target)\n")
+    return dict(workspace=ws, entry=make_entry(), bands=Bands(), rollout_ids=["target-0badc0de"],
+                state_dir=tmp_path / "state")
+
+
+@pytest.mark.parametrize("mode", ["ok", "fail", "garbage"])
+def test_claude_backend_against_the_fake_cli(judged_room, bare_env, fake_bin, tmp_path, monkeypatch, mode):
+    log = tmp_path / "claude.json"
+    bare_env(fake_bin, ANTHROPIC_API_KEY="k")
+    monkeypatch.setenv("FAKE_CLAUDE_MODE", mode)
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(log))
+    result = run_judge(Judge(backend="auto"), offline=False, **judged_room)
+    (call,) = json.loads(log.read_text())
+    assert json.loads(flag(call["argv"], "--json-schema")) == findings_schema()
+    assert Path(call["cwd"]).resolve() == judged_room["workspace"].resolve()
+    assert result.backend == "claude" and result.seconds is not None
+    if mode == "ok":
+        assert result.ok and result.error is None and isinstance(result.findings, Findings)
+        assert result.findings.reward_faithfulness.suspected_hacks[0].evidence == ["target-0badc0de"]
+        assert (result.cost_usd, result.turns, result.input_tokens, result.output_tokens) == (0.0123, 4, 1234, 567)
+    else:
+        offline = offline_findings(judged_room["entry"], Bands(), judged_room["rollout_ids"])
+        assert not result.ok and result.findings == offline
+        expected = {"fail": ("error_max_budget_usd", 1.02, 17), "garbage": ("lack spec_fidelity", 0.0123, 4)}[mode]
+        assert expected[0] in result.error and (result.cost_usd, result.turns) == expected[1:]
+
+
+@pytest.fixture
+def point_sdk_at(bare_env, monkeypatch):
+    """Point the anthropic SDK at a stub, with only its key in the environment and no CLI on PATH."""
+    def point(stub: AnthropicStub) -> None:
+        bare_env(None, ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=stub.base_url,
+                 NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+    return point
+
+
+def test_anthropic_backend_against_the_stub(judged_room, point_sdk_at):
+    with AnthropicStub([submit(valid_findings(summary="STUB-UNIT"))]) as stub:
+        point_sdk_at(stub)
+        result = run_judge(Judge(backend="auto", max_turns=3), offline=False, **judged_room)
+    assert result.backend == "anthropic" and result.ok, result.error  # auto: a key, no CLI on PATH
+    assert result.findings == validate(valid_findings(summary="STUB-UNIT")) and result.turns == 1
+    (request,) = stub.requests
+    tools = {tool["name"]: tool for tool in request["tools"]}
+    assert tools["submit_findings"]["input_schema"] == findings_schema()
+
+
+def test_anthropic_backend_failure_keeps_what_it_spent(judged_room, point_sdk_at):
+    with AnthropicStub(never_submits()) as stub:
+        point_sdk_at(stub)
+        result = run_judge(Judge(backend="anthropic", max_turns=2), offline=False, **judged_room)
+    assert len(stub.requests) == 2
+    assert not result.ok and "used its 2 turns without submitting findings" in result.error
+    assert result.turns == 2 and result.cost_usd == pytest.approx(2 * (1000 * 3.0 + 100 * 15.0) / 1e6)
+    assert result.findings.summary.startswith("Offline review")
 
 
 # --------------------------------------------------------------------------------------
@@ -344,7 +614,7 @@ def test_build_does_not_follow_links_out_of_the_repository(tmp_path, linked):
         os.symlink(secret, previous)
     workspace = tmp_path / "ws"
     build(workspace, repo_root=repo, candidate=repo / "candidate", out=tmp_path / "no-outputs",
-          entry={"commit": "c"}, previous_feedback=previous)
+          entry=make_entry(commit="c"), previous_feedback=previous)
     leaked = [str(p) for p in workspace.rglob("*") if p.is_file() and SECRET_TOKEN in p.read_text()]
     assert leaked == []
 
@@ -535,7 +805,7 @@ def test_claude_backend_end_to_end(repo, evaluated, fake_bin, tmp_path):
     assert flag(argv, "--tools") == "Read,Grep,Glob"
     assert flag(argv, "--permission-mode") == "dontAsk"
     assert flag(argv, "--output-format") == "json"
-    assert json.loads(flag(argv, "--json-schema")) == SCHEMA
+    assert json.loads(flag(argv, "--json-schema")) == findings_schema()
     assert flag(argv, "--max-turns") == "30" and float(flag(argv, "--max-budget-usd")) == 1.0
     assert flag(argv, "--model") == "claude-sonnet-4-5"
     assert "--bare" in argv and "--dangerously-skip-permissions" not in argv and "--allowedTools" not in argv
@@ -640,7 +910,7 @@ def test_anthropic_backend_refuses_escapes_and_renders_findings(repo, evaluated)
     assert first["model"] == "claude-sonnet-4-5"
     tools = {tool["name"]: tool for tool in first["tools"]}
     assert set(tools) == {"list_files", "read_file", "grep", "submit_findings"}
-    assert tools["submit_findings"]["input_schema"] == SCHEMA
+    assert tools["submit_findings"]["input_schema"] == findings_schema()
     assert "untrusted" in json.dumps(first["messages"][0])
     results = stub.tool_results
     assert [stub.tool_name(r["tool_use_id"])[0] for r in results] == ["read_file"] * 3 + ["grep", "list_files"]
@@ -720,7 +990,7 @@ def test_rejudging_an_old_commit_shows_no_later_feedback(repo, evaluated):
     second = commit_all(repo, "second iteration")
     later = {k: v for k, v in ledger(repo)[-1].items() if k not in ("prev_hash", "schema_version")}
     later.update(commit=second, description="the second iteration")
-    append_entry(repo / "feedback_log.jsonl", later)
+    append_entry(repo / "feedback_log.jsonl", Entry.model_validate(later))
     (repo / "feedback" / f"{second}.md").write_text("# Feedback for the LATER-ITERATION\n")
     result = judge_cli(repo, first, "--backend", "offline")
     assert result.returncode == 0, result.stdout + result.stderr

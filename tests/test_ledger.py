@@ -11,7 +11,14 @@ import pytest
 
 from autoenv import ledger
 from autoenv.errors import AutoEnvError
+from autoenv.record import Entry, Verdict
 from autoenv.ledger import GENESIS, SCHEMA_VERSION, append_entry, atomic_write, last_kept, read_entries, verify_chain
+
+
+def E(n: int = 0, commit: str | None = None, verdict: str = "keep", **fields) -> Entry:
+    """A small valid entry; `n` travels in the description."""
+    return Entry(commit=commit or f"{n:040d}", timestamp="2026-01-01T00:00:00+00:00", description=f"n={n}",
+                 eval_success=True, verdict=Verdict(verdict=verdict, reason="-"), **fields)
 
 
 def sha(line: str) -> str:
@@ -24,14 +31,14 @@ def log(tmp_path) -> Path:
 
 
 def test_append_writes_one_line_per_entry_with_chain(log):
-    first = append_entry(log, {"commit": "aaa", "n": 1})
-    second = append_entry(log, {"commit": "bbb", "n": 2})
-    third = append_entry(log, {"commit": "ccc", "n": 3})
+    first = append_entry(log, E(1, "aaa"))
+    second = append_entry(log, E(2, "bbb"))
+    third = append_entry(log, E(3, "ccc"))
     lines = log.read_text().splitlines()
     assert len(lines) == 3
     assert log.read_text().endswith("\n")
     parsed = [json.loads(line) for line in lines]
-    assert parsed == [first, second, third]
+    assert [Entry.from_json(p) for p in parsed] == [first, second, third]
     assert [p["commit"] for p in parsed] == ["aaa", "bbb", "ccc"]
     assert all(p["schema_version"] == SCHEMA_VERSION for p in parsed)
     assert parsed[0]["prev_hash"] == GENESIS == "0" * 64
@@ -42,21 +49,21 @@ def test_append_writes_one_line_per_entry_with_chain(log):
 
 def test_append_creates_parent_directory(tmp_path):
     path = tmp_path / "a" / "b" / "log.jsonl"
-    append_entry(path, {"x": 1})
+    append_entry(path, E(1))
     assert path.is_file()
 
 
-def test_append_does_not_mutate_the_callers_dict(log):
-    entry = {"commit": "aaa"}
+def test_append_does_not_mutate_the_callers_entry(log):
+    entry = E(0, "aaa")
     written = append_entry(log, entry)
-    assert entry == {"commit": "aaa"}
-    assert written["commit"] == "aaa" and "prev_hash" in written
+    assert entry.prev_hash == ""
+    assert written.commit == "aaa" and written.prev_hash == GENESIS
 
 
 def test_append_after_a_file_without_final_newline(log):
-    append_entry(log, {"n": 1})
+    append_entry(log, E(1))
     log.write_text(log.read_text().rstrip("\n"))  # an editor dropped the final newline
-    append_entry(log, {"n": 2})
+    append_entry(log, E(2))
     lines = log.read_text().splitlines()
     assert len(lines) == 2
     assert json.loads(lines[1])["prev_hash"] == sha(lines[0])
@@ -65,10 +72,10 @@ def test_append_after_a_file_without_final_newline(log):
 
 def test_verify_chain_flags_the_line_after_an_edit(log):
     for n in range(4):
-        append_entry(log, {"n": n, "verdict": {"verdict": "keep"}})
+        append_entry(log, E(n))
     lines = log.read_text().splitlines()
     edited = json.loads(lines[1])
-    edited["n"] = 99  # tamper with line 2's content
+    edited["description"] = "n=99"  # tamper with line 2's content
     lines[1] = json.dumps(edited)
     log.write_text("\n".join(lines) + "\n")
     assert verify_chain(log) == [3]
@@ -76,7 +83,7 @@ def test_verify_chain_flags_the_line_after_an_edit(log):
 
 def test_verify_chain_flags_a_deleted_line(log):
     for n in range(4):
-        append_entry(log, {"n": n})
+        append_entry(log, E(n))
     lines = log.read_text().splitlines()
     del lines[2]
     log.write_text("\n".join(lines) + "\n")
@@ -85,7 +92,7 @@ def test_verify_chain_flags_a_deleted_line(log):
 
 def test_verify_chain_flags_a_deleted_first_line(log):
     for n in range(3):
-        append_entry(log, {"n": n})
+        append_entry(log, E(n))
     lines = log.read_text().splitlines()
     log.write_text("\n".join(lines[1:]) + "\n")
     assert verify_chain(log) == [1]
@@ -93,7 +100,7 @@ def test_verify_chain_flags_a_deleted_first_line(log):
 
 def test_verify_chain_flags_an_edited_prev_hash(log):
     for n in range(3):
-        append_entry(log, {"n": n})
+        append_entry(log, E(n))
     lines = log.read_text().splitlines()
     entry = json.loads(lines[2])
     entry["prev_hash"] = "f" * 64
@@ -104,19 +111,19 @@ def test_verify_chain_flags_an_edited_prev_hash(log):
 
 def test_read_entries_round_trips(log):
     assert read_entries(log) == []  # no file yet
-    written = [append_entry(log, {"n": n}) for n in range(3)]
+    written = [append_entry(log, E(n)) for n in range(3)]
     assert read_entries(log) == written
 
 
 def test_read_entries_skips_blank_lines(log):
-    append_entry(log, {"n": 1})
+    append_entry(log, E(1))
     log.write_text(log.read_text() + "\n   \n")
-    assert [e["n"] for e in read_entries(log)] == [1]
+    assert [e.description for e in read_entries(log)] == ["n=1"]
 
 
 def test_read_entries_names_a_corrupt_line(log):
     for n in range(3):
-        append_entry(log, {"n": n})
+        append_entry(log, E(n))
     lines = log.read_text().splitlines()
     lines[1] = lines[1][: len(lines[1]) // 2]  # half a line
     log.write_text("\n".join(lines) + "\n")
@@ -166,11 +173,11 @@ def test_atomic_write_failure_while_writing(tmp_path, monkeypatch):
 
 
 def test_append_entry_failure_keeps_log_intact(log, monkeypatch):
-    append_entry(log, {"n": 1})
+    append_entry(log, E(1))
     before = log.read_text()
     monkeypatch.setattr(os, "replace", lambda src, dst: (_ for _ in ()).throw(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
-        append_entry(log, {"n": 2})
+        append_entry(log, E(2))
     monkeypatch.undo()
     assert log.read_text() == before
     assert sorted(p.name for p in log.parent.iterdir() if not p.name.endswith(".lock")) == [log.name]
@@ -178,40 +185,47 @@ def test_append_entry_failure_keeps_log_intact(log, monkeypatch):
 
 
 def test_append_entry_rejects_unserialisable_entry_without_damage(log):
-    append_entry(log, {"n": 1})
+    append_entry(log, E(1))
     before = log.read_text()
-    with pytest.raises(TypeError):
-        append_entry(log, {"n": object()})
+    with pytest.raises(ValueError):  # JSON has no NaN: the ledger refuses it rather than write a bad line
+        append_entry(log, E(2, timings={"judge": float("nan")}))
     assert log.read_text() == before
 
 
 def test_last_kept_skips_discard_and_crash():
-    entries = [
-        {"commit": "a", "verdict": {"verdict": "keep"}},
-        {"commit": "b", "verdict": {"verdict": "keep"}},
-        {"commit": "c", "verdict": {"verdict": "discard"}},
-        {"commit": "d", "verdict": {"verdict": "crash"}},
-        {"commit": "e"},
-        {"commit": "f", "verdict": None},
-    ]
-    assert last_kept(entries)["commit"] == "b"
+    entries = [E(0, "a"), E(1, "b"), E(2, "c", "discard"), E(3, "d", "crash"), E(4, "e", "inconclusive")]
+    assert last_kept(entries).commit == "b"
+
+
+@pytest.mark.parametrize("verdict", [None, "absent", {"verdict": "maybe", "reason": "-"}])
+def test_an_entry_without_a_real_verdict_is_refused_with_its_line(log, verdict):
+    append_entry(log, E(0, "a"))
+    raw = json.loads(log.read_text())
+    if verdict == "absent":
+        del raw["verdict"]
+    else:
+        raw["verdict"] = verdict
+    log.write_text(log.read_text() + json.dumps(raw) + "\n")
+    with pytest.raises(AutoEnvError) as info:
+        read_entries(log)
+    assert info.value.where == f"{log}:2" and "verdict" in info.value.what
 
 
 def test_last_kept_none():
     assert last_kept([]) is None
-    assert last_kept([{"verdict": {"verdict": "discard"}}, {"verdict": {"verdict": "crash"}}]) is None
+    assert last_kept([E(0, verdict="discard"), E(1, verdict="crash")]) is None
 
 
 def test_last_kept_over_a_real_log(log):
-    append_entry(log, {"commit": "a", "verdict": {"verdict": "keep"}})
-    append_entry(log, {"commit": "b", "verdict": {"verdict": "discard"}})
-    assert last_kept(read_entries(log))["commit"] == "a"
+    append_entry(log, E(0, "a"))
+    append_entry(log, E(1, "b", "discard"))
+    assert last_kept(read_entries(log)).commit == "a"
     assert ledger.line_hash("x\n") == ledger.line_hash("x") == sha("x")
 
 
 def test_append_after_a_trailing_blank_line_keeps_the_chain_valid(log):
-    append_entry(log, {"n": 1})
+    append_entry(log, E(1))
     log.write_text(log.read_text() + "\n")  # an editor left an empty last line
     assert verify_chain(log) == []  # blank lines are tolerated by the verifier...
-    append_entry(log, {"n": 2})
+    append_entry(log, E(2))
     assert verify_chain(log) == []  # ...so the harness's own append must not break it

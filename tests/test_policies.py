@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from autoenv.probes import EXPLOITS
+from autoenv.gates.probes import EXPLOITS
 
-from autoenv.policies import ChatRequest, Policies, PolicyError, Reply, ToolCall, advertised_names
+from autoenv.endpoint.policies import Policies, PolicyError, advertised_names
+from autoenv.messages import ChatRequest, Reply, ToolCall
 
 
 # --- Reply.coerce ---------------------------------------------------------------------

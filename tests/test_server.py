@@ -15,12 +15,13 @@ import aiohttp
 import openai
 import pytest
 
-from autoenv.probes import EXPLOITS
+from autoenv.gates.probes import EXPLOITS
 from openai import AsyncOpenAI
 
-from autoenv.oracle import OracleBook
-from autoenv.policies import ChatRequest, Policies, PolicyError
-from autoenv.server import Endpoint, Faults
+from autoenv.gates.oracle import OracleBook
+from autoenv.endpoint.policies import Policies, PolicyError
+from autoenv.messages import ChatRequest
+from autoenv.endpoint.server import Endpoint, Faults
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -11,6 +11,7 @@ from autoenv.config import Price
 from autoenv.resample import DRAWS, joint_draws, mean_interval, task_id
 from autoenv.stats import model_stats
 from autoenv.traces import Rollout, to_rollout
+from conftest import groups, row, rows
 
 
 def ok(key: str, reward: float, *, components: dict | None = None, weights: dict | None = None,
@@ -57,14 +58,14 @@ def test_errors_by_kind_are_counted_and_excluded():
         failed("b", "timeout"), failed("c", "env_error"), failed("c", "env_error"), failed("c", "env_error"),
     ]
     s = model_stats("m", rollouts, solve_threshold=1.0)
-    assert s.errors == {"provider_error": 2, "timeout": 1, "env_error": 3}
+    assert s.errors.model_dump() == {"provider_error": 2, "timeout": 1, "env_error": 3}
     assert (s.rollouts, s.scored, s.tasks) == (9, 3, 3)
     assert s.mean == round(2 / 3, 4)  # errors are not zeros: 2/3, not 2/9
     assert s.std == round(float(np.std([0.0, 1.0, 1.0])), 4)
     assert s.solve_rate == round(2 / 3, 4)
     # a task whose rollouts all failed has no per-task row
     assert set(s.per_task) == {task_id("a"), task_id("b")}
-    assert s.per_task[task_id("a")] == [1.0, 2, 1]  # the error on a is not a scored rollout
+    assert row(s.per_task[task_id("a")]) == [1.0, 2, 1]  # the error on a is not a scored rollout
 
 
 def test_all_errors():
@@ -74,30 +75,30 @@ def test_all_errors():
     assert s.mean is None and s.std is None and s.solve_rate is None and s.ci is None
     assert s.normalized_mean is None and s.max_reward is None and s.disagree_share is None
     assert s.per_task == {}
-    assert s.errors == {"provider_error": 1, "timeout": 1, "env_error": 1}
+    assert s.errors.model_dump() == {"provider_error": 1, "timeout": 1, "env_error": 1}
 
 
 def test_one_task_one_rollout():
     s = model_stats("m", [ok("only", 0.75)], solve_threshold=1.0)
     assert s.mean == 0.75
-    assert s.ci == [0.75, 0.75]
+    assert s.ci == (0.75, 0.75)
     assert s.std == 0.0
     assert s.disagree_share is None  # one rollout cannot disagree with itself
-    assert s.per_task == {task_id("only"): [0.75, 1, 0]}
+    assert rows(s.per_task) == {task_id("only"): [0.75, 1, 0]}
 
 
 def test_one_task_ci_is_rounded_like_the_mean():
     s = model_stats("m", table({"only": [1.0, 0.0, 0.0]}), solve_threshold=1.0)
     assert s.mean == 0.3333
     assert s.ci[0] <= s.mean <= s.ci[1]
-    assert s.ci == [0.3333, 0.3333]
+    assert s.ci == (0.3333, 0.3333)
 
 
 def test_all_equal_rewards():
     s = model_stats("m", table({f"t{i}": [0.7, 0.7, 0.7] for i in range(5)}), solve_threshold=1.0)
     assert s.mean == 0.7
     assert s.std == 0.0
-    assert s.ci == [0.7, 0.7]
+    assert s.ci == (0.7, 0.7)
     assert s.disagree_share == 0.0
     assert s.solve_rate == 0.0
 
@@ -116,7 +117,7 @@ def test_disagree_share_counts_only_tasks_with_two_scored_rollouts():
     }) + [failed("f", "timeout")]
     s = model_stats("m", rollouts, solve_threshold=1.0)
     assert s.disagree_share == 0.5  # 2 of the 4 tasks with >= 2 scored rollouts
-    assert s.per_task == {
+    assert rows(s.per_task) == {
         task_id("a"): [1.0, 2, 1],
         task_id("b"): [1.5, 3, 0],
         task_id("c"): [0.7, 3, 1],
@@ -132,9 +133,9 @@ def test_per_task_keys_are_task_ids_of_the_keys():
     assert set(s.per_task) == {task_id(long_key), task_id("k1")}
     assert all(len(k) == 12 for k in s.per_task)
     assert task_id("k1") == task_id("k1") != task_id("k2")
-    assert s.per_task[task_id(long_key)] == [1.0, 2, 1]
-    assert s.per_task[task_id("k1")] == [0.25, 1, 0]
-    json.dumps(s.to_dict())  # stored in the ledger as is
+    assert row(s.per_task[task_id(long_key)]) == [1.0, 2, 1]
+    assert row(s.per_task[task_id("k1")]) == [0.25, 1, 0]
+    json.dumps(s.model_dump(mode="json"))  # stored in the ledger as is
 
 
 # --- the confidence interval -----------------------------------------------------------
@@ -277,8 +278,8 @@ def test_by_difficulty_and_category():
         failed("e", "env_error"),  # labelled easy/c but not scored
     ]
     s = model_stats("m", rollouts, solve_threshold=1.0)
-    assert s.by_difficulty == {"easy": {"n": 2, "mean": 0.75}, "hard": {"n": 2, "mean": 0.125}}
-    assert s.by_category == {"algebra": {"n": 3, "mean": 0.5}, "geometry": {"n": 1, "mean": 0.25}}
+    assert groups(s.by_difficulty) == {"easy": {"n": 2, "mean": 0.75}, "hard": {"n": 2, "mean": 0.125}}
+    assert groups(s.by_category) == {"algebra": {"n": 3, "mean": 0.5}, "geometry": {"n": 1, "mean": 0.25}}
     assert list(s.by_difficulty) == ["easy", "hard"]
 
 
@@ -306,9 +307,9 @@ def test_nan_reward_is_an_env_error_not_a_score():
     s = model_stats("m", rollouts, solve_threshold=1.0)
     assert s.mean == 0.5
     assert s.scored == 2 and s.rollouts == 3
-    assert s.errors["env_error"] == 1
+    assert s.errors.env_error == 1
     assert not np.isnan(s.std) and s.ci is not None and not any(np.isnan(s.ci))
-    assert s.per_task[task_id("a")] == [1.0, 1, 0]
+    assert row(s.per_task[task_id("a")]) == [1.0, 1, 0]
 
 
 # --- resample.py -----------------------------------------------------------------------

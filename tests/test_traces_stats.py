@@ -11,6 +11,7 @@ import pytest
 
 from autoenv.stats import model_stats
 from autoenv.traces import TRACES_FILE, Rollout, read_rollouts, to_rollout
+from conftest import groups
 
 _counter = iter(range(10**9))
 
@@ -332,7 +333,7 @@ def test_errors_counted_per_kind_and_excluded_from_mean():
         failed("c", "env_error"),
     ]
     s = model_stats("m", rollouts, 1.0)
-    assert s.errors == {"provider_error": 2, "timeout": 1, "env_error": 1}
+    assert s.errors.model_dump() == {"provider_error": 2, "timeout": 1, "env_error": 1}
     assert s.rollouts == 6 and s.scored == 2
     assert s.mean == 0.75  # not (1 + .5 + 0*4)/6
     assert s.solve_rate == 0.5
@@ -352,8 +353,8 @@ def test_per_difficulty_and_category_means():
         failed("f", "env_error"),
     ]
     s = model_stats("m", rollouts, 1.0)
-    assert s.by_difficulty == {"easy": {"n": 2, "mean": 0.75}, "hard": {"n": 2, "mean": 0.125}}
-    assert s.by_category == {"x": {"n": 3, "mean": round(1.25 / 3, 4)}, "y": {"n": 1, "mean": 0.5}}
+    assert groups(s.by_difficulty) == {"easy": {"n": 2, "mean": 0.75}, "hard": {"n": 2, "mean": 0.125}}
+    assert groups(s.by_category) == {"x": {"n": 3, "mean": round(1.25 / 3, 4)}, "y": {"n": 1, "mean": 0.5}}
     assert s.mean == 0.55
 
 
@@ -378,7 +379,7 @@ def test_all_errors_gives_none():
     s = model_stats("m", [failed("a", "timeout"), failed("b", "env_error")], 1.0)
     assert s.scored == 0
     assert s.mean is None and s.std is None and s.solve_rate is None and s.disagree_share is None
-    assert s.errors == {"provider_error": 0, "timeout": 1, "env_error": 1}
+    assert s.errors.model_dump() == {"provider_error": 0, "timeout": 1, "env_error": 1}
     assert s.by_difficulty == {}
     assert s.mean_seconds is None
 
@@ -388,9 +389,9 @@ def test_no_rollouts():
     assert (s.rollouts, s.scored, s.tasks, s.mean) == (0, 0, 0, None)
 
 
-def test_to_dict_is_json_serialisable():
+def test_model_stats_dump_is_json_serialisable():
     s = model_stats("m", [ok("a", 1.0), ok("a", 0.0)], 1.0)
-    d = json.loads(json.dumps(s.to_dict()))
+    d = json.loads(json.dumps(s.model_dump(mode="json")))
     assert d["mean"] == 0.5 and d["disagree_share"] == 1.0
 
 
@@ -406,8 +407,8 @@ def test_end_to_end_file_to_stats(tmp_path):
     s = model_stats("target", rollouts, solve_threshold=1.0)
     assert s.rollouts == 5 and s.scored == 3
     assert s.mean == 0.5  # (1 + 0 + 0.5) / 3
-    assert s.errors == {"provider_error": 1, "timeout": 0, "env_error": 1}
+    assert s.errors.model_dump() == {"provider_error": 1, "timeout": 0, "env_error": 1}
     assert s.disagree_share == 1.0  # only task a has two scored rollouts, and they differ
-    assert s.by_difficulty == {"easy": {"n": 2, "mean": 0.5}, "hard": {"n": 1, "mean": 0.5}}
+    assert groups(s.by_difficulty) == {"easy": {"n": 2, "mean": 0.5}, "hard": {"n": 1, "mean": 0.5}}
     assert (s.input_tokens, s.output_tokens) == (60, 9)
     assert s.solve_rate == pytest.approx(round(1 / 3, 4))

@@ -15,6 +15,7 @@ import pytest
 from autoenv.config import Bands
 from autoenv.ledger import last_kept
 from autoenv.stats import model_stats
+from autoenv.record import Entry, ModelStats, Verdict
 from autoenv.traces import Rollout
 from autoenv.verdict import band_distance, comparable, decide, error_rates, rl_readiness
 
@@ -40,15 +41,15 @@ def stats(target: list[int], strong: list[int] | None = None, *, target_errors=N
           target_model: str = "small-model", strong_model: str = "big-model", prefix: str = "task") -> dict:
     strong = [R] * len(target) if strong is None else strong
     return {
-        "target": model_stats(target_model, rollouts(target, errors=target_errors, prefix=prefix), 1.0).to_dict(),
-        "strong": model_stats(strong_model, rollouts(strong, errors=strong_errors, prefix=prefix), 1.0).to_dict(),
+        "target": model_stats(target_model, rollouts(target, errors=target_errors, prefix=prefix), 1.0),
+        "strong": model_stats(strong_model, rollouts(strong, errors=strong_errors, prefix=prefix), 1.0),
     }
 
 
-def entry(commit: str, s: dict, verdict: str = "keep", offline: bool = False) -> dict:
+def entry(commit: str, s: dict, verdict: str = "keep", offline: bool = False) -> Entry:
     """A ledger entry as pipeline.record writes it (the fields decide/comparable read)."""
-    return {"commit": commit, "eval_success": True, "stats": s, "verdict": {"verdict": verdict, "reason": "-"},
-            "offline": offline}
+    return Entry(commit=commit, timestamp="2026-01-01T00:00:00+00:00", eval_success=True, stats=s,
+                 verdict=Verdict(verdict=verdict, reason="-"), offline=offline)
 
 
 def counts(mean: float, n: int = N, r: int = R) -> list[int]:
@@ -70,9 +71,9 @@ def resolvable(reason: str) -> float:
 
 def test_fixture_means_are_exact():
     s = stats(counts(0.45), counts(0.95))
-    assert s["target"]["mean"] == 0.45 and s["strong"]["mean"] == 0.95
-    assert s["target"]["scored"] == N * R
-    assert len(s["target"]["per_task"]) == N
+    assert s["target"].mean == 0.45 and s["strong"].mean == 0.95
+    assert s["target"].scored == N * R
+    assert len(s["target"].per_task) == N
 
 
 # --- crash, first, gates, errors -------------------------------------------------------
@@ -80,21 +81,21 @@ def test_fixture_means_are_exact():
 
 def test_crash():
     v = decide({}, BANDS, None, eval_success=False, error="worker died: SIGKILL")
-    assert v["verdict"] == "crash"
-    assert "worker died: SIGKILL" in v["reason"]
+    assert v.verdict == "crash"
+    assert "worker died: SIGKILL" in v.reason
 
 
 def test_crash_wins_over_everything():
     kept = entry("a" * 40, stats(counts(0.45)))
     v = decide(stats(counts(0.45)), BANDS, kept, eval_success=False, error="load failed",
                gates_failed=["probe empty scored 0.9"])
-    assert v["verdict"] == "crash" and "load failed" in v["reason"]
+    assert v.verdict == "crash" and "load failed" in v.reason
 
 
 def test_first_iteration_is_kept():
     v = decide(stats(counts(0.05)), BANDS, None)
-    assert v["verdict"] == "keep"
-    assert "first" in v["reason"]
+    assert v.verdict == "keep"
+    assert "first" in v.reason
     assert "compared_to" not in v
 
 
@@ -103,8 +104,8 @@ def test_failed_gates_discard_even_perfect_numbers():
     kept = entry("a" * 40, stats(counts(0.05)))
     for k in (None, kept):
         v = decide(perfect, BANDS, k, gates_failed=["probe empty scored 0.9", "check reward_range failed"])
-        assert v["verdict"] == "discard"
-        assert "probe empty scored 0.9" in v["reason"] and "check reward_range failed" in v["reason"]
+        assert v.verdict == "discard"
+        assert "probe empty scored 0.9" in v.reason and "check reward_range failed" in v.reason
 
 
 def test_env_errors_above_limit_discard():
@@ -112,21 +113,21 @@ def test_env_errors_above_limit_discard():
     s = stats(counts(0.45), target_errors={"env_error": 9})
     assert error_rates(s["target"])["env_error"] == pytest.approx(9 / 169)
     v = decide(s, BANDS, None)
-    assert v["verdict"] == "discard"
-    assert "environment errors" in v["reason"] and "target" in v["reason"]
+    assert v.verdict == "discard"
+    assert "environment errors" in v.reason and "target" in v.reason
 
 
 def test_env_errors_of_the_strong_model_count_too():
     v = decide(stats(counts(0.45), strong_errors={"env_error": 20}), BANDS, None)
-    assert v["verdict"] == "discard" and "strong" in v["reason"]
+    assert v.verdict == "discard" and "strong" in v.reason
 
 
 def test_env_errors_at_the_limit_are_allowed():
     # 8 of 160 rollouts = exactly 5%: not above the limit
     s = stats(counts(0.5, n=38), target_errors={"env_error": 8})
-    assert s["target"]["rollouts"] == 160
+    assert s["target"].rollouts == 160
     assert error_rates(s["target"])["env_error"] == 0.05
-    assert decide(s, BANDS, None)["verdict"] == "keep"
+    assert decide(s, BANDS, None).verdict == "keep"
 
 
 def test_provider_errors_and_timeouts_add_up_to_inconclusive():
@@ -135,19 +136,19 @@ def test_provider_errors_and_timeouts_add_up_to_inconclusive():
     rates = error_rates(s["target"])
     assert rates["provider_error"] < 0.2 and rates["timeout"] < 0.2
     v = decide(s, BANDS, entry("a" * 40, stats(counts(0.05))))
-    assert v["verdict"] == "inconclusive"
-    assert "provider" in v["reason"]
+    assert v.verdict == "inconclusive"
+    assert "provider" in v.reason
 
 
 def test_provider_errors_below_limit_still_judged():
     s = stats(counts(0.45), target_errors={"provider_error": 10})
-    assert decide(s, BANDS, None)["verdict"] == "keep"
+    assert decide(s, BANDS, None).verdict == "keep"
 
 
 def test_no_scored_rollouts_discard():
     s = stats(counts(0.45))
-    s["strong"] = model_stats("big-model", [], 1.0).to_dict()
-    assert decide(s, BANDS, None)["verdict"] == "discard"
+    s["strong"] = model_stats("big-model", [], 1.0)
+    assert decide(s, BANDS, None).verdict == "discard"
 
 
 # --- moves relative to the band --------------------------------------------------------
@@ -158,45 +159,45 @@ def test_band_entry_is_kept():
     new = stats(counts(0.45))
     kept = entry("k" * 40, old)
     v = decide(new, BANDS, kept)
-    assert v["verdict"] == "keep", v["reason"]
-    assert v["compared_to"] == "k" * 40
-    assert "closer" in v["reason"]
+    assert v.verdict == "keep", v.reason
+    assert v.compared_to == "k" * 40
+    assert "closer" in v.reason
 
 
 def test_band_exit_is_discarded():
     v = decide(stats(counts(0.95)), BANDS, entry("k" * 40, stats(counts(0.45))))
-    assert v["verdict"] == "discard", v["reason"]
-    assert "farther" in v["reason"]
+    assert v.verdict == "discard", v.reason
+    assert "farther" in v.reason
 
 
 def test_moving_down_toward_the_band_is_kept():
     # the seed's rule (keep only if the target mean rose) would have discarded this
     v = decide(stats(counts(0.55)), BANDS, entry("k" * 40, stats(counts(0.95))))
-    assert v["verdict"] == "keep", v["reason"]
+    assert v.verdict == "keep", v.reason
 
 
 def test_rising_out_of_the_band_is_not_rewarded():
     # the seed's rule (keep if the target mean rose) would have kept this
     v = decide(stats(counts(0.95)), BANDS, entry("k" * 40, stats(counts(0.5))))
-    assert v["verdict"] == "discard", v["reason"]
+    assert v.verdict == "discard", v.reason
 
 
 def test_overshooting_through_the_band_is_not_progress():
     # 0.05 (0.15 below the band) -> 0.95 (0.25 above): the mean rose a lot, the distance grew
     v = decide(stats(counts(0.95)), BANDS, entry("k" * 40, stats(counts(0.05))))
-    assert v["verdict"] == "discard", v["reason"]
+    assert v.verdict == "discard", v.reason
 
 
 def test_strong_model_regression_is_discarded():
     old = stats(counts(0.45), counts(1.0))
     new = stats(counts(0.45), counts(0.3))
     v = decide(new, BANDS, entry("k" * 40, old))
-    assert v["verdict"] == "discard", v["reason"]
+    assert v.verdict == "discard", v.reason
 
 
 def test_strong_model_recovering_is_kept():
     v = decide(stats(counts(0.45), counts(1.0)), BANDS, entry("k" * 40, stats(counts(0.45), counts(0.3))))
-    assert v["verdict"] == "keep", v["reason"]
+    assert v.verdict == "keep", v.reason
 
 
 # --- noise -----------------------------------------------------------------------------
@@ -208,16 +209,16 @@ def test_one_more_success_is_noise():
     new = list(old)
     new[-1] += 1
     v = decide(stats(new), BANDS, entry("k" * 40, stats(old)))
-    assert v["verdict"] == "inconclusive", v["reason"]
-    assert "can be told apart" in v["reason"]
-    size = resolvable(v["reason"])
+    assert v.verdict == "inconclusive", v.reason
+    assert "can be told apart" in v.reason
+    size = resolvable(v.reason)
     assert 0.00625 < size < 0.2
 
 
 def test_same_evaluation_twice_is_inconclusive():
     s = stats(counts(0.1))
     v = decide(s, BANDS, entry("k" * 40, s))
-    assert v["verdict"] == "inconclusive", v["reason"]
+    assert v.verdict == "inconclusive", v.reason
 
 
 def test_one_more_success_in_the_band_is_noise():
@@ -225,7 +226,7 @@ def test_one_more_success_in_the_band_is_noise():
     new = list(old)
     new[0] += 1
     v = decide(stats(new), BANDS, entry("k" * 40, stats(old)))
-    assert v["verdict"] == "inconclusive", v["reason"]
+    assert v.verdict == "inconclusive", v.reason
 
 
 def _one_more_success_in_band():
@@ -244,8 +245,8 @@ def _identical_below_band():
 def test_inconclusive_reason_never_claims_zero_resolution(pair):
     new, old = pair()
     v = decide(new, BANDS, entry("k" * 40, old))
-    assert v["verdict"] == "inconclusive"
-    assert resolvable(v["reason"]) > 0
+    assert v.verdict == "inconclusive"
+    assert resolvable(v.reason) > 0
 
 
 def test_larger_budget_resolves_smaller_changes():
@@ -253,8 +254,8 @@ def test_larger_budget_resolves_smaller_changes():
     old, new = [4, 0, 0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 0, 0, 0, 4]
     small = decide(stats(new), BANDS, entry("k" * 40, stats(old)))
     large = decide(stats(new * 8), BANDS, entry("k" * 40, stats(old * 8)))
-    assert small["verdict"] == large["verdict"] == "inconclusive"
-    assert resolvable(large["reason"]) < resolvable(small["reason"])
+    assert small.verdict == large.verdict == "inconclusive"
+    assert resolvable(large.reason) < resolvable(small.reason)
 
 
 # --- which entry is compared against ---------------------------------------------------
@@ -267,15 +268,15 @@ def test_compared_against_last_kept_after_a_discard():
     kept = last_kept(entries)
     assert kept is a
     v = decide(stats(counts(0.45)), BANDS, kept)
-    assert v["compared_to"] == "a" * 40
-    assert v["verdict"] == "keep"
-    assert "aaaaaaaa" in v["reason"]
+    assert v.compared_to == "a" * 40
+    assert v.verdict == "keep"
+    assert "aaaaaaaa" in v.reason
 
 
 def test_inconclusive_and_crash_entries_are_skipped():
     a = entry("a" * 40, stats(counts(0.05)))
     entries = [a, entry("b" * 40, stats(counts(0.45)), verdict="inconclusive"),
-               {"commit": "c" * 40, "eval_success": False, "stats": {}, "verdict": {"verdict": "crash"}}]
+               Entry(commit="c" * 40, timestamp="-", eval_success=False, verdict=Verdict(verdict="crash", reason="-"))]
     assert last_kept(entries) is a
     assert last_kept([]) is None
 
@@ -307,21 +308,19 @@ def test_last_kept_skips_incomparable_entries():
     assert last_kept(entries) is entries[3]  # without a filter: the newest keep
     kept = last_kept(entries, accept=lambda e: comparable(e, current, False))
     assert kept is a
-    assert decide(current, BANDS, kept)["compared_to"] == "a" * 40
+    assert decide(current, BANDS, kept).compared_to == "a" * 40
     assert last_kept(entries[1:], accept=lambda e: comparable(e, current, False)) is None
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_kept_entry_without_per_task_does_not_stall_the_loop():
-    legacy = stats(counts(0.05))
-    for role in legacy.values():
-        del role["per_task"]
+    legacy = {role: m.model_copy(update={"per_task": None}) for role, m in stats(counts(0.05)).items()}
     entries = [entry("a" * 40, legacy)]
     current = stats(counts(0.45))
     kept = last_kept(entries, accept=lambda e: comparable(e, current, False))
     v = decide(current, BANDS, kept)
-    assert "nan" not in v["reason"]
-    assert v["verdict"] == "keep", v["reason"]
+    assert "nan" not in v.reason
+    assert v.verdict == "keep", v.reason
 
 
 # --- both in the wanted state: the learning signal -------------------------------------
@@ -337,21 +336,21 @@ def all_halves() -> list[int]:
 
 def test_learnable_fixtures():
     a, h = stats(all_or_nothing()), stats(all_halves())
-    assert a["target"]["mean"] == h["target"]["mean"] == 0.5
-    assert a["target"]["disagree_share"] == 0.0 and h["target"]["disagree_share"] == 1.0
+    assert a["target"].mean == h["target"].mean == 0.5
+    assert a["target"].disagree_share == 0.0 and h["target"].disagree_share == 1.0
 
 
 def test_more_learning_signal_is_kept():
     v = decide(stats(all_halves()), BANDS, entry("k" * 40, stats(all_or_nothing())))
-    assert v["verdict"] == "keep", v["reason"]
-    assert "learning signal" in v["reason"]
-    assert v["compared_to"] == "k" * 40
+    assert v.verdict == "keep", v.reason
+    assert "learning signal" in v.reason
+    assert v.compared_to == "k" * 40
 
 
 def test_less_learning_signal_is_discarded():
     v = decide(stats(all_or_nothing()), BANDS, entry("k" * 40, stats(all_halves())))
-    assert v["verdict"] == "discard", v["reason"]
-    assert "learning signal" in v["reason"]
+    assert v.verdict == "discard", v.reason
+    assert "learning signal" in v.reason
 
 
 def test_learning_signal_only_counts_in_the_wanted_state():
@@ -360,8 +359,8 @@ def test_learning_signal_only_counts_in_the_wanted_state():
     above_all_or_nothing = [R] * 36 + [0] * 4  # 0.9, disagree 0
     above_halves = [R] * 32 + [2] * 8  # 0.9, disagree 0.2
     v = decide(stats(above_halves), BANDS, entry("k" * 40, stats(above_all_or_nothing)))
-    assert v["verdict"] == "inconclusive", v["reason"]
-    assert "learning signal" not in v["reason"]
+    assert v.verdict == "inconclusive", v.reason
+    assert "learning signal" not in v.reason
 
 
 # --- band_distance and rl_readiness ----------------------------------------------------
@@ -407,13 +406,17 @@ def test_band_distance_none(target, strong):
 
 
 def readiness_stats(t_mean, s_mean, disagree) -> dict:
-    return {"target": {"mean": t_mean, "std": 0.3, "disagree_share": disagree}, "strong": {"mean": s_mean}}
+    def model(mean, **extra) -> ModelStats:
+        return ModelStats(model="m", rollouts=0, scored=0, mean=mean, ci=None, std=extra.get("std"), solve_rate=None,
+                          max_reward=None, normalized_mean=None, tasks=0, disagree_share=extra.get("disagree"))
+
+    return {"target": model(t_mean, std=0.3, disagree=disagree), "strong": model(s_mean)}
 
 
 def test_rl_readiness_ready():
     r = rl_readiness(readiness_stats(0.45, 0.9, 0.5), BANDS)
-    assert r == {"target_in_band": True, "strong_above_floor": True, "target_std": 0.3,
-                 "learnable_share": 0.5, "distance": 0.0, "ready": True}
+    assert r.model_dump() == {"target_in_band": True, "strong_above_floor": True, "target_std": 0.3,
+                              "learnable_share": 0.5, "distance": 0.0, "ready": True}
 
 
 @pytest.mark.parametrize("t_mean, s_mean, disagree, in_band, above, ready", [
@@ -430,20 +433,20 @@ def test_rl_readiness_ready():
 ])
 def test_rl_readiness_flags(t_mean, s_mean, disagree, in_band, above, ready):
     r = rl_readiness(readiness_stats(t_mean, s_mean, disagree), BANDS)
-    assert (r["target_in_band"], r["strong_above_floor"], r["ready"]) == (in_band, above, ready)
-    assert r["learnable_share"] == disagree
+    assert (r.target_in_band, r.strong_above_floor, r.ready) == (in_band, above, ready)
+    assert r.learnable_share == disagree
 
 
 def test_rl_readiness_learnable_min_is_configurable():
     s = readiness_stats(0.45, 0.9, 0.3)
-    assert rl_readiness(s, Bands(learnable_min=0.25))["ready"] is True
-    assert rl_readiness(s, Bands(learnable_min=0.35))["ready"] is False
+    assert rl_readiness(s, Bands(learnable_min=0.25)).ready is True
+    assert rl_readiness(s, Bands(learnable_min=0.35)).ready is False
 
 
 def test_rl_readiness_from_real_stats():
     r = rl_readiness(stats(all_halves()), BANDS)
-    assert r["ready"] is True and r["learnable_share"] == 1.0 and r["distance"] == 0.0
+    assert r.ready is True and r.learnable_share == 1.0 and r.distance == 0.0
     r = rl_readiness(stats(all_or_nothing()), BANDS)
-    assert r["target_in_band"] and r["strong_above_floor"] and r["ready"] is False
+    assert r.target_in_band and r.strong_above_floor and r.ready is False
     r = rl_readiness({}, BANDS)
-    assert r["ready"] is False and r["distance"] is None
+    assert r.ready is False and r.distance is None

@@ -15,6 +15,7 @@ import json
 import shutil
 from pathlib import Path
 
+from autoenv.record import Entry
 from autoenv.traces import TRACES_FILE, to_rollout
 
 PER_ROLE = 6
@@ -88,20 +89,21 @@ def stratified(rows: list[tuple[dict, dict]], per_role: int = PER_ROLE) -> list[
     return [(trace, episode) for _, trace, episode in picks]
 
 
-def build(workspace: Path, *, repo_root: Path, candidate: Path, out: Path, entry: dict,
+def build(workspace: Path, *, repo_root: Path, candidate: Path, out: Path, entry: Entry,
           previous_feedback: Path | None) -> list[str]:
     """Fill `workspace` (which must not exist yet); return the rollout ids it holds."""
     workspace.mkdir(parents=True)
     spec = repo_root / "spec.md"
     (workspace / "spec.md").write_text(spec.read_text() if _plain_file(spec) else "(no spec.md on this branch)\n")
     shutil.copytree(candidate, workspace / "candidate", ignore=_skip)
-    public = {k: entry.get(k) for k in ("commit", "offline", "stats", "rl_readiness", "verdict", "budget")}
+    record = entry.model_dump(mode="json")
+    public = {k: record[k] for k in ("commit", "offline", "stats", "rl_readiness", "verdict", "budget")}
     (workspace / "stats.json").write_text(json.dumps(public, indent=1))
-    (workspace / "gates.json").write_text(json.dumps(entry.get("gates") or {}, indent=1))
+    (workspace / "gates.json").write_text(json.dumps(record["gates"] or {}, indent=1))
     (workspace / "CLAIM.md").write_text(
         "# The coding agent's description of this change (an unverified claim)\n\n"
         "Check it against the code and the rollouts; do not take it as fact.\n\n"
-        f"> {entry.get('description') or '(no description)'}\n")
+        f"> {entry.description or '(no description)'}\n")
     if previous_feedback is not None and _plain_file(previous_feedback):
         shutil.copy(previous_feedback, workspace / "previous_feedback.md")
     ids = []

@@ -1,15 +1,15 @@
 """The audit worker: measures the candidate without a model, in a fresh subprocess.
 
-Run as `python -m autoenv.audit JOB.json` (like autoenv.worker). It loads the taskset
+Run as `python -m autoenv.gates.audit JOB.json` (like autoenv.worker). It loads the taskset
 twice (determinism), measures the dataset, imports every module of the candidate
 package (a tool server that dies at start costs minutes per rollout inside verifiers),
-and plays the probes: the oracle and the exploits of autoenv.probes.
+and plays the probes: the oracle and the exploits of autoenv.gates.probes.
 
 Single-turn candidates (no tools, no custom Env) are scored in-process: the reply is put
 into a trace and the task's own `score` runs on it, which costs a fraction of a
 millisecond instead of a rollout process. Multi-turn and tool candidates are played
 through real rollouts against the embedded endpoint. Raw numbers go to `audit.json`;
-autoenv.gates judges them against config.toml.
+autoenv.gates.rules judges them against config.toml.
 """
 
 from __future__ import annotations
@@ -18,13 +18,24 @@ import asyncio
 import importlib
 import json
 import math
+import os
 import pkgutil
 import sys
 import time
 import traceback
 from pathlib import Path
 
-from autoenv.worker import LOCAL_KEY_VAR, all_tasks, build_env, emit, main
+from autoenv.endpoint.policies import Policies
+from autoenv.endpoint.server import Endpoint
+from autoenv.events import emit
+from autoenv.gates import dataset
+from autoenv.gates.oracle import HOOK, OracleBook, has_hook
+from autoenv.gates.probes import EXPLOITS, NEEDS_TOOLS, probe_reply
+from autoenv.job import Job
+from autoenv.messages import Reply
+from autoenv.tasks import all_tasks, build_env
+from autoenv.traces import to_rollout
+from autoenv.worker import LOCAL_KEY_VAR, main, sample_tasks
 
 REPLY_PREVIEW = 400
 
@@ -88,7 +99,7 @@ def reward_record(trace, probe: str, task, reply_text: str, error: str | None = 
 
 async def score_in_process(vf, task, reply) -> tuple:
     """Score `reply` as the single assistant turn of `task`; returns (trace, error)."""
-    from verifiers.v1.graph import MessageNode
+    from verifiers.v1.graph import MessageNode  # deferred: verifiers is imported only inside the child
 
     nodes = []
     for message in task_messages(task):
@@ -117,11 +128,7 @@ def _nan(x) -> bool:
     return isinstance(x, float) and math.isnan(x)
 
 
-async def probe_in_process(vf, job, tasks_all, sample, probes) -> tuple[list[dict], bool]:
-    from autoenv.oracle import HOOK
-    from autoenv.policies import Reply
-    from autoenv.probes import probe_reply
-
+async def probe_in_process(vf, job: Job, tasks_all, sample, probes) -> tuple[list[dict], bool]:
     answers = sorted({str(t.data.answer) for t in tasks_all if getattr(t.data, "answer", None) is not None})
     records, deterministic = [], True
     for probe in probes:
@@ -138,7 +145,7 @@ async def probe_in_process(vf, job, tasks_all, sample, probes) -> tuple[list[dic
             else:
                 answer = getattr(task.data, "answer", None)
                 reply = probe_reply(probe, oracle=oracle, answer=None if answer is None else str(answer),
-                                    answers=answers, messages=messages, tools=[], key=task.key, seed=job["seed"])
+                                    answers=answers, messages=messages, tools=[], key=task.key, seed=job.seed)
             if reply is None:
                 records.append({"probe": probe, "key": task.key, "idx": task.data.idx, "skipped": True,
                                 "error": oracle_error if probe == "oracle" else None})
@@ -153,20 +160,13 @@ async def probe_in_process(vf, job, tasks_all, sample, probes) -> tuple[list[dic
     return records, deterministic
 
 
-async def probe_rollouts(vf, job, env, tasks_all, sample, probes) -> tuple[list[dict], bool]:
-    import os
+async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[list[dict], bool]:
+    from verifiers.v1.utils.trace_store import append_episode  # deferred: verifiers only inside the child
 
-    from verifiers.v1.utils.trace_store import append_episode
-
-    from autoenv.oracle import OracleBook
-    from autoenv.policies import Policies
-    from autoenv.server import Endpoint
-    from autoenv.traces import to_rollout
-
-    out = Path(job["out_dir"])
-    endpoint = await Endpoint(Policies(OracleBook(tasks_all), seed=job["seed"])).start()
+    out = job.out
+    endpoint = await Endpoint(Policies(OracleBook(tasks_all), seed=job.seed)).start()
     os.environ[LOCAL_KEY_VAR] = "local"
-    semaphore = asyncio.Semaphore(int(job["max_concurrent"]))
+    semaphore = asyncio.Semaphore(job.max_concurrent)
     lock = asyncio.Lock()
     records: list[dict] = []
     rescored: list[bool] = []
@@ -206,15 +206,13 @@ async def probe_rollouts(vf, job, env, tasks_all, sample, probes) -> tuple[list[
     return records, all(rescored)
 
 
-async def audit(job: dict) -> None:
-    import verifiers.v1 as vf
+async def audit(job: Job) -> None:
+    import verifiers.v1 as vf  # deferred: verifiers costs seconds and is needed only inside the child
 
-    from autoenv.oracle import has_hook
-    from autoenv.probes import EXPLOITS, NEEDS_TOOLS
-    from autoenv import dataset
-    from autoenv.sampling import TaskRef, choose_tasks
-
-    out = Path(job["out_dir"])
+    plan = job.audit
+    if plan is None:
+        raise ValueError("the job has no audit plan")
+    out = job.out
     result: dict = {}
     begun = started = time.time()
     env = build_env(vf, job)
@@ -227,7 +225,7 @@ async def audit(job: dict) -> None:
     if first != second:
         result["load_difference"] = next((i for i, (a, b) in enumerate(zip(first, second)) if a != b),
                                          min(len(first), len(second)))
-    result["dataset"] = dataset.measure(dataset_rows(tasks), float(job["near_threshold"]))
+    result["dataset"] = dataset.measure(dataset_rows(tasks), plan.near_threshold)
     result["modules"] = import_modules("candidate_env")
 
     taskset_cls = type(env.taskset)
@@ -237,11 +235,9 @@ async def audit(job: dict) -> None:
     mode = "rollouts" if has_tools or custom_env else "in-process"
     result.update(mode=mode, has_tools=has_tools, custom_env=custom_env,
                   has_oracle=bool(tasks) and has_hook(tasks[0]))
-    if job.get("probes", True) and tasks:
-        size = int(job["probe_sample"] if mode == "in-process" else job["rollout_sample"])
-        refs = [TaskRef(t.data.idx, t.key, getattr(t.data, "difficulty", None)) for t in tasks]
-        chosen = {r.key for r in choose_tasks(refs, size, int(job["seed"]))}
-        sample = [t for t in tasks if t.key in chosen]
+    if plan.probes and tasks:
+        size = plan.probe_sample if mode == "in-process" else plan.rollout_sample
+        sample = sample_tasks(tasks, size, job.seed)
         probes = (["oracle"] if result["has_oracle"] else []) + [
             p for p in EXPLOITS if has_tools or p not in NEEDS_TOOLS]
         emit("probe-plan", total=len(probes) * len(sample), mode=mode)

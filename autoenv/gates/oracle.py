@@ -16,22 +16,9 @@ from __future__ import annotations
 import inspect
 from typing import Any, Iterable
 
-from autoenv.policies import Reply
+from autoenv.messages import Reply, message_text
 
 HOOK = "oracle"
-
-
-def message_text(content: Any) -> str:
-    """The text of an OpenAI message `content` (a string or a list of parts)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
-        )
-    return str(content)
 
 
 def _norm(text: str) -> str:

@@ -9,12 +9,11 @@ cheat only in the final answer: right process, wrong or padded conclusion.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
 
-from autoenv.policies import Reply, ToolCall
+from autoenv.messages import Reply, ToolCall, seeded_rng
 
 EXPLOITS = {
     "empty": "an empty reply",
@@ -32,11 +31,6 @@ NEEDS_ORACLE = {"wrong-answer", "kitchen-sink", "padding"}
 REFUSAL = "I'm sorry, but I can't help with that request."
 FILLER = ("Furthermore, it is worth carefully considering every relevant aspect of the question "
           "in thorough detail before concluding anything definitive about the matter at hand. ")
-
-
-def rng_for(*parts: object) -> random.Random:
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 def wrong_answers(answer: str, pool: list[str], count: int, rng: random.Random) -> list[str]:
@@ -93,7 +87,7 @@ def _with_answer(text: str, answer: str, replacement: str) -> str:
 def probe_reply(name: str, *, oracle: Reply | None, answer: str | None, answers: list[str],
                 messages: list[dict], tools: list[dict], key: str, seed: int = 0) -> Reply | None:
     """The probe's next assistant message, or None when the probe does not apply here."""
-    rng = rng_for(seed, name, key, len(messages))
+    rng = seeded_rng(seed, name, key, len(messages))
     if name == "empty":
         return Reply()
     if name == "refusal":

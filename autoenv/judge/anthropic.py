@@ -2,16 +2,21 @@
 
 Every path is resolved (symlinks followed) and refused unless it stays inside the
 workspace root: `..`, absolute paths and links pointing out all fail the same way. File
-reads, tool results and grep hits are capped, and so are turns and spend.
+reads, tool results and grep hits are capped, and so are turns and spend. The answer is
+a `submit_findings` tool call whose input schema is the findings' schema.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
 
-from autoenv.judge import JudgeFailed, JudgeResult
+from autoenv.config import Judge
+from autoenv.judge.base import JudgeCall, JudgeFailed
+from autoenv.judge.schema import PROMPT, findings_schema, validate
+from autoenv.record import JudgeResult
 
 MAX_READ = 20 * 1024
 MAX_RESULT = 24 * 1024  # room for a whole read plus its "read again with offset" hint
@@ -113,13 +118,19 @@ def call_tool(root: Path, name: str, arguments: dict) -> str:
     return out if len(out) <= MAX_RESULT else out[:MAX_RESULT] + "\n[... truncated]"
 
 
-def judge_with_anthropic(workspace: Path, cfg, prompt: str, schema: dict, validate) -> JudgeResult:
-    import anthropic
+def available(cfg: Judge) -> bool:
+    """A key the SDK can use (a Claude Code OAuth token is not one)."""
+    return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
 
+
+def judge(call: JudgeCall) -> JudgeResult:
+    import anthropic  # deferred: the SDK takes seconds to import and only this backend needs it
+
+    cfg, workspace = call.cfg, call.workspace
     client = anthropic.Anthropic(timeout=cfg.timeout, max_retries=1)
     submit = {"name": "submit_findings", "description": "Submit the final findings (ends the review).",
-              "input_schema": schema}
-    messages = [{"role": "user", "content": prompt + "\n\nUse the tools to read the workspace, then call submit_findings."}]
+              "input_schema": findings_schema()}
+    messages = [{"role": "user", "content": PROMPT + "\n\nUse the tools to read the workspace, then call submit_findings."}]
     tokens_in = tokens_out = 0
     cost = 0.0
     started = time.time()

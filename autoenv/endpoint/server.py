@@ -19,8 +19,10 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from autoenv.oracle import message_text
-from autoenv.policies import ChatRequest, Policies, PolicyError, Reply
+from autoenv.endpoint.policies import ChatRequest, Policies, PolicyError, Reply
+from autoenv.gates.oracle import OracleBook
+from autoenv.messages import message_text
+from autoenv.tasks import candidate_tasks
 
 HOST = "127.0.0.1"
 
@@ -218,17 +220,7 @@ def load_oracle(candidate_dir: str | None):
     """An OracleBook over the candidate's tasks (imports verifiers and the candidate)."""
     if candidate_dir is None:
         return None
-    import sys
-
-    sys.path.insert(0, candidate_dir)
-    import verifiers.v1 as vf
-
-    from autoenv.install import TASKSET_ID
-    from autoenv.oracle import OracleBook
-    from autoenv.worker import all_tasks
-
-    config = vf.resolve_env_config({"taskset": {"id": TASKSET_ID}})
-    return OracleBook(all_tasks(vf.load_taskset(config.taskset)))
+    return OracleBook(candidate_tasks(candidate_dir))
 
 
 async def serve_forever(endpoint: Endpoint, ready) -> None:

@@ -8,64 +8,10 @@ server seed and the request's `X-Session-ID`, so a run can be replayed.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import random
-from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-
-@dataclass
-class ToolCall:
-    name: str
-    arguments: str  # JSON text, as the OpenAI wire format carries it
-    id: str = ""
-
-
-@dataclass
-class Reply:
-    """One assistant message produced by a policy."""
-
-    content: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-
-    @classmethod
-    def coerce(cls, value: Any) -> "Reply":
-        """Normalise what an oracle hook returns: text, a dict, a Reply, or None."""
-        if value is None:
-            return cls()
-        if isinstance(value, Reply):
-            return value
-        if isinstance(value, str):
-            return cls(content=value)
-        if isinstance(value, dict):
-            calls = []
-            for i, call in enumerate(value.get("tool_calls") or []):
-                fn = call.get("function", call)
-                args = fn.get("arguments", {})
-                calls.append(
-                    ToolCall(
-                        name=str(fn["name"]),
-                        arguments=args if isinstance(args, str) else json.dumps(args),
-                        id=str(call.get("id") or f"call_{i}"),
-                    )
-                )
-            return cls(content=str(value.get("content") or ""), tool_calls=calls)
-        raise TypeError(
-            "an oracle hook must return a string, a dict with 'content' and/or "
-            f"'tool_calls', or None; got {type(value).__name__}"
-        )
-
-
-@dataclass
-class ChatRequest:
-    """What a policy sees of one /v1/chat/completions request."""
-
-    model: str
-    messages: list[dict]
-    tools: list[dict]
-    session: str
-    """The rollout's id (X-Session-ID header), or a per-request id when absent."""
+from autoenv.gates.probes import EXPLOITS, NEEDS_ORACLE, probe_reply
+from autoenv.messages import ChatRequest, Reply, seeded_rng
 
 
 class OracleSource(Protocol):
@@ -89,11 +35,6 @@ class PolicyError(Exception):
         self.status = status
 
 
-def _rng(*parts: object) -> random.Random:
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
-
-
 class Policies:
     """The registry the endpoint serves: model name -> reply."""
 
@@ -108,8 +49,6 @@ class Policies:
                 "rates drawn around P), else gives up",
             ),
         }
-        from autoenv.probes import EXPLOITS
-
         for probe, doc in EXPLOITS.items():
             self._handlers[probe] = (self._probe, f"exploit probe: {doc}")
 
@@ -142,8 +81,6 @@ class Policies:
         return advertised_names(self._need_oracle(request.messages), request.tools)
 
     def _probe(self, request: ChatRequest, param: str | None) -> Reply:
-        from autoenv.probes import NEEDS_ORACLE, probe_reply
-
         name = request.model.partition(":")[0]
         task = self.oracle.find(request.messages) if self.oracle is not None else None
         oracle = None
@@ -174,8 +111,8 @@ class Policies:
         # Real models find some tasks easier than others: each task gets its own success
         # rate from a Beta distribution centred on p, so rollouts of a task agree more
         # often than rollouts of different tasks.
-        task_rate = p if p in (0.0, 1.0) else _rng(self.seed, "task", key).betavariate(4 * p, 4 * (1 - p))
-        succeeds = _rng(self.seed, "rollout", request.session).random() < task_rate
+        task_rate = p if p in (0.0, 1.0) else seeded_rng(self.seed, "task", key).betavariate(4 * p, 4 * (1 - p))
+        succeeds = seeded_rng(self.seed, "rollout", request.session).random() < task_rate
         if succeeds:
             return advertised_names(self._need_oracle(request.messages), request.tools)
         return Reply(content="I am not sure how to solve this.")

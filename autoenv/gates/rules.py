@@ -20,49 +20,45 @@ import re
 import time
 import tomllib
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoenv.config import Config
-from autoenv.install import TASKSET_ID
-from autoenv.probes import EXPLOITS
+from autoenv.gates.probes import EXPLOITS
+from autoenv.job import AuditPlan, Job
+from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
 from autoenv.rollouts import run_worker
+from autoenv.stats import max_reward
 
 PLACEHOLDER = re.compile(r"^\s*(todo|tbd|fixme|xxx)\b|<one-line description>|one line saying what|lorem ipsum", re.I)
 
 
 @dataclass
-class Finding:
-    name: str
-    status: str  # pass | warn | fail | skip
-    message: str
-    data: dict = field(default_factory=dict)
+class Gates:
+    """Gate findings as the checks find them; `report()` freezes them into the record's GateReport."""
 
-
-@dataclass
-class GateReport:
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[GateFinding] = field(default_factory=list)
     probes: dict[str, dict] = field(default_factory=dict)
     mode: str | None = None
     seconds: float | None = None
 
+    def add(self, name: str, status: GateStatus, message: str, **data) -> None:
+        self.findings.append(GateFinding(name=name, status=status, message=message, data=data))
+
+    def report(self) -> GateReport:
+        return GateReport(findings=self.findings, probes={k: ProbeSummary(**v) for k, v in self.probes.items()},
+                          mode=self.mode, seconds=self.seconds)
+
     @property
     def failed(self) -> list[str]:
-        return [f"{f.name}: {f.message}" for f in self.findings if f.status == "fail"]
+        return self.report().failed
 
     @property
     def passed(self) -> bool:
         return not self.failed
 
-    def add(self, name: str, status: str, message: str, **data) -> None:
-        self.findings.append(Finding(name, status, message, data))
 
-    def to_dict(self) -> dict:
-        return {"passed": self.passed, "failed": self.failed, "mode": self.mode, "seconds": self.seconds,
-                "findings": [asdict(f) for f in self.findings], "probes": self.probes}
-
-
-def platform_checks(candidate: Path, report: GateReport) -> None:
+def platform_checks(candidate: Path, report: Gates) -> None:
     """pyproject metadata and README, as the environment hub expects them."""
     pyproject = candidate / "pyproject.toml"
     try:
@@ -92,7 +88,7 @@ def platform_checks(candidate: Path, report: GateReport) -> None:
         report.add("readme", "pass", f"{len(text)} characters")
 
 
-def judge_audit(audit: dict, config: Config, report: GateReport) -> None:
+def judge_audit(audit: dict, config: Config, report: Gates) -> None:
     c = config.checks
     report.mode = audit.get("mode")
     broken = [m for m in audit.get("modules", []) if not m["ok"]]
@@ -147,7 +143,7 @@ def judge_audit(audit: dict, config: Config, report: GateReport) -> None:
         judge_probes(audit, config, report)
 
 
-def judge_probes(audit: dict, config: Config, report: GateReport) -> None:
+def judge_probes(audit: dict, config: Config, report: Gates) -> None:
     p = config.probes
     records = audit["probes"]
     if "deterministic_scoring" in audit:
@@ -178,7 +174,7 @@ def judge_probes(audit: dict, config: Config, report: GateReport) -> None:
         if problem:
             errors.append(f"task {r['idx']} ({r['probe']}): {problem}")
         by_probe[r["probe"]].append(r)
-    maximum = sum(max(0.0, w) for w in weights.values())
+    maximum = max_reward(weights)
     if errors:
         report.add("reward errors", "fail", f"{len(errors)} probe replies hit environment errors, e.g. "
                    + "; ".join(errors[:3]), examples=errors[:10])
@@ -254,17 +250,18 @@ def run_gates(config: Config, out_dir: Path, probes: bool = True) -> GateReport:
     """Platform checks here, then the audit worker in a fresh process, judged against config."""
     started = time.time()
     candidate = config.path("candidate")
-    report = GateReport()
+    report = Gates()
     platform_checks(candidate, report)
-    job = {
-        "candidate_dir": str(candidate), "taskset_id": TASKSET_ID, "out_dir": str(out_dir), "seed": config.seed,
-        "probes": probes, "probe_sample": config.probes.sample, "rollout_sample": config.probes.rollout_sample,
-        "near_threshold": config.checks.near_duplicate_similarity, "max_concurrent": config.budget.max_concurrent,
-        "rollout_timeout": config.budget.rollout_timeout, "max_turns": config.budget.max_turns,
-        "expected_rollouts": config.probes.rollout_sample * (len(EXPLOITS) + 1), "log_name": "audit.log",
-    }
-    run_worker(job, out_dir, candidate, module="autoenv.audit")
+    job = Job(
+        candidate_dir=str(candidate), out_dir=str(out_dir), seed=config.seed, log_name="audit.log",
+        max_concurrent=config.budget.max_concurrent, rollout_timeout=config.budget.rollout_timeout,
+        max_turns=config.budget.max_turns,
+        audit=AuditPlan(probes=probes, probe_sample=config.probes.sample, rollout_sample=config.probes.rollout_sample,
+                        near_threshold=config.checks.near_duplicate_similarity, exploits=len(EXPLOITS)),
+    )
+    run_worker(job, module="autoenv.gates.audit")
     judge_audit(json.loads((out_dir / "audit.json").read_text()), config, report)
     report.seconds = round(time.time() - started, 2)
-    (out_dir / "gates.json").write_text(json.dumps(report.to_dict(), indent=1))
-    return report
+    gates = report.report()
+    (out_dir / "gates.json").write_text(gates.model_dump_json(indent=1))
+    return gates

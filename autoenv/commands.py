@@ -1,0 +1,119 @@
+"""Commands around an evaluation that reuse its stages: recompute, rejudge, and the gates alone.
+
+- `recompute` (feedback.py, `autoenv feedback`): statistics and verdict again from stored
+  traces, recorded as a fresh entry;
+- `rejudge` (`autoenv judge <commit>`): the judge stage again on an evaluated commit;
+- `audit_only` (`autoenv check` / `autoenv probe`): the model-free gates on the candidate as
+  it is on disk, recording nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+from autoenv import display
+from autoenv.config import CONFIG_NAME, load_config
+from autoenv.errors import AutoEnvError
+from autoenv.formats import stamp
+from autoenv.gates.rules import run_gates
+from autoenv.gitrepo import Repo
+from autoenv.install import inspect_candidate, install_candidate
+from autoenv.job import Job
+from autoenv.judge.render import render as judge_render
+from autoenv.ledger import read_entries
+from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, judge, record, verdict
+from autoenv.record import Entry, GateReport
+from autoenv.report import render, write_report
+
+
+def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = None, log_file: Path | None = None,
+              commit: str = "HEAD", description: str = "", eval_success: bool = True) -> Entry:
+    """Re-score a commit from its stored traces and record a fresh entry (feedback.py)."""
+    repo = Repo(cwd)
+    cfg = load_config(config or repo.root / CONFIG_NAME)
+    overrides = {}
+    if outputs_dir is not None:
+        overrides["outputs"] = str(Path(outputs_dir).resolve())
+    if log_file is not None:
+        overrides["log_file"] = str(Path(log_file).resolve())
+    cfg = dataclasses.replace(cfg, paths=dataclasses.replace(cfg.paths, **overrides))
+    head = repo.commit_info(commit)
+    out = cfg.path("outputs") / head.commit
+    if not (out / "job.json").is_file():
+        raise AutoEnvError(
+            f"no stored evaluation for commit {head.commit[:12]}",
+            where=str(out),
+            fix="evaluate the commit first (bash evaluate.sh), or pass --outputs-dir where its traces are",
+        )
+    job = Job.read(out / "job.json")
+    offline = bool(job.rollouts and any(seat.embedded for seat in job.rollouts.roles.values()))
+    try:
+        run_id = json.loads((out / "run.json").read_text())["run_id"]
+    except (OSError, ValueError, KeyError):
+        run_id = "unknown"
+    ctx = Context(config=cfg, repo=repo, head=head, run_id=run_id, out=out,
+                  options=EvalOptions(cwd=cwd, description=description, offline=offline))
+    if not eval_success:
+        error = AutoEnvError("recorded as failed (feedback --eval-success false)")
+        return record(ctx, verdict(ctx, Outcome(error=error, failed_stage="feedback")))
+    with display.stage("stats", f"from stored traces in {out}"):
+        stats = compute_stats(ctx)
+        display.console.print(display.summary_table(stats, cfg.bands))
+    return record(ctx, judge(ctx, verdict(ctx, Outcome(stats=stats))))
+
+
+def rejudge(cwd: Path, commit: str, backend: str | None = None, config: Path | None = None) -> Entry:
+    """`autoenv judge <commit>`: judge an evaluated commit again from its stored traces.
+
+    The feedback file is rewritten (the one it replaces is kept beside the new judgement
+    under outputs/<commit>/judge/); the ledger is not touched: it records evaluations.
+    """
+    repo = Repo(cwd)
+    cfg = load_config(config or repo.root / CONFIG_NAME)
+    head = repo.commit_info(commit)
+    entries = read_entries(cfg.path("log_file"))
+    mine = [i for i, e in enumerate(entries) if e.commit == head.commit]
+    if not mine:
+        raise AutoEnvError(f"commit {head.commit[:12]} has no ledger entry", where=str(cfg.path("log_file")),
+                           fix="evaluate it first: bash evaluate.sh")
+    entry = entries[mine[-1]]
+    ctx = Context(config=cfg, repo=repo, head=head, run_id=entry.run_id, out=cfg.path("outputs") / head.commit,
+                  options=EvalOptions(cwd=cwd, description=entry.description, offline=entry.offline))
+    # the judge sees only what it would have seen back then: the entries before this one
+    entry = judge(ctx, entry, backend=backend, entries=entries[: mine[-1]])
+    assert entry.judge is not None
+    report_path = cfg.path("feedback") / f"{head.commit}.md"
+    if report_path.is_file():
+        newest = sorted((ctx.out / "judge").iterdir())[-1]
+        shutil.copy(report_path, newest / "replaced_feedback.md")
+    write_report(report_path, render(entry, cfg.bands, [judge_render(entry.judge)]))
+    display.note(f"feedback rewritten: {report_path}")
+    return entry
+
+
+def audit_only(cwd: Path, config: Path | None = None, probes: bool = True) -> GateReport:
+    """`autoenv check` / `autoenv probe`: the gates alone, on the candidate as it is on disk.
+
+    No clean tree, no key and nothing recorded: the agent runs this before every commit.
+    Traces of the probe rollouts go to outputs/scratch/<time>/.
+    """
+    try:
+        root = Repo(cwd).root
+    except AutoEnvError:
+        root = Path(cwd).resolve()
+    cfg = load_config(config or root / CONFIG_NAME)
+    with display.stage("install", "candidate into the venv, import in a fresh process"):
+        candidate = cfg.path("candidate")
+        install_candidate(candidate)
+        inspect_candidate(candidate)
+    out = cfg.path("outputs") / "scratch" / f"{stamp()}-{'probe' if probes else 'check'}"
+    shown = str(out.relative_to(cfg.root)) if out.is_relative_to(cfg.root) else str(out)
+    with display.stage("check + probe" if probes else "check", shown):
+        report = run_gates(cfg, out, probes=probes)
+    tables = display.gates_tables(report)
+    for table in tables if probes else tables[:1]:
+        display.console.print(table)
+    return report

@@ -1,0 +1,8 @@
+"""The model-free gates: is the reward faithful and the dataset sound, before any model is paid for.
+
+- `rules`: runs the audit worker and judges its measurements against config.toml;
+- `audit`: the worker process that loads the candidate, measures it and plays the probes;
+- `dataset`: duplicates, near-duplicates (MinHash) and balance of the task set;
+- `probes`: the exploit replies (empty, echo, wrong answer, padding, ...);
+- `oracle`: finds a conversation's task and asks its oracle hook for the reference reply.
+"""

@@ -1,0 +1,91 @@
+"""The worker job: what the harness asks a child process to do with the candidate, as one typed object.
+
+The harness writes it to `outputs/<commit>/job.json` and the child (`autoenv.worker` for
+rollouts, `autoenv.gates.audit` for the gates) reads it back; recompute reads it again later to
+know which models ran. Building it in one place keeps the taskset id, the seat settings
+and the budget the same for every child.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TASKSET_ID = "candidate-env"
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SamplingSpec(_Part):
+    """Sampling parameters sent with every model request (None = the endpoint's default)."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+
+
+class Seat(_Part):
+    """One model to roll out: a real endpoint, or a scripted policy on the embedded endpoint."""
+
+    model: str = Field(description="Model name, or the policy name when embedded.")
+    base_url: str = Field("", description="OpenAI-compatible base URL; ignored when embedded.")
+    api_key_var: str = Field("", description="Environment variable holding the key; '' for none.")
+    sampling: SamplingSpec = Field(default_factory=SamplingSpec)
+    embedded: bool = Field(False, description="Served by the built-in endpoint inside the worker.")
+
+
+class RolloutPlan(_Part):
+    """The evaluation proper: sampled tasks x rollouts for each role."""
+
+    examples: int = Field(description="Tasks to sample (seeded, stratified by difficulty).")
+    rollouts: int = Field(description="Rollouts per task and role.")
+    roles: dict[str, Seat]
+    smoke: bool = Field(True, description="One target rollout first; a failed smoke stops the worker.")
+
+
+class AuditPlan(_Part):
+    """The model-free gates: dataset measurements and, when `probes`, the scripted probes."""
+
+    probes: bool = True
+    probe_sample: int = Field(description="Tasks probed when scored in-process.")
+    rollout_sample: int = Field(description="Tasks probed when probes run as real rollouts.")
+    near_threshold: float = Field(description="MinHash similarity counted as a near-duplicate.")
+    exploits: int = Field(description="How many exploit probes exist (for the deadline).")
+
+
+class Job(_Part):
+    """Everything a worker process needs; nothing it needs comes from the environment."""
+
+    candidate_dir: str
+    out_dir: str
+    taskset_id: str = TASKSET_ID
+    seed: int = Field(0, description="Seeds the task sample and the scripted policies.")
+    max_concurrent: int = Field(8, description="Rollouts in flight at once.")
+    rollout_timeout: float = Field(300.0, description="Seconds before a rollout is stopped.")
+    max_turns: int = 10
+    log_name: str = Field("worker.log", description="verifiers' log, under out_dir.")
+    rollouts: RolloutPlan | None = None
+    audit: AuditPlan | None = None
+
+    @property
+    def out(self) -> Path:
+        return Path(self.out_dir)
+
+    def expected_rollouts(self) -> int:
+        """An upper bound on rollouts, for the worker's deadline."""
+        total = 0
+        if self.rollouts is not None:
+            total += len(self.rollouts.roles) * self.rollouts.examples * self.rollouts.rollouts + int(self.rollouts.smoke)
+        if self.audit is not None and self.audit.probes:
+            total += self.audit.rollout_sample * (self.audit.exploits + 1)
+        return max(total, 1)
+
+    def write(self, path: Path) -> None:
+        path.write_text(self.model_dump_json(indent=1))
+
+    @classmethod
+    def read(cls, path: Path) -> Job:
+        return cls.model_validate_json(path.read_text())

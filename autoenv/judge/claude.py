@@ -1,0 +1,70 @@
+"""The Claude Code CLI judge: print mode in the workspace, with only Read, Grep and Glob.
+
+Working directory = the workspace, `--tools Read,Grep,Glob --permission-mode dontAsk`
+(reads outside it are denied; Bash and Write do not exist), `--bare` (a CLAUDE.md planted
+in the candidate cannot steer the judge), no session persistence, its own config
+directory, and turn, spend and wall-clock limits. The answer comes back as JSON under the
+findings' schema; the harness, not the model, writes the feedback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+from autoenv.config import Judge
+from autoenv.judge.base import JudgeCall, JudgeFailed
+from autoenv.judge.schema import PROMPT, findings_schema, validate
+from autoenv.record import JudgeResult
+
+KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+
+
+def available(cfg: Judge) -> bool:
+    """The CLI on PATH and a key it can use."""
+    return bool(shutil.which(cfg.claude_bin)) and any(os.environ.get(v) for v in KEYS)
+
+
+def judge(call: JudgeCall) -> JudgeResult:
+    cfg = call.cfg
+    binary = shutil.which(cfg.claude_bin)
+    if binary is None:
+        raise JudgeFailed(f"the Claude Code CLI `{cfg.claude_bin}` is not on PATH (npm install -g @anthropic-ai/claude-code)")
+    call.state_dir.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")}
+    env.update(CLAUDE_CONFIG_DIR=str(call.state_dir), CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+    cmd = [binary, "-p", PROMPT, "--output-format", "json", "--json-schema", json.dumps(findings_schema()),
+           "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk", "--bare",
+           "--no-session-persistence", "--max-turns", str(cfg.max_turns),
+           "--max-budget-usd", str(cfg.max_budget_usd), "--model", cfg.model]
+    try:
+        proc = subprocess.run(cmd, cwd=call.workspace, env=env, capture_output=True, text=True,
+                              timeout=cfg.timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise JudgeFailed(f"the claude judge did not finish within {cfg.timeout:g} s (judge.timeout)") from None
+    try:
+        out = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {}
+    except json.JSONDecodeError:
+        out = {}
+    spent = {"cost_usd": out.get("total_cost_usd"), "turns": out.get("num_turns")}
+    if proc.returncode != 0 or out.get("is_error") or not out:
+        detail = out.get("subtype") or (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise JudgeFailed(f"the claude judge failed (exit {proc.returncode}): {detail}", **spent)
+    raw = out.get("structured_output")
+    if raw is None:
+        try:
+            raw = json.loads(out.get("result") or "")
+        except json.JSONDecodeError:
+            raise JudgeFailed("the claude judge returned no structured findings", **spent) from None
+    try:
+        findings = validate(raw)
+    except JudgeFailed as e:
+        raise JudgeFailed(str(e), **spent) from None
+    usage = out.get("usage") or {}
+    return JudgeResult(
+        backend="claude", findings=findings, model=cfg.model, turns=out.get("num_turns"),
+        input_tokens=usage.get("input_tokens"), output_tokens=usage.get("output_tokens"),
+        cost_usd=out.get("total_cost_usd"), permission_denials=out.get("permission_denials") or [],
+    )

@@ -1,0 +1,85 @@
+"""Chat messages as the scripted policies, the probes and the oracle hook exchange them.
+
+The lowest layer of the endpoint and the gates: both the policies (which serve replies)
+and the probes (which build them) need these types, so they live below both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class ToolCall:
+    name: str
+    arguments: str  # JSON text, as the OpenAI wire format carries it
+    id: str = ""
+
+
+@dataclass
+class Reply:
+    """One assistant message produced by a policy."""
+
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+    @classmethod
+    def coerce(cls, value: Any) -> "Reply":
+        """Normalise what an oracle hook returns: text, a dict, a Reply, or None."""
+        if value is None:
+            return cls()
+        if isinstance(value, Reply):
+            return value
+        if isinstance(value, str):
+            return cls(content=value)
+        if isinstance(value, dict):
+            calls = []
+            for i, call in enumerate(value.get("tool_calls") or []):
+                fn = call.get("function", call)
+                args = fn.get("arguments", {})
+                calls.append(
+                    ToolCall(
+                        name=str(fn["name"]),
+                        arguments=args if isinstance(args, str) else json.dumps(args),
+                        id=str(call.get("id") or f"call_{i}"),
+                    )
+                )
+            return cls(content=str(value.get("content") or ""), tool_calls=calls)
+        raise TypeError(
+            "an oracle hook must return a string, a dict with 'content' and/or "
+            f"'tool_calls', or None; got {type(value).__name__}"
+        )
+
+
+@dataclass
+class ChatRequest:
+    """What a policy sees of one /v1/chat/completions request."""
+
+    model: str
+    messages: list[dict]
+    tools: list[dict]
+    session: str
+    """The rollout's id (X-Session-ID header), or a per-request id when absent."""
+
+
+def message_text(content: Any) -> str:
+    """The text of an OpenAI message `content` (a string or a list of parts)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
+        )
+    return str(content)
+
+
+def seeded_rng(*parts: object) -> random.Random:
+    """A random generator seeded from `parts`: the same parts replay the same choices."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))

@@ -1,0 +1,379 @@
+"""The evaluation record: one typed ledger entry and its parts, with its schema and its history.
+
+Every command reads this record (`autoenv log`, `show`, the verdict's baseline, the
+judge, the feedback file), so it is a typed artifact with a schema rather than a dict
+that each reader digs into: the stages produce these objects, `ledger` alone turns them
+into JSON lines, and `read_entries()` hands them back typed. `schema/entry.schema.json`
+is generated from these models (`python -m autoenv.record`) so tools outside Python can
+read the ledger; a test keeps it current.
+
+History: version 1 (the first landed harness) stored per-task rows as positional
+`[sum, n, disagree]` lists, an empty `rl_readiness` on failures, and `passed`/`failed`
+beside the gate findings. `Entry.from_json` upgrades those on read; the line on disk is
+never rewritten (the hash chain covers it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
+
+SCHEMA_VERSION = 2
+SCHEMA_FILE = Path(__file__).parent / "schema" / "entry.schema.json"
+
+Role = Literal["target", "strong"]
+ROLES: tuple[Role, Role] = ("target", "strong")
+VerdictKind = Literal["keep", "discard", "inconclusive", "crash"]
+Outcome = Literal["ok", "provider_error", "timeout", "env_error"]
+GateStatus = Literal["pass", "warn", "fail", "skip"]
+
+
+class Part(BaseModel):
+    """Base of every record part: immutable, and unknown keys are an error, never ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TaskRow(Part):
+    """One task's scored rollouts, enough to compare evaluations without their traces."""
+
+    sum: float = Field(description="Sum of the task's scored rewards.")
+    n: int = Field(description="Number of scored rollouts of the task.")
+    disagree: bool = Field(description="At least two scored rollouts whose rewards differ.")
+
+
+class Group(Part):
+    """Scored rollouts of one difficulty or category."""
+
+    n: int = Field(description="Scored rollouts in the group.")
+    mean: float | None = Field(description="Their mean reward.")
+
+
+class ErrorCounts(Part):
+    """Rollouts that were not scored, by cause; never averaged in as zeros."""
+
+    provider_error: int = Field(0, description="The model endpoint failed (HTTP errors, unreachable, cut stream).")
+    timeout: int = Field(0, description="The rollout hit budget.rollout_timeout.")
+    env_error: int = Field(0, description="The candidate failed: a reward raised or returned a non-number, a tool died.")
+
+    @property
+    def total(self) -> int:
+        return self.provider_error + self.timeout + self.env_error
+
+    def rate(self, kind: Outcome, rollouts: int) -> float:
+        """Share of `rollouts` that ended with `kind`."""
+        return getattr(self, kind) / rollouts if rollouts else 0.0
+
+
+class ModelStats(Part):
+    """One model's results over the evaluation's sampled tasks."""
+
+    model: str = Field(description="Model name as sent to the endpoint (a policy name offline).")
+    rollouts: int = Field(description="Rollouts run, errored ones included.")
+    scored: int = Field(description="Rollouts that ended ok with a reward.")
+    mean: float | None = Field(description="Mean reward of the scored rollouts.")
+    ci: tuple[float, float] | None = Field(description="95% interval of the mean from a cluster bootstrap over tasks.")
+    std: float | None = Field(description="Standard deviation of the scored rewards.")
+    solve_rate: float | None = Field(description="Share of scored rollouts reaching bands.solve_threshold.")
+    max_reward: float | None = Field(description="Sum of the positive reward weights, when every score lies in [0, 1].")
+    normalized_mean: float | None = Field(description="mean / max_reward.")
+    tasks: int = Field(description="Distinct tasks rolled out.")
+    disagree_share: float | None = Field(
+        description="Share of tasks with >= 2 scored rollouts whose rewards differ (what GRPO learns from).")
+    errors: ErrorCounts = Field(default_factory=ErrorCounts, description="Unscored rollouts by cause.")
+    components: dict[str, float | None] = Field(default_factory=dict,
+                                                description="Mean score of each reward function (unweighted).")
+    by_difficulty: dict[str, Group] = Field(default_factory=dict, description="Scored rollouts by task difficulty.")
+    by_category: dict[str, Group] = Field(default_factory=dict, description="Scored rollouts by task category.")
+    input_tokens: int = Field(0, description="Prompt tokens over all rollouts.")
+    output_tokens: int = Field(0, description="Completion tokens over all rollouts.")
+    cost_usd: float | None = Field(None, description="Priced with [role.price]; None when unpriced or offline.")
+    mean_seconds: float | None = Field(None, description="Mean rollout wall time.")
+    p90_seconds: float | None = Field(None, description="90th percentile rollout wall time.")
+    per_task: dict[str, TaskRow] | None = Field(
+        default_factory=dict,
+        description="Per-task rows keyed by a short task id; None in entries from before per-task tables.")
+
+    def error_rate(self, kind: Outcome) -> float:
+        return self.errors.rate(kind, self.rollouts)
+
+
+class Readiness(Part):
+    """Where the evaluation stands against the wanted state."""
+
+    target_in_band: bool = Field(description="Target mean inside [bands.target_min, bands.target_max].")
+    strong_above_floor: bool = Field(description="Strong mean at or above bands.strong_min.")
+    target_std: float | None = Field(description="Spread of the target's rewards.")
+    learnable_share: float | None = Field(description="The target's disagree_share.")
+    distance: float | None = Field(description="Target outside its band plus strong below its floor (0 = wanted).")
+    ready: bool = Field(description="In band, above the floor, and learnable_share >= bands.learnable_min.")
+
+
+class Verdict(Part):
+    """The keep/discard decision and why."""
+
+    verdict: VerdictKind = Field(description="keep, discard, inconclusive, or crash.")
+    reason: str = Field(description="One paragraph a person can read, with the intervals behind the decision.")
+    compared_to: str | None = Field(None, description="Commit of the kept entry this one was compared with.")
+
+
+class StrongModel(Part):
+    """The seed's summary of the strong model."""
+
+    model: str | None = Field(None, description="The strong model's name.")
+    mean: float | None = Field(None, description="Its mean reward.")
+    solvable: bool | None = Field(None, description="Strong mean at or above its floor.")
+
+
+class Budget(Part):
+    """What the evaluation was allowed to spend ([budget] and the seed)."""
+
+    examples: int = Field(description="Tasks sampled per model.")
+    rollouts_per_example: int = Field(description="Rollouts per task and model.")
+    max_concurrent: int = Field(description="Rollouts in flight at once, across both models.")
+    rollout_timeout: float = Field(description="Seconds before a rollout is stopped.")
+    max_turns: int = Field(description="Model turns per rollout.")
+    seed: int = Field(description="Seeds the task sample and the scripted policies.")
+
+
+class CandidateInfo(Part):
+    """What the install stage and the worker saw of the candidate."""
+
+    taskset: str | None = Field(None, description="The exported vf.Taskset class.")
+    env: str | None = Field(None, description="The exported vf.Env class, if any.")
+    task: str | None = Field(None, description="The taskset's task class.")
+    oracle_hook: bool | None = Field(None, description="The task defines `oracle(self, messages)`.")
+    import_seconds: float | None = Field(None, description="Import time in a fresh process.")
+    tasks: int | None = Field(None, description="Tasks the taskset loaded.")
+    load_seconds: float | None = Field(None, description="Time to load them.")
+
+
+class GateFinding(Part):
+    """One check or probe judged against config.toml."""
+
+    name: str = Field(description="The check, or `probe <name>`.")
+    status: GateStatus = Field(description="pass, warn, fail, or skip (not applicable).")
+    message: str = Field(description="What was measured against which threshold.")
+    data: dict[str, Any] = Field(default_factory=dict, description="Measurements behind the message.")
+
+
+class BestReply(Part):
+    """A probe reply that scored, for the feedback's evidence."""
+
+    idx: int | None = Field(description="The task's index in the taskset.")
+    key: str = Field(description="The task's key.")
+    reward: float = Field(description="What the reply earned.")
+    reply: str = Field(description="The reply, cut to 200 characters.")
+
+
+class ProbeSummary(Part):
+    """What one scripted policy earned."""
+
+    description: str = Field(description="What the policy replies.")
+    mean: float | None = Field(description="Mean reward of its scored replies.")
+    tasks: int = Field(description="Tasks it was played on.")
+    scored: int = Field(description="Replies that were scored.")
+    skipped: int = Field(description="Tasks where it does not apply (e.g. no answer to swap).")
+    errors: int = Field(description="Replies that hit an environment or provider error.")
+    harvested: dict[str, str] = Field(default_factory=dict, description="Reward components the probe earned.")
+    best: list[BestReply] = Field(default_factory=list, description="Its best-scoring replies (evidence).")
+    of_oracle: float | None = Field(None, description="mean / the oracle's mean.")
+
+
+class GateReport(Part):
+    """The model-free gates: checks of the package and dataset, then the probes."""
+
+    findings: list[GateFinding] = Field(default_factory=list, description="Every check and probe, in order.")
+    probes: dict[str, ProbeSummary] = Field(default_factory=dict, description="What each scripted policy earned.")
+    mode: Literal["in-process", "rollouts"] | None = Field(None, description="How the probes were scored.")
+    seconds: float | None = Field(None, description="Wall time of the gates.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_derived(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k not in ("passed", "failed")}
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def failed(self) -> list[str]:
+        """`name: message` of every failed finding."""
+        return [f"{f.name}: {f.message}" for f in self.findings if f.status == "fail"]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def passed(self) -> bool:
+        """No finding failed."""
+        return not self.failed
+
+
+class Hack(Part):
+    """A way to score without doing the task."""
+
+    description: str = Field(description="What earns reward undeservedly, and how.")
+    evidence: list[str] = Field(description="Rollout ids or probe/task references.")
+
+
+class Priority(Part):
+    """One thing to fix, most important first."""
+
+    issue: str = Field(description="What is wrong.")
+    fix: str = Field(description="A concrete change that fixes it.")
+
+
+class SpecFidelity(Part):
+    """How far the environment does what spec.md asks."""
+
+    score: int | None = Field(ge=0, le=10, description="0-10; None when not assessed.")
+    gaps: list[str] = Field(description="What the spec asks for that the environment does not do.")
+
+
+class RewardFaithfulness(Part):
+    """Whether high rewards were deserved."""
+
+    suspected_hacks: list[Hack] = Field(description="Ways to score without doing the task.")
+
+
+class RlAssessment(Part):
+    """Whether the target model can learn from the environment."""
+
+    assessment: str = Field(description="One-line judgement.")
+    concerns: list[str] = Field(description="What stands in the way.")
+
+
+class DatasetQuality(Part):
+    """Diversity, difficulty mix and ambiguity of the tasks."""
+
+    assessment: str = Field(description="One-line judgement.")
+    issues: list[str] = Field(description="Problems found in the tasks.")
+
+
+class Findings(Part):
+    """The judge's structured findings (the JSON schema the judge must answer in)."""
+
+    summary: str = Field(description="A short paragraph for the agent.")
+    spec_fidelity: SpecFidelity = Field(description="How far the environment does what the spec asks.")
+    reward_faithfulness: RewardFaithfulness = Field(description="Undeserved rewards and missed correct answers.")
+    rl_readiness: RlAssessment = Field(description="Can the target model learn from it.")
+    dataset_quality: DatasetQuality = Field(description="Diversity, difficulty mix, ambiguity.")
+    priorities: list[Priority] = Field(description="What to fix, most important first.")
+
+
+class JudgeResult(Part):
+    """What the judge returned and what it cost; a failed judge keeps the offline findings."""
+
+    backend: str = Field(description="claude, anthropic or offline.")
+    findings: Findings = Field(description="The findings rendered into the feedback (offline ones when it failed).")
+    ok: bool = Field(True, description="The configured judge delivered.")
+    error: str | None = Field(None, description="Why the configured judge failed.")
+    model: str | None = Field(None, description="The judge's model.")
+    turns: int | None = Field(None, description="Model turns used.")
+    input_tokens: int | None = Field(None, description="Prompt tokens used.")
+    output_tokens: int | None = Field(None, description="Completion tokens used.")
+    cost_usd: float | None = Field(None, description="What the judge spent, also when it failed.")
+    seconds: float | None = Field(None, description="Wall time of the judge.")
+    permission_denials: list[Any] = Field(default_factory=list,
+                                          description="Tool uses the Claude Code CLI refused (reads outside the workspace).")
+
+
+class Entry(Part):
+    """One evaluation of one commit: the line `feedback_log.jsonl` holds for it."""
+
+    schema_version: int = Field(SCHEMA_VERSION, description="Version the entry was written with.")
+    commit: str = Field(description="Full SHA of the evaluated commit.")
+    timestamp: str = Field(description="When it was recorded, ISO 8601 UTC.")
+    description: str = Field("", description="The agent's claim about the change (unverified).")
+    eval_success: bool = Field(description="False when the evaluation crashed.")
+    stats: dict[Role, ModelStats] = Field(default_factory=dict, description="Per role; empty when no model ran.")
+    rl_readiness: Readiness | None = Field(None, description="Where it stands against the wanted state; None for crashes.")
+    strong_model: StrongModel = Field(default_factory=StrongModel, description="The seed's strong-model summary.")
+    verdict: Verdict = Field(description="keep / discard / inconclusive / crash, and why.")
+    run_id: str = Field("", description="Time-based id of this evaluation run.")
+    branch: str | None = Field(None, description="Branch checked out at evaluation (autoenv/<tag>).")
+    offline: bool = Field(False, description="Scripted policies stood in for the models.")
+    budget: Budget | None = Field(None, description="What the evaluation was allowed to spend.")
+    candidate: CandidateInfo = Field(default_factory=CandidateInfo, description="What was evaluated.")
+    timings: dict[str, float] = Field(default_factory=dict, description="Seconds per stage.")
+    gates: GateReport | None = Field(None, description="The model-free gates; None when they did not run.")
+    outputs: str = Field("", description="Where traces and logs are, relative to the repository when inside it.")
+    failed_stage: str | None = Field(None, description="Stage that failed, for crashes.")
+    error: str | None = Field(None, description="The failure, for crashes.")
+    judge: JudgeResult | None = Field(None, description="The judge's findings and spend; None for crashes.")
+    prev_hash: str = Field("", description="SHA-256 of the previous ledger line (hash chain).")
+
+    @property
+    def kept(self) -> bool:
+        return self.verdict.verdict == "keep"
+
+    def to_json(self) -> str:
+        """One ledger line (no newline)."""
+        return json.dumps(self.model_dump(mode="json"), allow_nan=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Entry:
+        """An entry from its JSON object, upgrading older schema versions."""
+        version = data.get("schema_version", 1)
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise RecordError(f"schema_version {version!r} is newer than this harness reads ({SCHEMA_VERSION})")
+        if version == 1:
+            data = upgrade_v1(data)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise RecordError(f"{where}: {first['msg']}") from None
+
+
+class RecordError(ValueError):
+    """A ledger line that is not a valid entry; the ledger adds the file and line."""
+
+
+def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 entry in the version-2 shape (the schema changed its form, not its facts)."""
+    out = dict(data)
+    stats = {}
+    for role, raw in (out.get("stats") or {}).items():
+        s = dict(raw)
+        if "per_task" in s:
+            s["per_task"] = {k: {"sum": v[0], "n": v[1], "disagree": bool(v[2]) if len(v) > 2 else False}
+                             for k, v in s["per_task"].items()}
+        else:
+            s["per_task"] = None  # evaluated before per-task tables: never a verdict's baseline
+        stats[role] = s
+    out["stats"] = stats
+    if not out.get("rl_readiness"):
+        out["rl_readiness"] = None
+    if out.get("gates") == {}:
+        out["gates"] = None
+    for key in ("verdict",):
+        if isinstance(out.get(key), dict) and out[key].get("compared_to") is None:
+            out[key] = {k: v for k, v in out[key].items() if k != "compared_to"}
+    return out
+
+
+def clean_float(value: float | None) -> float | None:
+    """None for NaN/inf: JSON has no such numbers, and the ledger refuses them."""
+    return None if value is None or not math.isfinite(value) else value
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a ledger entry, as committed under autoenv/schema/."""
+    schema = Entry.model_json_schema(mode="serialization")
+    schema["title"] = f"AutoEnv ledger entry (schema_version {SCHEMA_VERSION})"
+    return schema
+
+
+def schema_text() -> str:
+    return json.dumps(json_schema(), indent=1, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    SCHEMA_FILE.parent.mkdir(exist_ok=True)
+    SCHEMA_FILE.write_text(schema_text())
+    print(f"wrote {SCHEMA_FILE}")

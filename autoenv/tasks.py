@@ -1,0 +1,65 @@
+"""Loading the candidate through verifiers: the environment, its seats, and its tasks.
+
+One module below the worker, the audit and the endpoint, which all load the candidate
+the same way (null harness, subprocess runtime, a rollout timeout always set). Every
+function takes the `verifiers.v1` module as an argument: importing it costs ~2.5 s, and
+only child processes that run the candidate pay for it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from autoenv.job import TASKSET_ID, Job
+
+INFINITE_LIMIT = 100_000
+
+
+def seat_names(vf: Any, taskset_id: str) -> list[str]:
+    """The env's agent seats: `agent` for a plain taskset, its own names for a custom Env."""
+    config_type = vf.env_config_type(taskset_id)
+    return [
+        name
+        for name, field in config_type.model_fields.items()
+        if isinstance(field.default, vf.AgentConfig)
+    ] or ["agent"]
+
+
+def build_env(vf: Any, job: Job) -> Any:
+    """The candidate's environment with every seat on the null harness and the subprocess runtime."""
+    seat = {
+        "harness": {"id": "null"},
+        "runtime": {"type": "subprocess"},
+        "timeout": {"rollout": float(job.rollout_timeout)},
+        "max_turns": int(job.max_turns),
+    }
+    raw: dict[str, Any] = {"taskset": {"id": job.taskset_id}}
+    for name in seat_names(vf, job.taskset_id):
+        raw[name] = dict(seat)
+    return vf.load_environment(vf.resolve_env_config(raw))
+
+
+def all_tasks(taskset: Any, limit: int = INFINITE_LIMIT) -> list[Any]:
+    """Every task of `taskset` (an infinite one is bounded at `limit`)."""
+    return list(taskset if taskset.bounded else taskset.take(limit))
+
+
+def candidate_tasks(candidate_dir: str) -> list[Any]:
+    """Every task of the candidate in `candidate_dir` (imports verifiers and the candidate)."""
+    sys.path.insert(0, candidate_dir)
+    import verifiers.v1 as vf  # deferred: the heavy import is paid only where the candidate runs
+
+    config = vf.resolve_env_config({"taskset": {"id": TASKSET_ID}})
+    return all_tasks(vf.load_taskset(config.taskset))
+
+
+def task_row(task: Any) -> dict[str, Any]:
+    """What tasks.json keeps of a sampled task: its index, key and the fields the harness reads."""
+    data = task.data
+    row = {"idx": data.idx, "key": task.key}
+    for name in ("id", "difficulty", "category", "answer"):
+        value = getattr(data, name, None)
+        if value is not None:
+            row[name] = value if isinstance(value, (str, int, float, bool)) else str(value)
+    return row
