@@ -197,7 +197,7 @@ class Judge:
 
     backend: str = "auto"
     """auto | claude | anthropic | offline (auto: claude CLI with a key, else SDK with a key, else offline)."""
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-6"
     max_turns: int = 30
     max_budget_usd: float = 1.0
     timeout: float = 600.0

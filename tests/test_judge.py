@@ -807,7 +807,7 @@ def test_claude_backend_end_to_end(repo, evaluated, fake_bin, tmp_path):
     assert flag(argv, "--output-format") == "json"
     assert json.loads(flag(argv, "--json-schema")) == findings_schema()
     assert flag(argv, "--max-turns") == "30" and float(flag(argv, "--max-budget-usd")) == 1.0
-    assert flag(argv, "--model") == "claude-sonnet-4-5"
+    assert flag(argv, "--model") == "claude-sonnet-4-6"
     assert "--bare" in argv and "--dangerously-skip-permissions" not in argv and "--allowedTools" not in argv
     assert "untrusted" in flag(argv, "-p")
     config_dir = Path(call["env"]["CLAUDE_CONFIG_DIR"]).resolve()
@@ -824,7 +824,7 @@ def test_claude_backend_end_to_end(repo, evaluated, fake_bin, tmp_path):
     cited = judged["findings"]["reward_faithfulness"]["suspected_hacks"][0]["evidence"][0]
     assert (ws / "rollouts" / f"{cited}.md").is_file()
     text = feedback(repo, commit)
-    assert "## Judge (claude, claude-sonnet-4-5)" in text and "## Judge (offline)" not in text
+    assert "## Judge (claude, claude-sonnet-4-6)" in text and "## Judge (offline)" not in text
     assert f"(evidence: {cited})" in text and "answer tag accepted anywhere" in text and "$0.0123" in text
     assert "### Spec fidelity: 7/10" in text and "judge failed" not in text
     assert (newest / "replaced_feedback.md").read_text() == before
@@ -907,7 +907,7 @@ def test_anthropic_backend_refuses_escapes_and_renders_findings(repo, evaluated)
     assert result.returncode == 0, result.stdout + result.stderr
     assert len(stub.requests) == 6
     first = stub.requests[0]
-    assert first["model"] == "claude-sonnet-4-5"
+    assert first["model"] == "claude-sonnet-4-6"
     tools = {tool["name"]: tool for tool in first["tools"]}
     assert set(tools) == {"list_files", "read_file", "grep", "submit_findings"}
     assert tools["submit_findings"]["input_schema"] == findings_schema()
@@ -928,7 +928,7 @@ def test_anthropic_backend_refuses_escapes_and_renders_findings(repo, evaluated)
     newest = stamps(repo, commit)[-1]
     assert (newest / "workspace" / "rollouts" / f"{stub.cited}.md").is_file()
     text = feedback(repo, commit)
-    assert "## Judge (anthropic, claude-sonnet-4-5)" in text
+    assert "## Judge (anthropic, claude-sonnet-4-6)" in text
     for marker in ("STUB-JUDGE-SUMMARY", "1. STUB-PRIORITY — anchor the answer tag", f"(evidence: {stub.cited})",
                    "### Spec fidelity: 8/10", "- STUB-GAP: no word problems"):
         assert marker in text, marker
