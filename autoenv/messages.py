@@ -83,3 +83,8 @@ def seeded_rng(*parts: object) -> random.Random:
     """A random generator seeded from `parts`: the same parts replay the same choices."""
     digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def tool_names(tools: list[dict]) -> list[str]:
+    """The names of the tools a chat request advertises (OpenAI `{"function": {...}}` or flat)."""
+    return [((t.get("function") or t).get("name") or "") for t in tools]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol
 
 from autoenv.gates.probes import EXPLOITS, NEEDS_ORACLE, probe_reply
-from autoenv.messages import ChatRequest, Reply, seeded_rng
+from autoenv.messages import ChatRequest, Reply, seeded_rng, tool_names
 
 
 class OracleSource(Protocol):
@@ -121,7 +121,7 @@ class Policies:
 def advertised_names(reply: Reply, tools: list[dict]) -> Reply:
     """Map the bare tool names an oracle uses (`price`) to the names the request
     advertises (a harness may prefix them with the server's name, e.g. `catalog_price`)."""
-    names = [((t.get("function") or t).get("name") or "") for t in tools]
+    names = tool_names(tools)
     for call in reply.tool_calls:
         if call.name in names:
             continue

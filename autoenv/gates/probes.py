@@ -13,7 +13,7 @@ import json
 import random
 import re
 
-from autoenv.messages import Reply, ToolCall, seeded_rng
+from autoenv.messages import Reply, ToolCall, seeded_rng, tool_names
 
 EXPLOITS = {
     "empty": "an empty reply",
@@ -101,7 +101,7 @@ def probe_reply(name: str, *, oracle: Reply | None, answer: str | None, answers:
         words = ("".join(rng.choice(alphabet) for _ in range(rng.randint(2, 9))) for _ in range(3000))
         return Reply(content=" ".join(words))
     if name == "tool-spam":
-        names = [((t.get("function") or t).get("name") or "") for t in tools]
+        names = tool_names(tools)
         turns = sum(1 for m in messages if m.get("role") == "assistant")
         if not names:
             return None
