@@ -262,6 +262,7 @@ def run_gates(config: Config, out_dir: Path, probes: bool = True) -> GateReport:
         "near_threshold": config.checks.near_duplicate_similarity, "max_concurrent": config.budget.max_concurrent,
         "rollout_timeout": config.budget.rollout_timeout, "max_turns": config.budget.max_turns,
         "expected_rollouts": config.probes.rollout_sample * (len(EXPLOITS) + 1), "log_name": "audit.log",
+        "runtime": config.runtime.job(),
     }
     run_worker(job, out_dir, candidate, module="autoenv.audit")
     judge_audit(json.loads((out_dir / "audit.json").read_text()), config, report)

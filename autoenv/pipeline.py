@@ -27,6 +27,7 @@ from autoenv.judge import render as judge_render
 from autoenv.ledger import append_entry, read_entries, last_kept
 from autoenv.report import render, write_report
 from autoenv.rollouts import run_worker
+from autoenv.runtime import check_ready
 from autoenv.stats import model_stats
 from autoenv.traces import read_rollouts
 from autoenv.verdict import comparable, decide, rl_readiness
@@ -134,6 +135,7 @@ def preflight(options: EvalOptions) -> Context:
             )
         if not options.offline:
             check_keys(config)
+        check_ready(config.runtime.type, config.root / CONFIG_NAME)
         run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         out = config.path("outputs") / head.commit
         archive_previous(out)
@@ -213,7 +215,8 @@ def worker_job(ctx: Context) -> dict:
         "candidate_dir": str(c.path("candidate")), "taskset_id": TASKSET_ID, "out_dir": str(ctx.out),
         "seed": c.seed, "examples": b.examples, "rollouts": b.rollouts_per_example,
         "max_concurrent": b.max_concurrent, "rollout_timeout": b.rollout_timeout, "max_turns": b.max_turns,
-        "roles": roles, "embedded_seed": c.seed, "smoke": True,
+        "roles": roles, "embedded_seed": c.seed, "embedded_latency": c.offline.latency, "smoke": True,
+        "runtime": c.runtime.job(),
     }
 
 

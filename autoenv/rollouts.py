@@ -111,6 +111,8 @@ def _follow(proc: subprocess.Popen, result: WorkerResult) -> None:
                 progress = display.rollout_progress()
                 progress.start()
                 bars = {"probes": progress.add_task("probes", total=event["total"], status=event.get("mode", ""))}
+            elif kind == "note":
+                display.note(event["message"])
             elif kind == "finished":
                 result.seconds = event["seconds"]
     finally:
@@ -137,12 +139,13 @@ def _worker_error(event: dict, out_dir: Path) -> WorkerFailed:
                         where=str(out_dir / "worker.log"), fix=fix)
 
 
-def oracle_job(candidate: Path, out: Path, examples: int, concurrency: int = 1) -> dict:
+def oracle_job(candidate: Path, out: Path, examples: int, concurrency: int = 1, harness: str = "inprocess") -> dict:
     """A worker job: the `oracle` policy alone on `examples` tasks, one rollout each."""
     return {
         "candidate_dir": str(candidate), "taskset_id": "candidate-env", "out_dir": str(out), "seed": 0,
         "examples": examples, "rollouts": 1, "max_concurrent": concurrency, "rollout_timeout": 600, "max_turns": 10,
         "roles": {"target": {"model": "oracle", "embedded": True, "sampling": {}}}, "smoke": False,
+        "runtime": {"type": "subprocess", "harness": harness, "settings": {}},
     }
 
 

@@ -8,7 +8,8 @@ the parent's progress display; everything verifiers logs goes to the job's log f
 
 Job fields: candidate_dir, taskset_id, out_dir, seed, examples, rollouts, max_concurrent,
 rollout_timeout, max_turns, roles {role: {model, base_url, api_key_var, sampling,
-embedded}}, embedded_seed.
+embedded}}, embedded_seed, embedded_latency, runtime {type, harness, settings} (autoenv.runtime;
+absent: the subprocess runtime with the in-process harness).
 """
 
 from __future__ import annotations
@@ -42,10 +43,19 @@ def seat_names(vf, taskset_id: str) -> list[str]:
     ] or ["agent"]
 
 
+_told: set[str] = set()
+
+
 def build_env(vf, job: dict):
+    from autoenv.runtime import choose_harness, seat_runtime
+
+    harness, note = choose_harness(job.get("runtime"))
+    if note and note not in _told:  # once per worker, though the audit builds the env twice
+        _told.add(note)
+        emit("note", message=note)
     seat = {
-        "harness": {"id": "null"},
-        "runtime": {"type": "subprocess"},
+        "harness": {"id": harness},
+        "runtime": seat_runtime(job.get("runtime")),
         "timeout": {"rollout": float(job["rollout_timeout"])},
         "max_turns": int(job["max_turns"]),
     }
@@ -77,7 +87,7 @@ async def run(job: dict) -> None:
     from autoenv.oracle import OracleBook
     from autoenv.policies import Policies
     from autoenv.sampling import TaskRef, choose_tasks
-    from autoenv.server import Endpoint
+    from autoenv.server import Endpoint, Faults
 
     out = Path(job["out_dir"])
     started = time.time()
@@ -93,7 +103,8 @@ async def run(job: dict) -> None:
 
     endpoint = None
     if any(spec.get("embedded") for spec in job["roles"].values()):
-        endpoint = await Endpoint(Policies(OracleBook(tasks), seed=int(job.get("embedded_seed", 0)))).start()
+        faults = Faults(latency=float(job.get("embedded_latency", 0.0)))
+        endpoint = await Endpoint(Policies(OracleBook(tasks), seed=int(job.get("embedded_seed", 0))), faults).start()
         os.environ[LOCAL_KEY_VAR] = "local"
     os.environ.setdefault(NO_KEY_VAR, "none")
 
