@@ -46,7 +46,23 @@ def test_a_verifiers_lacking_the_chat_program_is_reported(monkeypatch):
     assert "no null harness chat program" in inprocess.unavailable_reason()
 
 
-def test_a_normal_end_is_exit_0_and_every_client_is_closed():
+def hold_clients(monkeypatch) -> list:
+    """Keep every client the program opens alive, so only closing (not garbage collection) frees its sockets."""
+    module = inprocess.program()
+    held = []
+
+    class Holding(module.AsyncOpenAI):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            held.append(self)
+
+    monkeypatch.setattr(module, "AsyncOpenAI", Holding)
+    return held
+
+
+def test_a_normal_end_is_exit_0_and_every_client_is_closed(monkeypatch):
+    held = hold_clients(monkeypatch)
+
     async def go():
         async with Endpoint(Policies(_Fixed())) as ep:
             before = open_fds()
@@ -57,6 +73,7 @@ def test_a_normal_end_is_exit_0_and_every_client_is_closed():
 
     results, before, after = asyncio.run(go())
     assert [r.exit_code for r in results] == [0] * 20 and all(r.stderr == "" for r in results)
+    assert len(held) == 20 and all(client.is_closed() for client in held)
     assert after <= before
 
 
