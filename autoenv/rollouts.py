@@ -85,6 +85,7 @@ def _follow(proc: subprocess.Popen, result: WorkerResult) -> None:
             if not line.startswith(EVENT_PREFIX):
                 continue
             event = json.loads(line[len(EVENT_PREFIX):])
+            event["received"] = time.time()  # when the parent saw it (benchmarks time phases by it)
             result.events.append(event)
             kind = event["event"]
             if kind == "loaded":
