@@ -160,7 +160,8 @@ def warm() -> str:
     candidate = EXAMPLES / "arithmetic"
     with tempfile.TemporaryDirectory(prefix="autoenv-warm-") as tmp:
         started = time.time()
-        run_worker(oracle_job(candidate, Path(tmp), examples=1), Path(tmp), candidate)
+        # The stock harness, so uv prepares the chat program a `harness = "stock"` run needs.
+        run_worker(oracle_job(candidate, Path(tmp), examples=1, harness="stock"), Path(tmp), candidate)
         from autoenv.traces import read_rollouts
 
         rollouts = read_rollouts(Path(tmp) / "target")
