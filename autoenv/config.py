@@ -18,6 +18,7 @@ from pathlib import Path
 
 from autoenv.errors import AutoEnvError
 from autoenv.judge.registry import CHOICES
+from autoenv.runtime import HARNESSES, RUNTIME_TYPES, readiness_problem, settings_problems
 
 CONFIG_NAME = "config.toml"
 ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -219,11 +220,46 @@ class Judge:
 
 
 @dataclass(frozen=True)
+class Runtime:
+    """Where the candidate's programs and tool servers run, and which harness drives the chat."""
+
+    type: str = "subprocess"
+    """subprocess (this machine) | docker | modal | prime | e2b (verifiers' own runtimes)."""
+    harness: str = "inprocess"
+    """inprocess (verifiers' chat program run inside the worker; subprocess runtime only) | stock."""
+    docker: dict = field(default_factory=dict)
+    """Settings passed to verifiers' runtime of that type, checked against its config model."""
+    modal: dict = field(default_factory=dict)
+    prime: dict = field(default_factory=dict)
+    e2b: dict = field(default_factory=dict)
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = []
+        if self.type not in RUNTIME_TYPES:
+            out.append(("type", f"must be one of {', '.join(RUNTIME_TYPES)}"))
+        elif self.type != "subprocess":
+            out += [(f"{self.type}.{key}", message) for key, message in settings_problems(self.type, getattr(self, self.type))]
+        if self.harness not in HARNESSES:
+            out.append(("harness", f"must be one of {', '.join(HARNESSES)}"))
+        return out
+
+    def job(self) -> dict:
+        """The worker job's `runtime` field."""
+        settings = getattr(self, self.type) if self.type != "subprocess" else {}
+        return {"type": self.type, "harness": self.harness, "settings": dict(settings)}
+
+
+@dataclass(frozen=True)
 class Offline:
     """Scripted policies that stand in for the two models under --offline."""
 
     target: str = "noisy-oracle:0.45"
     strong: str = "oracle"
+    latency: float = 0.0
+    """Seconds the built-in endpoint waits before each reply (a slow provider, for benchmarks)."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        return [] if self.latency >= 0 else [("latency", "must be >= 0 seconds")]
 
 
 @dataclass(frozen=True)
@@ -249,6 +285,7 @@ class Config:
     probes: Probes = field(default_factory=Probes)
     judge: Judge = field(default_factory=Judge)
     offline: Offline = field(default_factory=Offline)
+    runtime: Runtime = field(default_factory=Runtime)
     root: Path = field(default=Path("."), compare=False)
     """Directory holding config.toml; every relative path is resolved against it."""
 
@@ -323,6 +360,10 @@ class _Reader:
             if not isinstance(value, dict):
                 self._fail(dotted, f"`{dotted}` must be a table ([{dotted}])")
             return self.build(hint, value, prefix=f"{dotted}.")
+        if hint is dict:  # a pass-through sub-table, checked by its owner's problems()
+            if not isinstance(value, dict):
+                self._fail(dotted, f"`{dotted}` must be a table ([{dotted}])")
+            return value
         allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
         for kind in allowed:
             if kind is type(None):
@@ -384,3 +425,14 @@ def locate_key(lines: list[str], dotted: str) -> int | None:
 def _type_name(kind) -> str:
     return {int: "an integer", float: "a number", str: "a string", bool: "true or false",
             dict: "a table", list: "an array"}.get(kind, getattr(kind, "__name__", str(kind)))
+
+
+def check_runtime_ready(kind: str, config_path: Path) -> None:
+    """Raise AutoEnvError (naming config.toml's `runtime.type` line) when `kind` cannot start here."""
+    problem = readiness_problem(kind)
+    if problem is None:
+        return
+    lines = config_path.read_text().splitlines() if config_path.is_file() else []
+    line = locate_key(lines, "runtime.type")
+    raise AutoEnvError(problem[0], where=f"{config_path}:{line} (runtime.type)" if line else
+                       f"{config_path} (runtime.type)", fix=problem[1])

@@ -9,6 +9,7 @@ and the budget the same for every child.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +18,14 @@ TASKSET_ID = "candidate-env"
 
 class _Part(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RuntimeSpec(_Part):
+    """Where the candidate's programs and tool servers run, and which harness drives the chat ([runtime])."""
+
+    type: str = Field("subprocess", description="verifiers' runtime: subprocess, docker, modal, prime or e2b.")
+    harness: str = Field("inprocess", description="inprocess (the chat program in the worker's loop) or stock.")
+    settings: dict[str, Any] = Field(default_factory=dict, description="Passed to verifiers' runtime config.")
 
 
 class SamplingSpec(_Part):
@@ -67,6 +76,8 @@ class Job(_Part):
     rollout_timeout: float = Field(300.0, description="Seconds before a rollout is stopped.")
     max_turns: int = 10
     log_name: str = Field("worker.log", description="verifiers' log, under out_dir.")
+    runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
+    embedded_latency: float = Field(0.0, description="Seconds the embedded endpoint waits before each reply.")
     rollouts: RolloutPlan | None = None
     audit: AuditPlan | None = None
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from autoenv import display
-from autoenv.config import CONFIG_NAME, Config, load_config
+from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config
 from autoenv.errors import AutoEnvError
 from autoenv.formats import iso_now, stamp
 from autoenv.gates.rules import run_gates
@@ -162,6 +162,7 @@ def preflight(options: EvalOptions) -> Context:
             )
         if not options.offline:
             check_keys(config)
+        check_runtime_ready(config.runtime.type, config.root / CONFIG_NAME)
         out = config.path("outputs") / head.commit
         archive_previous(out)
         display.note(f"commit {head.commit[:12]} on {head.branch or '(detached HEAD)'}: {head.subject}")
@@ -249,6 +250,7 @@ def worker_job(ctx: Context) -> Job:
                                                      max_tokens=model.sampling.max_tokens, top_p=model.sampling.top_p))
     return Job(candidate_dir=str(c.path("candidate")), out_dir=str(ctx.out), seed=c.seed,
                max_concurrent=b.max_concurrent, rollout_timeout=b.rollout_timeout, max_turns=b.max_turns,
+               runtime=c.runtime.job(), embedded_latency=c.offline.latency,
                rollouts=RolloutPlan(examples=b.examples, rollouts=b.rollouts_per_example, roles=roles, smoke=True))
 
 

@@ -17,7 +17,7 @@ from autoenv import display
 from autoenv.errors import AutoEnvError
 from autoenv.events import parse
 from autoenv.install import child_env
-from autoenv.job import Job, RolloutPlan, Seat
+from autoenv.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.paths import EXAMPLES
 from autoenv.traces import read_rollouts
 
@@ -88,6 +88,7 @@ def _follow(proc: subprocess.Popen, result: WorkerResult) -> None:
             event = parse(line)
             if event is None:
                 continue
+            event["received"] = time.time()  # when the parent saw it (benchmarks time phases by it)
             result.events.append(event)
             kind = event["event"]
             if kind == "loaded":
@@ -114,6 +115,8 @@ def _follow(proc: subprocess.Popen, result: WorkerResult) -> None:
                 progress = display.rollout_progress()
                 progress.start()
                 bars = {"probes": progress.add_task("probes", total=event["total"], status=event.get("mode", ""))}
+            elif kind == "note":
+                display.note(event["message"])
             elif kind == "finished":
                 result.seconds = event["seconds"]
     finally:
@@ -140,10 +143,10 @@ def _worker_error(event: dict, out_dir: Path) -> WorkerFailed:
                         where=str(out_dir / "worker.log"), fix=fix)
 
 
-def oracle_job(candidate: Path, out: Path, examples: int, concurrency: int = 1) -> Job:
+def oracle_job(candidate: Path, out: Path, examples: int, concurrency: int = 1, harness: str = "inprocess") -> Job:
     """A worker job: the `oracle` policy alone on `examples` tasks, one rollout each."""
     return Job(candidate_dir=str(candidate), out_dir=str(out), seed=0, max_concurrent=concurrency,
-               rollout_timeout=600, max_turns=10,
+               rollout_timeout=600, max_turns=10, runtime=RuntimeSpec(harness=harness),
                rollouts=RolloutPlan(examples=examples, rollouts=1, smoke=False,
                                     roles={"target": Seat(model="oracle", embedded=True)}))
 
@@ -154,7 +157,8 @@ def warm() -> str:
     candidate = EXAMPLES / "arithmetic"
     with tempfile.TemporaryDirectory(prefix="autoenv-warm-") as tmp:
         started = time.time()
-        run_worker(oracle_job(candidate, Path(tmp), examples=1))
+        # The stock harness, so uv prepares the chat program a `harness = "stock"` run needs.
+        run_worker(oracle_job(candidate, Path(tmp), examples=1, harness="stock"))
         rollouts = read_rollouts(Path(tmp) / "target")
         if not rollouts or rollouts[0].outcome != "ok":
             detail = rollouts[0].error if rollouts else "no trace was written"

@@ -11,9 +11,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from autoenv.events import emit
 from autoenv.job import TASKSET_ID, Job
+from autoenv.runtime import choose_harness, seat_runtime
 
 INFINITE_LIMIT = 100_000
+_told: set[str] = set()
 
 
 def seat_names(vf: Any, taskset_id: str) -> list[str]:
@@ -27,10 +30,14 @@ def seat_names(vf: Any, taskset_id: str) -> list[str]:
 
 
 def build_env(vf: Any, job: Job) -> Any:
-    """The candidate's environment with every seat on the null harness and the subprocess runtime."""
+    """The candidate's environment with every seat on the job's harness and runtime (see autoenv.runtime)."""
+    harness, note = choose_harness(job.runtime)
+    if note and note not in _told:  # once per worker, though the audit builds the env twice
+        _told.add(note)
+        emit("note", message=note)
     seat = {
-        "harness": {"id": "null"},
-        "runtime": {"type": "subprocess"},
+        "harness": {"id": harness},
+        "runtime": seat_runtime(job.runtime),
         "timeout": {"rollout": float(job.rollout_timeout)},
         "max_turns": int(job.max_turns),
     }

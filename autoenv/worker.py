@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Awaitable, Callable
 
 from autoenv.endpoint.policies import Policies
-from autoenv.endpoint.server import Endpoint
+from autoenv.endpoint.server import Endpoint, Faults
 from autoenv.events import emit
 from autoenv.gates.oracle import OracleBook
 from autoenv.job import Job
@@ -53,7 +53,8 @@ async def run(job: Job) -> None:
 
     endpoint = None
     if any(seat.embedded for seat in plan.roles.values()):
-        endpoint = await Endpoint(Policies(OracleBook(tasks), seed=job.seed)).start()
+        faults = Faults(latency=job.embedded_latency)
+        endpoint = await Endpoint(Policies(OracleBook(tasks), seed=job.seed), faults).start()
         os.environ[LOCAL_KEY_VAR] = "local"
     os.environ.setdefault(NO_KEY_VAR, "none")
 

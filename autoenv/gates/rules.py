@@ -255,7 +255,7 @@ def run_gates(config: Config, out_dir: Path, probes: bool = True) -> GateReport:
     job = Job(
         candidate_dir=str(candidate), out_dir=str(out_dir), seed=config.seed, log_name="audit.log",
         max_concurrent=config.budget.max_concurrent, rollout_timeout=config.budget.rollout_timeout,
-        max_turns=config.budget.max_turns,
+        max_turns=config.budget.max_turns, runtime=config.runtime.job(),
         audit=AuditPlan(probes=probes, probe_sample=config.probes.sample, rollout_sample=config.probes.rollout_sample,
                         near_threshold=config.checks.near_duplicate_similarity, exploits=len(EXPLOITS)),
     )
