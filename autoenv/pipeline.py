@@ -273,7 +273,9 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
     success = outcome.error is None
     stats = outcome.stats
     readiness = rl_readiness(stats, config.bands) if success else None
-    kept = last_kept(read_entries(config.path("log_file")), lambda e: comparable(e, stats, ctx.options.offline))
+    # the baseline is this run's: a ledger shared by several runs (branches) holds their entries too
+    kept = last_kept(read_entries(config.path("log_file")),
+                     lambda e: e.branch == ctx.head.branch and comparable(e, stats, ctx.options.offline))
     decision = decide(stats, config.bands, kept, eval_success=success,
                       error=outcome.error.what.splitlines()[0] if outcome.error else None,
                       gates_failed=ctx.gates.failed if ctx.gates else None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 
@@ -75,3 +76,13 @@ def test_failed_gates_discard_and_are_named(ctx):
     entry = record(ctx, verdict(ctx, Outcome()))
     assert entry.verdict.verdict == "discard" and "probe echo: mean 0.9" in entry.verdict.reason
     assert "gates failed: 1" in note_text(entry)
+
+
+def test_the_baseline_is_the_last_kept_of_this_run(ctx):
+    """A ledger shared by several runs: a verdict compares only with its own branch's entries."""
+    first = record(ctx, verdict(ctx, Outcome(stats=stats())))
+    other = dataclasses.replace(ctx, head=dataclasses.replace(ctx.head, branch="autoenv/other"))
+    elsewhere = record(other, verdict(other, Outcome(stats=stats())))
+    assert elsewhere.verdict.compared_to is None and "first successful" in elsewhere.verdict.reason
+    again = record(ctx, verdict(ctx, Outcome(stats=stats())))
+    assert again.verdict.compared_to == first.commit
