@@ -1,4 +1,4 @@
-"""The `autoenv` command: eval, serve, feedback, demo, setup.
+"""The `autoenv` command: eval, serve, feedback, demo, setup; and the review commands (autoenv.review.cli).
 
 Nothing here imports verifiers (it costs seconds): only the worker processes do.
 Exit codes: 0 done, 1 the evaluation crashed (recorded), 2 bad input (nothing recorded),
@@ -18,11 +18,13 @@ from autoenv.demo import make_run_repo
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults, load_oracle, serve_forever
 from autoenv.errors import AutoEnvError
+from autoenv.gitrepo import Repo
 from autoenv.install import install_candidate
 from autoenv.judge.registry import CHOICES
 from autoenv.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
 from autoenv.pipeline import EvalOptions, EvaluationCrashed, evaluate
 from autoenv.record import ROLES, Entry
+from autoenv.review.cli import add_commands as add_review_commands
 from autoenv.rollouts import warm
 
 
@@ -92,16 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("setup", help="fill verifiers/, install the candidate and warm the first rollout")
     p.add_argument("--skip-warm", action="store_true")
     p.set_defaults(func=cmd_setup)
+    add_review_commands(sub)
     return parser
 
 
 def cmd_eval(args) -> int:
     entry = evaluate(EvalOptions(cwd=Path.cwd(), config=args.config, description=args.description, offline=args.offline))
-    print_result(entry)
+    print_result(entry, Repo(Path.cwd()).root)
     return 0
 
 
-def print_result(entry: Entry) -> None:
+def print_result(entry: Entry, root: Path) -> None:
     fields: dict[str, object] = {"commit": entry.commit, "verdict": entry.verdict.verdict,
                                  "eval_success": entry.eval_success}
     for role in ROLES:
@@ -114,6 +117,8 @@ def print_result(entry: Entry) -> None:
     fields["offline"] = entry.offline
     fields["reason"] = entry.verdict.reason
     fields["feedback"] = f"feedback/{entry.commit}.md"
+    if entry.outputs and (root / entry.outputs / "plot.png").is_file():
+        fields["plot"] = f"{entry.outputs}/plot.png"
     display.result_block(fields)
 
 
@@ -138,7 +143,7 @@ def cmd_judge(args) -> int:
 def cmd_feedback(args) -> int:
     entry = recompute(cwd=Path.cwd(), config=args.config, outputs_dir=args.outputs_dir, log_file=args.log_file,
                       commit=args.commit, description=args.description, eval_success=args.eval_success == "true")
-    print_result(entry)
+    print_result(entry, Repo(Path.cwd()).root)
     return 0
 
 
@@ -167,7 +172,7 @@ def cmd_demo(args) -> int:
     root = make_run_repo(args.example, args.dir)
     display.console.print(f"scratch run repository: {root} (branch autoenv/demo-{args.example})")
     entry = evaluate(EvalOptions(cwd=root, description=f"demo of the {args.example} example", offline=True))
-    print_result(entry)
+    print_result(entry, root)
     display.console.print(f"results: {root}/feedback/{entry.commit}.md, {root}/outputs/{entry.commit}/, "
                           f"{root}/feedback_log.jsonl")
     return 0

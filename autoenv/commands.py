@@ -89,7 +89,9 @@ def rejudge(cwd: Path, commit: str, backend: str | None = None, config: Path | N
     if report_path.is_file():
         newest = sorted((ctx.out / "judge").iterdir())[-1]
         shutil.copy(report_path, newest / "replaced_feedback.md")
-    write_report(report_path, render(entry, cfg.bands, [judge_render(entry.judge)]))
+    plot = ctx.out / "plot.png"
+    write_report(report_path, render(entry, cfg.bands, [judge_render(entry.judge)],
+                                     plot=plot if plot.is_file() else None, where=report_path.parent))
     display.note(f"feedback rewritten: {report_path}")
     return entry
 

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Mapping
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -59,11 +60,12 @@ def warn(message: str) -> None:
 
 
 def show_error(error: AutoEnvError) -> None:
-    err_console.print(f"[bold red]error:[/] {error.what}")
+    # the parts quote files, commits and descriptions: text, never markup
+    err_console.print(f"[bold red]error:[/] {escape(error.what)}")
     if error.where:
-        err_console.print(f"  [bold]where:[/] {error.where}")
+        err_console.print(f"  [bold]where:[/] {escape(error.where)}")
     if error.fix:
-        err_console.print(f"  [bold]fix:[/] {error.fix}")
+        err_console.print(f"  [bold]fix:[/] {escape(error.fix)}")
 
 
 def rollout_progress() -> Progress:

@@ -70,3 +70,62 @@ class Repo:
         head = self.head()
         return Head(commit=sha, branch=head.branch if head.commit == sha else None,
                     subject=self._repo.commit(sha).summary)
+
+    def has_branch(self, name: str) -> bool:
+        return name in {head.name for head in self._repo.heads}
+
+    def annotated(self, revs: list[str], walk: bool = True) -> list[Annotated]:
+        """Commits of `revs` (their history when `walk`), oldest first, with their autoenv notes."""
+        if not revs:
+            return []
+        args = ["--reverse", "--format=%H%x1f%cI%x1f%s%x1f%N%x1e", f"--notes={NOTES_REF}"]
+        if not walk:
+            args.append("--no-walk=unsorted")
+        try:
+            text = self._repo.git.log(*args, *revs, "--")
+        except git.GitCommandError as e:
+            raise AutoEnvError(f"git log failed: {e.stderr.strip()}", where=str(self.root),
+                               fix="check that the branch or commits exist: git branch --list 'autoenv/*'") from None
+        out = []
+        for record in text.split("\x1e"):
+            fields = record.strip("\n").split("\x1f")
+            if len(fields) == 4:
+                out.append(Annotated(commit=fields[0], time=fields[1], subject=fields[2], note=fields[3].strip()))
+        return out
+
+    def noted_commits(self) -> list[str]:
+        """Every commit carrying a note under refs/notes/autoenv."""
+        try:
+            listing = self._repo.git.notes("--ref", NOTES_REF, "list")
+        except git.GitCommandError:  # no notes ref yet
+            return []
+        return [line.split()[1] for line in listing.splitlines() if len(line.split()) == 2]
+
+    def ancestors(self, rev: str, limit: int = 5000) -> list[str]:
+        """`rev` and its ancestors, newest first."""
+        return self._repo.git.rev_list(f"--max-count={limit}", rev).split()
+
+    def descendants(self, rev: str, tip: str) -> list[str]:
+        """Commits between `rev` (excluded) and `tip` that descend from `rev`, newest first."""
+        try:
+            return self._repo.git.rev_list("--ancestry-path", f"{rev}..{tip}").split()
+        except git.GitCommandError:
+            return []
+
+    def same_tree(self, a: str, b: str, path: Path) -> bool:
+        """`path` is identical in commits `a` and `b`."""
+        try:
+            self._repo.git.diff("--quiet", a, b, "--", str(path))
+        except git.GitCommandError:
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class Annotated:
+    """A commit with its autoenv note ("" when it has none)."""
+
+    commit: str
+    time: str
+    subject: str
+    note: str

@@ -114,3 +114,13 @@ def last_kept(entries: list[Entry], accept: Callable[[Entry], bool] = lambda ent
         if entry.kept and accept(entry):
             return entry
     return None
+
+
+def chain_breaks(path: Path) -> list[bool]:
+    """For each entry `read_entries` returns, whether the hash chain breaks right before it
+    (the line before was edited, or a line was removed)."""
+    if not path.is_file():
+        return []
+    broken = set(verify_chain(path))
+    numbers = [n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+    return [n in broken for n in numbers]

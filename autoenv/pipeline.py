@@ -33,6 +33,8 @@ from autoenv.judge.workspace import build
 from autoenv.ledger import append_entry, last_kept, read_entries
 from autoenv.record import ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel
 from autoenv.report import render, write_report
+from autoenv.review.plot import plot_run
+from autoenv.review.run import Project, run_so_far
 from autoenv.rollouts import WorkerResult, run_worker
 from autoenv.stats import model_stats
 from autoenv.traces import read_rollouts
@@ -331,14 +333,26 @@ def judge_entry(ctx: Context, entry: Entry, entries: list[Entry], backend: str |
 def record(ctx: Context, entry: Entry) -> Entry:
     """Write feedback/<commit>.md, append the ledger entry and the git note."""
     config = ctx.config
-    with display.stage("record", "ledger entry, feedback file, git note"):
+    with display.stage("record", "ledger entry, run plot, feedback file, git note"):
         report_path = config.path("feedback") / f"{ctx.head.commit}.md"
-        write_report(report_path, render(entry, config.bands, [judge_render(entry.judge)] if entry.judge else []))
+        plot = draw_run(ctx, entry)
+        write_report(report_path, render(entry, config.bands, [judge_render(entry.judge)] if entry.judge else [],
+                                         plot=plot, where=report_path.parent))
         entry = append_entry(config.path("log_file"), entry)
         ctx.repo.add_note(ctx.head.commit, note_text(entry))
         shown = report_path.relative_to(config.root) if report_path.is_relative_to(config.root) else report_path
         display.note(f"feedback: {shown}")
     return entry
+
+
+def draw_run(ctx: Context, entry: Entry) -> Path | None:
+    """outputs/<commit>/plot.png: the run so far, this evaluation included."""
+    out = ctx.out / "plot.png"
+    try:
+        return plot_run(run_so_far(Project(repo=ctx.repo, config=ctx.config), entry), ctx.config.bands, out)
+    except Exception as error:  # a figure must never cost the evaluation its record
+        display.warn(f"the run plot could not be drawn ({type(error).__name__}: {error})")
+        return None
 
 
 def note_text(entry: Entry) -> str:

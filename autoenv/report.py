@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from autoenv.config import Bands
@@ -10,7 +11,10 @@ from autoenv.ledger import atomic_write
 from autoenv.record import Entry
 
 
-def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None) -> str:
+def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, plot: Path | None = None,
+           where: Path | None = None) -> str:
+    """The feedback file's text; `plot` (the run so far) is linked relative to `where`, the
+    folder the file is written to."""
     commit = entry.commit
     verdict = entry.verdict
     lines = [
@@ -85,9 +89,15 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None) 
         lines.append("")
     for section in extra_sections or []:
         lines += [section.rstrip(), ""]
-    if entry.outputs:
-        lines += ["## Files", "", f"- traces: `{entry.outputs}/<role>/traces.jsonl`",
-                  f"- logs: `{entry.outputs}/worker.log`", ""]
+    if entry.outputs or plot:
+        lines += ["## Files", ""]
+        if plot:
+            link = Path(os.path.relpath(plot, where)).as_posix() if where else plot.as_posix()
+            lines.append(f"- the run so far: [{plot.name}]({link})" + (f" (`{entry.outputs}/{plot.name}`)"
+                                                                      if entry.outputs else ""))
+        if entry.outputs:
+            lines += [f"- traces: `{entry.outputs}/<role>/traces.jsonl`", f"- logs: `{entry.outputs}/worker.log`"]
+        lines.append("")
     return "\n".join(lines)
 
 

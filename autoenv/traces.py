@@ -18,6 +18,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 TRACES_FILE = "traces.jsonl"
 PROVIDER_ERRORS = {"ProviderError", "InterceptionError", "ModelError", "APIConnectionError", "APIStatusError"}
@@ -43,12 +44,18 @@ class Rollout:
 
 def read_rollouts(directory: Path) -> list[Rollout]:
     """Every trainable trace in `directory/traces.jsonl`, in file order."""
+    return [to_rollout(trace, episode) if trace is not None else episode_failure(episode)
+            for trace, episode in iter_traces(directory)]
+
+
+def iter_traces(directory: Path) -> Iterator[tuple[dict | None, dict]]:
+    """(trace, episode) for every trainable trace in `directory/traces.jsonl`, in file order;
+    (None, episode) for an episode that failed before any trace."""
     path = Path(directory) / TRACES_FILE
     if not path.is_file():
-        return []
-    rollouts = []
+        return
     with path.open(encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
+        for line in f:
             if not line.strip():
                 continue
             try:
@@ -58,15 +65,13 @@ def read_rollouts(directory: Path) -> list[Rollout]:
                 continue
             traces = episode.get("traces") or []
             if not traces:
-                rollouts.append(_episode_failure(episode))
-                continue
+                yield None, episode
             for trace in traces:
                 if (trace.get("agent") or {}).get("trainable", True):
-                    rollouts.append(to_rollout(trace, episode))
-    return rollouts
+                    yield trace, episode
 
 
-def _episode_failure(episode: dict) -> Rollout:
+def episode_failure(episode: dict) -> Rollout:
     task = episode.get("task") or {}
     errors = episode.get("errors") or []
     kind = "timeout" if episode.get("is_timeout") else _error_kind(errors)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 AUTOENV = Path(__file__).resolve().parent.parent / "autoenv"
-HEAVY = ("verifiers", "anthropic")  # seconds to import: only the processes that need them pay
+HEAVY = ("verifiers", "anthropic", "matplotlib")  # seconds to import: only the processes that need them pay
 
 
 def module_name(path: Path) -> str:
@@ -105,16 +105,17 @@ def test_function_local_imports_only_defer_heavy_packages_and_say_so():
                 said = "defer" in lines[node.lineno - 1] or "defer" in lines[node.lineno - 2]
                 if not (target or "").startswith(HEAVY) or not said:
                     offenders.append(f"{path.relative_to(AUTOENV.parent)}:{node.lineno} imports {target}")
-    assert not offenders, "function-local imports other than a commented deferral of verifiers/anthropic:\n" + "\n".join(offenders)
+    assert not offenders, "function-local imports other than a commented deferral of verifiers/anthropic/matplotlib:\n" + "\n".join(offenders)
 
 
 @pytest.mark.slow
 def test_the_harness_process_never_imports_verifiers():
-    """The CLI and every stage import without verifiers: only worker processes pay for it."""
+    """The CLI and every stage import without verifiers (only worker processes pay for it), and
+    without anthropic and matplotlib (only the judge and the figures do)."""
     import subprocess
     import sys
 
     code = ("import sys, autoenv.cli, autoenv.commands, autoenv.pipeline; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('verifiers', 'anthropic')))")
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('verifiers', 'anthropic', 'matplotlib')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"

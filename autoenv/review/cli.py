@@ -1,0 +1,115 @@
+"""The review commands of `autoenv`: log, show, plot.
+
+`add_commands` registers them on the main parser; each reads the run through
+`review.run` and writes through `review.terminal` (text) and `review.plot` (PNGs).
+Figures go under outputs/review/ by default: the outputs folder is the harness's, so
+they never make the working tree dirty (a dirty tree would stop the next evaluation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from autoenv import display
+from autoenv.errors import AutoEnvError
+from autoenv.record import ROLES
+from autoenv.review import terminal
+from autoenv.review.lookup import find_row
+from autoenv.review.plot import plot_run
+from autoenv.review.run import Project, Run, load_run
+from autoenv.review.transcripts import Transcript, evaluation_transcripts, find_transcript
+
+
+def add_commands(sub) -> None:
+    """Add log, show and plot to the `autoenv` subparsers `sub`."""
+    p = sub.add_parser("log", help="one row per evaluation of the run, oldest first")
+    _run_options(p)
+    p.add_argument("--all", action="store_true", help="every run in the ledger, not only one branch")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON (for agents and scripts)")
+    p.set_defaults(func=cmd_log)
+
+    p = sub.add_parser("show", help="one evaluation's summary, or one of its rollouts as a transcript")
+    p.add_argument("commit", nargs="?", default="HEAD", help="SHA, prefix or ref (default HEAD)")
+    p.add_argument("--rollout", metavar="ID", help="print this rollout (e.g. target-ab12cd34, as the judge cites it)")
+    _run_options(p)
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("plot", help="the run's course as a PNG (means, band, verdicts, learnable share)")
+    _run_options(p)
+    p.add_argument("--out", type=Path, help="PNG to write (default outputs/review/plot-<tag>.png)")
+    p.set_defaults(func=cmd_plot)
+
+
+def _run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tag", help="the run autoenv/TAG (default: the checked-out branch)")
+    p.add_argument("--config", type=Path, default=None, help="config file (default: config.toml at the repo root)")
+
+
+def _open(args) -> tuple[Project, Run]:
+    project = Project.open(Path.cwd(), args.config)
+    return project, load_run(project, args.tag, getattr(args, "all", False))
+
+
+def _default_out(project: Project, name: str) -> Path:
+    return project.config.path("outputs") / "review" / name
+
+
+def cmd_log(args) -> int:
+    project, run = _open(args)
+    if args.json:
+        rows = [dict(r.to_json(), feedback=_existing(project, project.feedback(r.commit)),
+                     plot=_existing(project, project.config.path("outputs") / r.commit / "plot.png")) for r in run.rows]
+        display.console.print(json.dumps(rows, indent=1), markup=False, highlight=False, soft_wrap=True)
+    else:
+        terminal.log_view(run)
+    return 0
+
+
+def _existing(project: Project, path: Path) -> str | None:
+    return project.shown(path) if path.is_file() else None
+
+
+def cmd_show(args) -> int:
+    project, run = _open(args)
+    row = find_row(project, run, args.commit)
+    outputs = project.outputs(row.entry) if row.entry else None
+    if args.rollout:
+        if outputs is None:
+            raise AutoEnvError(f"evaluation {row.short} has no outputs folder",
+                               where=str(project.config.path("outputs") / row.commit),
+                               fix="its traces were removed or it failed before the rollouts")
+        terminal.transcript_view(find_transcript(outputs, args.rollout))
+        return 0
+    files = {"feedback": _existing(project, project.feedback(row.commit)),
+             "plot": _existing(project, (outputs or Path("/nonexistent")) / "plot.png"),
+             "traces": project.shown(outputs) + "/<role>/traces.jsonl" if outputs else None}
+    transcripts = evaluation_transcripts(outputs) if outputs else []
+    terminal.show_view(row, project.config.bands, {k: v for k, v in files.items() if v}, _examples(transcripts))
+    return 0
+
+
+def _examples(transcripts: list[Transcript]) -> list[Transcript]:
+    """Per model, its lowest and highest reward rollout and its first failed one."""
+    picked: list[Transcript] = []
+    for role in ROLES:
+        mine = [t for t in transcripts if t.role == role]
+        scored = sorted((t for t in mine if t.rollout.reward is not None), key=lambda t: t.rollout.reward)
+        failed = [t for t in mine if t.rollout.reward is None]
+        for t in scored[:1] + scored[-1:] + failed[:1]:
+            if t not in picked:
+                picked.append(t)
+    return picked
+
+
+def cmd_plot(args) -> int:
+    project, run = _open(args)
+    out = args.out or _default_out(project, f"plot-{_safe(run.tag)}.png")
+    plot_run(run, project.config.bands, out)
+    terminal.written("plot", project.shown(out))
+    return 0
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in text)[:60]

@@ -1,0 +1,75 @@
+"""What every review figure shares: matplotlib without a display, one palette, PNG output.
+
+Figures are built on `matplotlib.figure.Figure` with the Agg canvas, never pyplot: no
+global state, no display needed (an overnight run has none), safe to call from the
+pipeline after every evaluation. They are sized for 1200 px wide at 100 dpi.
+
+matplotlib is imported here only, inside the functions that need it: it costs about half
+a second, which every `autoenv` command would pay at start for a figure it rarely draws.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+DPI = 100
+WIDTH_PX = 1200
+TARGET = "#1f77b4"
+STRONG = "#ff7f0e"
+BAND = "#2ca02c"
+OTHER = "#9467bd"
+TAMPERED = "#e377c2"
+VERDICTS = {
+    # verdict: (marker, colour)
+    "keep": ("o", "#2ca02c"),
+    "discard": ("X", "#d62728"),
+    "inconclusive": ("D", "#7f7f7f"),
+    "crash": ("v", "#222222"),
+}
+RC = {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "legend.fontsize": 10,
+      "xtick.labelsize": 9, "ytick.labelsize": 10, "axes.spines.top": False, "axes.spines.right": False}
+
+
+@contextmanager
+def drawing(height_px: int) -> Iterator[Any]:
+    """A new Figure `height_px` tall (1200 px wide) with the review style applied while it is built."""
+    from matplotlib import rc_context  # deferred: see the module docstring
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # deferred with it
+    from matplotlib.figure import Figure  # deferred with it
+
+    with rc_context(RC):
+        figure = Figure(figsize=(WIDTH_PX / DPI, height_px / DPI), dpi=DPI)
+        FigureCanvasAgg(figure)
+        yield figure
+
+
+def line(**kw: Any) -> Any:
+    """A legend entry drawn as a line and/or marker (matplotlib's Line2D)."""
+    from matplotlib.lines import Line2D  # deferred: see the module docstring
+
+    return Line2D([], [], **kw)
+
+
+def patch(**kw: Any) -> Any:
+    """A legend entry drawn as a filled box."""
+    from matplotlib.patches import Patch  # deferred: see the module docstring
+
+    return Patch(**kw)
+
+
+def integer_ticks(axis: Any) -> None:
+    from matplotlib.ticker import MaxNLocator  # deferred: see the module docstring
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def save(figure: Any, path: Path) -> Path:
+    """Write `figure` as a PNG at `path` (its folder created), through a temp file so a
+    reader never sees half an image."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    figure.savefig(partial, dpi=DPI, format="png", facecolor="white")
+    partial.replace(path)
+    return path

@@ -1,0 +1,212 @@
+"""The review commands' terminal output: rich tables and transcripts on display's consoles.
+
+The only review module that builds rich objects. Text from the run (descriptions,
+reasons, judge findings, model output) is escaped before rich reads markup, and
+transcripts go out as `Text`, which rich never parses. When stdout is not a terminal
+(an agent's shell, a log file) tables lose their borders and colour, so they stay plain.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.markup import escape
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from autoenv import display
+from autoenv.config import Bands
+from autoenv.formats import number
+from autoenv.record import Entry
+from autoenv.review.rows import Row, clip, money, point_text, short_time, sparkline
+from autoenv.review.run import Run
+from autoenv.review.transcripts import Transcript
+
+VERDICT_STYLE = {"keep": "bold green", "discard": "red", "inconclusive": "yellow", "crash": "bold magenta"}
+SHOWN_TASKS = 10
+
+
+def plain() -> bool:
+    return display.console.no_color or not display.console.is_terminal
+
+
+def table(title: str | None = None) -> Table:
+    return Table(title=title, title_justify="left", box=None if plain() else box.SIMPLE_HEAD,
+                 pad_edge=False, padding=(0, 1), header_style="bold")
+
+
+def _plainly(t: Table) -> Table:
+    """display's tables in this module's style: no borders when not on a terminal."""
+    if plain():
+        t.box = None
+        t.pad_edge = False
+    return t
+
+
+def out(*renderables) -> None:
+    for item in renderables:
+        display.console.print(item)
+
+
+def verdict_text(verdict: str) -> str:
+    return f"[{VERDICT_STYLE.get(verdict, 'white')}]{escape(verdict)}[/]"
+
+
+# ---- autoenv log -------------------------------------------------------------------------
+
+
+def log_view(run: Run) -> None:
+    if not run.rows:
+        out(f"{escape(run.label)}: no evaluations yet" + (" (no ledger and no git notes)" if run.source == "none" else ""),
+            "  commit a candidate and run `bash evaluate.sh`; `autoenv log --tag TAG` shows another run")
+        return
+    many = run.branch is None
+    headers = ["#", "commit"] + (["run"] if many else []) + ["time (UTC)", "target [95% CI]", "strong",
+                                                               "learn", "gates", "verdict", "cost", "", "description"]
+    rows = []
+    for r in run.rows:
+        marks = ("◀ kept" if r.last_kept else "") + (" ⚠ chain broken" if r.tampered else "")
+        gates = Text("–" if r.gates is None else "pass" if r.gates == "pass" else f"fail {len(r.gates_failed) or ''}",
+                     style="red" if r.gates == "fail" else "")
+        rows.append([Text(str(r.number)), Text(r.short), *([Text((r.branch or "–").removeprefix("autoenv/"))] if many else []),
+                     Text(short_time(r.time)), Text(point_text(r.target, 2)),
+                     Text(number(r.strong.mean if r.strong else None, 2)),
+                     Text(number(r.learnable, 2)), gates, Text(r.verdict, style=VERDICT_STYLE.get(r.verdict, "")),
+                     Text(money(r.cost)), Text(marks.strip(), style="bold"), Text(r.description or "–")])
+    # every column keeps its full width; the description takes what is left of the line
+    widths = [max([len(name)] + [len(row[i].plain) for row in rows]) for i, name in enumerate(headers)]
+    room = max(16, display.console.width - sum(widths[:-1]) - (2 if plain() else 3) * len(headers) - 2)
+    t = table()
+    for name, width in zip(headers, widths):
+        t.add_column(name, justify="right" if name in ("#", "strong", "learn", "cost") else "left", no_wrap=True,
+                     min_width=width if name != "description" else None,
+                     max_width=room if name == "description" else None)
+    for row in rows:
+        row[-1] = Text(clip(row[-1].plain, room))
+        t.add_row(*row)
+    kept = sum(r.kept for r in run.rows)
+    last = run.last_kept
+    out(Text(f"{run.label}: {len(run.rows)} evaluations, {kept} kept"
+             + (f", last kept (◀) #{last.number} {last.short}" if last else "")
+             + ("" if run.source == "ledger" else f" (from {run.source}: the ledger is missing)"), style="bold"), t)
+    out(Text(f"target mean  {sparkline([r.target.mean if r.target else None for r in run.rows])}  "
+             "(one mark per evaluation, 0 to 1; a gap: no scores)"))
+
+
+# ---- autoenv show ------------------------------------------------------------------------
+
+
+def show_view(row: Row, bands: Bands, files: dict[str, str], examples: list[Transcript]) -> None:
+    entry = row.entry
+    out(Text(f"Evaluation #{row.number} of {row.branch or 'the run'}: {row.commit}", style="bold"))
+    facts = [f"time {short_time(row.time)} UTC"] + (["offline (scripted policies)"] if row.offline else [])
+    out(f"  {' · '.join(facts)}", f"  description: {escape(row.description) or '–'}",
+        f"  verdict: {verdict_text(row.verdict)} — {escape(row.reason)}")
+    if entry is None:
+        out("  (from the git note only: the ledger is missing, so statistics, gates and the judge are unknown)")
+        return
+    if entry.verdict.compared_to:
+        out(f"  compared to the last kept {entry.verdict.compared_to[:12]}")
+    if not entry.eval_success:
+        out(Rule("failed", style="red", align="left"), f"  stage: {escape(entry.failed_stage or '–')}",
+            Text((entry.error or "").strip()))
+    if entry.stats:
+        out(_plainly(display.summary_table(entry.stats, bands)), _costs(entry))
+        for title, tab in (("Per difficulty", _groups(entry, "by_difficulty")), ("Per category", _groups(entry, "by_category")),
+                           ("Per reward component (mean score)", _components(entry))):
+            if tab.row_count:
+                tab.title = title
+                out(tab)
+    if entry.gates is not None:
+        out(*(_plainly(t) for t in display.gates_tables(entry.gates)))
+        for failed in entry.gates.failed:
+            out(Text(f"failed gate: {failed}", style="red"))
+    else:
+        out("gates: did not run (or not recorded by this harness version)")
+    _judge(entry)
+    timing = " · ".join(f"{k} {v:.1f} s" for k, v in entry.timings.items())
+    out(f"timings: {timing or '–'}" + (f" · total {sum(entry.timings.values()):.1f} s" if entry.timings else ""))
+    out(*(f"{name}: {escape(path)}" for name, path in files.items()))
+    if examples:
+        ids = ", ".join(f"{t.id} ({number(t.rollout.reward, 2)})" for t in examples)
+        out(f"rollouts, e.g. {ids}", f"  read one: autoenv show {row.short} --rollout {examples[0].id}")
+
+
+def _costs(entry: Entry) -> str:
+    parts = []
+    for role, s in entry.stats.items():
+        latency = f"{number(s.mean_seconds, 2)} s mean, {number(s.p90_seconds, 2)} s p90"
+        parts.append(f"{role}: latency {latency}; cost {money(s.cost_usd)}")
+    judge = entry.judge.cost_usd if entry.judge else None
+    return "  " + "; ".join(parts) + f"; judge {money(judge)}"
+
+
+def _groups(entry: Entry, attr: str) -> Table:
+    t = table()
+    t.add_column("group")
+    names = sorted({name for s in entry.stats.values() for name in getattr(s, attr)})
+    for role in entry.stats:
+        t.add_column(f"{role} mean (n)", justify="right")
+    for name in names:
+        cells = []
+        for s in entry.stats.values():
+            group = getattr(s, attr).get(name)
+            cells.append(f"{number(group.mean)} ({group.n})" if group else "–")
+        t.add_row(escape(name), *cells)
+    return t
+
+
+def _components(entry: Entry) -> Table:
+    t = table()
+    t.add_column("component")
+    for role in entry.stats:
+        t.add_column(role, justify="right")
+    for name in sorted({n for s in entry.stats.values() for n in s.components}):
+        t.add_row(escape(name), *(number(s.components.get(name)) for s in entry.stats.values()))
+    return t
+
+
+def _judge(entry: Entry) -> None:
+    judge = entry.judge
+    if judge is None:
+        out("judge: none (crashed evaluations and older entries have no review)")
+        return
+    f = judge.findings
+    head = f"Judge ({escape(judge.backend)}{', ' + escape(judge.model) if judge.model and judge.backend != 'offline' else ''})"
+    out(Rule(head, align="left"))
+    if not judge.ok:
+        out(f"[red]the {escape(judge.backend)} judge failed: {escape(judge.error or '')}[/]; the offline review stands in")
+    out(Text(f.summary))
+    for i, p in enumerate(f.priorities, 1):
+        out(f"  {i}. {escape(p.issue)} — {escape(p.fix)}")
+    for hack in f.reward_faithfulness.suspected_hacks:
+        out(f"  suspected hack: {escape(hack.description)} (evidence: {escape(', '.join(hack.evidence) or '–')})")
+    score = f.spec_fidelity.score
+    out(f"  spec fidelity {score if score is not None else '–'}/10; RL readiness: {escape(f.rl_readiness.assessment)}")
+    if judge.cost_usd is not None or judge.turns is not None:
+        out(f"  judge spend: {judge.turns or '–'} turns, {money(judge.cost_usd)}")
+
+
+def transcript_view(t: Transcript) -> None:
+    r = t.rollout
+    out(Text(f"Rollout {t.id} · {t.role} · {t.model or '–'}", style="bold"),
+        Text(f"task idx {number(r.idx)} · difficulty {r.difficulty or '–'} · category {r.category or '–'}"),
+        Text(f"outcome {r.outcome} · reward {number(r.reward)} · stop {t.stop or '–'} · {r.turns} turns · "
+             f"{r.input_tokens} in / {r.output_tokens} out tokens · {r.seconds:.2f} s"))
+    if r.error:
+        out(Text(f"error: {r.error}", style="red"))
+    components = ", ".join(f"{k} {v:g} (weight {r.weights.get(k, 1.0):g})" for k, v in r.components.items())
+    metrics = ", ".join(f"{k} {v:g}" for k, v in t.metrics.items())
+    out(Text(f"reward components: {components or '–'}" + (f" · metrics: {metrics}" if metrics else "")))
+    for m in t.messages:
+        out(Rule(Text(m.role + (f" ({m.name})" if m.name else "")), align="left", style="cyan"))
+        if m.text:
+            out(Text(m.text))
+        for call in m.tool_calls:
+            out(Text(f"→ tool call {call.name}({call.arguments})", style="yellow"))
+    if not t.messages:
+        out(Text("(no messages: the rollout failed before any)"))
+
+
+def written(what: str, path: str) -> None:
+    out(f"{what}: {escape(path)}")
