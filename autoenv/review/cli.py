@@ -1,9 +1,10 @@
-"""The review commands of `autoenv`: log, show, plot.
+"""The review commands of `autoenv`: log, show, plot, compare.
 
 `add_commands` registers them on the main parser; each reads the run through
-`review.run` and writes through `review.terminal` (text) and `review.plot` (PNGs).
-Figures go under outputs/review/ by default: the outputs folder is the harness's, so
-they never make the working tree dirty (a dirty tree would stop the next evaluation).
+`review.run` and writes through `review.terminal` (text), `review.plot` and
+`review.compare_plot` (PNGs). Figures go under outputs/review/ by default: the outputs
+folder is the harness's, so they never make the working tree dirty (a dirty tree would
+stop the next evaluation).
 """
 
 from __future__ import annotations
@@ -16,14 +17,18 @@ from autoenv import display
 from autoenv.errors import AutoEnvError
 from autoenv.record import ROLES
 from autoenv.review import terminal
+from autoenv.review.compare import compare, evaluation_side
+from autoenv.review.compare_plot import plot_comparison
 from autoenv.review.lookup import find_row
+from autoenv.review.models import model_side
 from autoenv.review.plot import plot_run
+from autoenv.review.rows import Row
 from autoenv.review.run import Project, Run, load_run
 from autoenv.review.transcripts import Transcript, evaluation_transcripts, find_transcript
 
 
 def add_commands(sub) -> None:
-    """Add log, show and plot to the `autoenv` subparsers `sub`."""
+    """Add log, show, plot and compare to the `autoenv` subparsers `sub`."""
     p = sub.add_parser("log", help="one row per evaluation of the run, oldest first")
     _run_options(p)
     p.add_argument("--all", action="store_true", help="every run in the ledger, not only one branch")
@@ -40,6 +45,19 @@ def add_commands(sub) -> None:
     _run_options(p)
     p.add_argument("--out", type=Path, help="PNG to write (default outputs/review/plot-<tag>.png)")
     p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("compare", help="two evaluations (or two models on one) on the tasks both saw")
+    p.add_argument("commits", nargs="*", metavar="COMMIT",
+                   help="A B: two evaluated commits; with --models, the one commit (default HEAD)")
+    p.add_argument("--models", nargs=2, metavar=("A", "B"),
+                   help="two models on one commit: target, strong (its evaluation's rollouts) or MODEL[@BASE_URL] "
+                   "(run now on the same tasks and seed)")
+    p.add_argument("--role", choices=ROLES, default="target", help="which model of two commits to compare")
+    p.add_argument("--offline", action="store_true", help="--models names scripted policies (no key)")
+    p.add_argument("--api-key-var", default=None, help="key variable for a --models endpoint (default: the target's)")
+    p.add_argument("--out", type=Path, help="PNG to write (default outputs/review/compare-<A>-<B>.png)")
+    _run_options(p)
+    p.set_defaults(func=cmd_compare)
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
@@ -108,6 +126,32 @@ def cmd_plot(args) -> int:
     out = args.out or _default_out(project, f"plot-{_safe(run.tag)}.png")
     plot_run(run, project.config.bands, out)
     terminal.written("plot", project.shown(out))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    project, run = _open(args)
+    threshold = project.config.bands.solve_threshold
+    if args.models:
+        if len(args.commits) > 1:
+            raise AutoEnvError("--models compares two models on one commit; got several commits",
+                               where=" ".join(args.commits), fix="autoenv compare [COMMIT] --models A B")
+        row = find_row(project, run, args.commits[0] if args.commits else "HEAD")
+        a = model_side(project, row, args.models[0], offline=args.offline, api_key_var=args.api_key_var)
+        b = model_side(project, row, args.models[1], offline=args.offline, api_key_var=args.api_key_var)
+        name = f"compare-{row.short}-{_safe(args.models[0])}-{_safe(args.models[1])}.png"
+    else:
+        if len(args.commits) != 2:
+            raise AutoEnvError(f"compare takes two evaluated commits, got {len(args.commits)}",
+                               where="autoenv compare", fix="autoenv compare A B, or autoenv compare [COMMIT] --models A B")
+        rows: list[Row] = [find_row(project, run, rev) for rev in args.commits]
+        a, b = (evaluation_side(project, r, args.role) for r in rows)
+        name = f"compare-{rows[0].short}-{rows[1].short}-{args.role}.png"
+    comparison = compare(a, b, threshold, seed=project.config.seed)
+    out = None
+    if comparison.overall is not None:
+        out = plot_comparison(comparison, args.out or _default_out(project, name))
+    terminal.compare_view(comparison, project.shown(out) if out else None)
     return 0
 
 

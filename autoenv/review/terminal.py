@@ -18,6 +18,7 @@ from autoenv import display
 from autoenv.config import Bands
 from autoenv.formats import number
 from autoenv.record import Entry
+from autoenv.review.compare import Comparison, Difference, TaskPair
 from autoenv.review.rows import Row, clip, money, point_text, short_time, sparkline
 from autoenv.review.run import Run
 from autoenv.review.transcripts import Transcript
@@ -206,6 +207,54 @@ def transcript_view(t: Transcript) -> None:
             out(Text(f"→ tool call {call.name}({call.arguments})", style="yellow"))
     if not t.messages:
         out(Text("(no messages: the rollout failed before any)"))
+
+
+# ---- autoenv compare ---------------------------------------------------------------------
+
+
+def compare_view(c: Comparison, plot: str | None) -> None:
+    out(Text(f"A: {c.a.label}\nB: {c.b.label}", style="bold"))
+    if c.overall is None:
+        out("the two evaluations share no scored task: nothing to compare "
+            f"(A has {len(c.a.tasks)} tasks, B {len(c.b.tasks)})")
+        return
+    out(f"on {c.overall.tasks} tasks both saw (A only: {c.only_a}, B only: {c.only_b}); B − A with "
+        f"{c.confidence:.0%} paired bootstrap intervals over tasks"
+        + ("" if c.a.from_traces and c.b.from_traces else "; from the ledger's per-task rows (traces missing)"))
+    t = table()
+    for name in ("scope", "tasks", "A mean", "B mean", "B − A [interval]", ""):
+        t.add_column(name, justify="left" if name in ("scope", "") else "right")
+    rows: list[tuple[str, Difference]] = [("all tasks", c.overall)]
+    rows += [(f"difficulty {d.name}", d) for d in c.by_difficulty]
+    rows += [(f"component {d.name}", d) for d in c.by_component]
+    for scope, d in rows:
+        sign = {1: "[green]higher[/]", -1: "[red]lower[/]"}.get(d.direction, "[dim]within noise[/]")
+        if d.tasks < 2:
+            sign = "[dim]one task: no interval[/]"
+        t.add_row(escape(scope), str(d.tasks), f"{d.a:.3f}", f"{d.b:.3f}",
+                  f"{d.delta:+.3f} [{d.low:+.3f}, {d.high:+.3f}]", sign)
+    out(t)
+    known = all(p.solved_a is not None and p.solved_b is not None for p in c.tasks)
+    if known:
+        out(f"flipped tasks (solved: a rollout reached reward {c.solve_threshold:g}): "
+            f"{len(c.gained)} newly solved in B{_task_list(c.gained)}; {len(c.lost)} solved in A only{_task_list(c.lost)}")
+    moved = [p for p in c.tasks if p.delta != 0][:SHOWN_TASKS]
+    if moved:
+        t = table(f"Largest per-task changes ({len(moved)} of {len(c.tasks)})")
+        for name in ("task idx", "difficulty", "A", "B", "B − A"):
+            t.add_column(name, justify="right" if name != "difficulty" else "left")
+        for p in moved:
+            t.add_row(number(p.idx), escape(p.difficulty or "–"), f"{p.a:.3f}", f"{p.b:.3f}", f"{p.delta:+.3f}")
+        out(t)
+    if plot:
+        out(f"plot: {escape(plot)}")
+
+
+def _task_list(pairs: list[TaskPair]) -> str:
+    if not pairs:
+        return ""
+    shown = ", ".join(f"idx {number(p.idx)}" for p in pairs[:8])
+    return f" ({shown}{', …' if len(pairs) > 8 else ''})"
 
 
 def written(what: str, path: str) -> None:
