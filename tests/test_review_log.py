@@ -140,7 +140,8 @@ def test_entries_of_older_harnesses_show_dashes(run, tmp_path, capsys, data_dir)
     code, out, err = review(capsys, copy.root, "show", head[:8])
     assert code == 0, err
     assert "description: –" in out and "gates: did not run" in out and "judge: none" in out
-    assert review(capsys, copy.root, "plot")[0] == 0
+    for command in ("plot", "report"):
+        assert review(capsys, copy.root, command)[0] == 0
 
 
 @pytest.fixture

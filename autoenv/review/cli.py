@@ -1,10 +1,10 @@
-"""The review commands of `autoenv`: log, show, plot, compare.
+"""The review commands of `autoenv`: log, show, plot, compare, report.
 
 `add_commands` registers them on the main parser; each reads the run through
 `review.run` and writes through `review.terminal` (text), `review.plot` and
-`review.compare_plot` (PNGs). Figures go under outputs/review/ by default: the outputs
-folder is the harness's, so they never make the working tree dirty (a dirty tree would
-stop the next evaluation).
+`review.compare_plot` (PNGs) or `review.html` (the report page). Figures and pages go
+under outputs/review/ by default: the outputs folder is the harness's, so they never make
+the working tree dirty (a dirty tree would stop the next evaluation).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from autoenv.record import ROLES
 from autoenv.review import terminal
 from autoenv.review.compare import compare, evaluation_side
 from autoenv.review.compare_plot import plot_comparison
+from autoenv.review.html import write_report
 from autoenv.review.lookup import find_row
 from autoenv.review.models import model_side
 from autoenv.review.plot import plot_run
@@ -28,7 +29,7 @@ from autoenv.review.transcripts import Transcript, evaluation_transcripts, find_
 
 
 def add_commands(sub) -> None:
-    """Add log, show, plot and compare to the `autoenv` subparsers `sub`."""
+    """Add log, show, plot, compare and report to the `autoenv` subparsers `sub`."""
     p = sub.add_parser("log", help="one row per evaluation of the run, oldest first")
     _run_options(p)
     p.add_argument("--all", action="store_true", help="every run in the ledger, not only one branch")
@@ -58,6 +59,12 @@ def add_commands(sub) -> None:
     p.add_argument("--out", type=Path, help="PNG to write (default outputs/review/compare-<A>-<B>.png)")
     _run_options(p)
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("report", help="one self-contained HTML page of the run (open it from disk)")
+    _run_options(p)
+    p.add_argument("--out", type=Path, help="HTML file to write (default outputs/review/report-<tag>.html)")
+    p.add_argument("--max-rollouts", type=int, default=4000, help="rollouts in the viewer, newest evaluations first")
+    p.set_defaults(func=cmd_report)
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
@@ -152,6 +159,18 @@ def cmd_compare(args) -> int:
     if comparison.overall is not None:
         out = plot_comparison(comparison, args.out or _default_out(project, name))
     terminal.compare_view(comparison, project.shown(out) if out else None)
+    return 0
+
+
+def cmd_report(args) -> int:
+    if args.max_rollouts < 0:
+        raise AutoEnvError(f"--max-rollouts must be 0 or more, got {args.max_rollouts}", where="--max-rollouts",
+                           fix="0 leaves the rollout viewer empty; the default is 4000")
+    project, run = _open(args)
+    out = args.out or _default_out(project, f"report-{_safe(run.tag)}.html")
+    write_report(project, run, out, max_rollouts=args.max_rollouts)
+    terminal.written("report", project.shown(out))
+    display.console.print(f"open it in a browser: file://{out.resolve()}", markup=False, highlight=False)
     return 0
 
 
