@@ -107,9 +107,10 @@ def cmd_show(args) -> int:
                                fix="its traces were removed or it failed before the rollouts")
         terminal.transcript_view(find_transcript(outputs, args.rollout))
         return 0
-    files = {"feedback": _existing(project, project.feedback(row.commit)),
-             "plot": _existing(project, (outputs or Path("/nonexistent")) / "plot.png"),
-             "traces": project.shown(outputs) + "/<role>/traces.jsonl" if outputs else None}
+    files = {"feedback": _existing(project, project.feedback(row.commit))}
+    if outputs:
+        files["plot"] = _existing(project, outputs / "plot.png")
+        files["traces"] = project.shown(outputs) + "/<role>/traces.jsonl"
     transcripts = evaluation_transcripts(outputs) if outputs else []
     terminal.show_view(row, project.config.bands, {k: v for k, v in files.items() if v}, _examples(transcripts))
     return 0
@@ -143,7 +144,7 @@ def cmd_compare(args) -> int:
         if len(args.commits) > 1:
             raise AutoEnvError("--models compares two models on one commit; got several commits",
                                where=" ".join(args.commits), fix="autoenv compare [COMMIT] --models A B")
-        row = find_row(project, run, args.commits[0] if args.commits else "HEAD")
+        row = find_row(project, run, args.commits[0] if args.commits else "HEAD", "compare")
         a = model_side(project, row, args.models[0], offline=args.offline, api_key_var=args.api_key_var)
         b = model_side(project, row, args.models[1], offline=args.offline, api_key_var=args.api_key_var)
         name = f"compare-{row.short}-{_safe(args.models[0])}-{_safe(args.models[1])}.png"
@@ -151,7 +152,7 @@ def cmd_compare(args) -> int:
         if len(args.commits) != 2:
             raise AutoEnvError(f"compare takes two evaluated commits, got {len(args.commits)}",
                                where="autoenv compare", fix="autoenv compare A B, or autoenv compare [COMMIT] --models A B")
-        rows: list[Row] = [find_row(project, run, rev) for rev in args.commits]
+        rows: list[Row] = [find_row(project, run, rev, "compare") for rev in args.commits]
         a, b = (evaluation_side(project, r, args.role) for r in rows)
         name = f"compare-{rows[0].short}-{rows[1].short}-{args.role}.png"
     comparison = compare(a, b, threshold, seed=project.config.seed)

@@ -17,9 +17,9 @@ from autoenv.review.run import Project, Run
 HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 
 
-def find_row(project: Project, run: Run, rev: str) -> Row:
-    """The newest evaluation of the commit `rev` names in `run`."""
-    run.require_rows("show")
+def find_row(project: Project, run: Run, rev: str, command: str = "show") -> Row:
+    """The newest evaluation of the commit `rev` names in `run` (for `command`'s errors)."""
+    run.require_rows(command)
     if HEX.match(rev):
         hits = {r.commit for r in run.rows if r.commit.startswith(rev.lower())}
         if len(hits) > 1:
