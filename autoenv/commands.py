@@ -18,15 +18,16 @@ from autoenv import display
 from autoenv.config import CONFIG_NAME, load_config
 from autoenv.errors import AutoEnvError
 from autoenv.formats import stamp
-from autoenv.gates.rules import run_gates
+from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.gitrepo import Repo
 from autoenv.install import inspect_candidate, install_candidate
 from autoenv.job import Job
 from autoenv.judge.render import render as judge_render
 from autoenv.ledger import read_entries
-from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, judge, record, verdict
+from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, config_job, judge, record, verdict
 from autoenv.record import Entry, GateReport
 from autoenv.report import render, write_report
+from autoenv.rollouts import Worker
 
 
 def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = None, log_file: Path | None = None,
@@ -105,14 +106,17 @@ def audit_only(cwd: Path, config: Path | None = None, probes: bool = True) -> Ga
     except AutoEnvError:
         root = Path(cwd).resolve()
     cfg = load_config(config or root / CONFIG_NAME)
-    with display.stage("install", "candidate into the venv, import in a fresh process"):
-        candidate = cfg.path("candidate")
-        install_candidate(candidate)
-        inspect_candidate(candidate)
+    candidate = cfg.path("candidate")
     out = cfg.path("outputs") / "scratch" / f"{stamp()}-{'probe' if probes else 'check'}"
-    shown = str(out.relative_to(cfg.root)) if out.is_relative_to(cfg.root) else str(out)
-    with display.stage("check + probe" if probes else "check", shown):
-        report = run_gates(cfg, out, probes=probes)
+    with display.stage("install", "candidate into the venv"):
+        install_candidate(candidate)
+    with Worker(config_job(cfg, out, audit=audit_plan(cfg, probes))) as worker:
+        with display.stage("import", "the candidate in the child process"):
+            inspect_candidate(candidate, worker)
+        gates_dir = out / "gates"
+        shown = str(gates_dir.relative_to(cfg.root)) if gates_dir.is_relative_to(cfg.root) else str(gates_dir)
+        with display.stage("check + probe" if probes else "check", shown):
+            report = run_gates(cfg, worker)
     tables = display.gates_tables(report)
     for table in tables if probes else tables[:1]:
         display.console.print(table)

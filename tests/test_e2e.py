@@ -194,8 +194,8 @@ def test_interrupt_records_nothing_and_stops_the_worker(run_repo):
             break
     time.sleep(2)  # the main rollouts are under way
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=60)
-    assert proc.returncode == 130
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr[-3000:]
     assert ledger(root) == [] and not (root / "feedback").exists()
     out = root / "outputs" / head(root)
     assert lines(out / "smoke" / "traces.jsonl") == 1  # what was written is kept

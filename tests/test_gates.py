@@ -581,8 +581,9 @@ def failed_lines(stdout: str) -> list[str]:
 
 
 def scratch_outputs(root: Path) -> list[Path]:
+    """The gates/ folder of each `autoenv check` / `probe` run, oldest first."""
     scratch = root / "outputs" / "scratch"
-    return sorted(scratch.iterdir()) if scratch.is_dir() else []
+    return sorted(p / "gates" for p in scratch.iterdir()) if scratch.is_dir() else []
 
 
 SIGNATURE = "    async def correct(self, trace: vf.Trace) -> float:\n"
@@ -629,14 +630,14 @@ def test_clean_example_passes_probe_and_check(run_repo):
     assert GATES_PASSED.search(result.stdout) and failed_lines(result.stdout) == []
     assert re.search(r"(?m)^mode:\s+in-process$", result.stdout)
     (out,) = scratch_outputs(root)
-    assert out.name.endswith("-probe")
+    assert out.parent.name.endswith("-probe")
     a = json.loads((out / "audit.json").read_text())
     assert a["has_oracle"] is True and a["dataset"]["size"] == 1000
     assert a["probe_names"] == ["oracle", *[p for p in EXPLOITS if p not in NEEDS_TOOLS]]
     check = autoenv("check", cwd=root)
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
     assert GATES_PASSED.search(check.stdout)
-    out = [p for p in scratch_outputs(root) if p.name.endswith("-check")]
+    out = [p for p in scratch_outputs(root) if p.parent.name.endswith("-check")]
     assert len(out) == 1
     assert "probes" not in json.loads((out[0] / "audit.json").read_text())  # check plays no probes
 

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from autoenv.config import Config
 from autoenv.gates.probes import EXPLOITS
-from autoenv.job import AuditPlan, Job
+from autoenv.job import AuditPlan
 from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
-from autoenv.rollouts import run_worker
+from autoenv.rollouts import Worker
 from autoenv.stats import max_reward
 
 PLACEHOLDER = re.compile(r"^\s*(todo|tbd|fixme|xxx)\b|<one-line description>|one line saying what|lorem ipsum", re.I)
@@ -246,20 +246,19 @@ def _summarize(name: str, records: list[dict], weights: dict[str, float]) -> dic
     }
 
 
-def run_gates(config: Config, out_dir: Path, probes: bool = True) -> GateReport:
-    """Platform checks here, then the audit worker in a fresh process, judged against config."""
+def audit_plan(config: Config, probes: bool = True) -> AuditPlan:
+    """What the audit stage measures, from config.toml's [checks] and [probes]."""
+    return AuditPlan(probes=probes, probe_sample=config.probes.sample, rollout_sample=config.probes.rollout_sample,
+                     near_threshold=config.checks.near_duplicate_similarity, exploits=len(EXPLOITS))
+
+
+def run_gates(config: Config, worker: Worker) -> GateReport:
+    """Platform checks here, then the audit stage in the evaluation's child process, judged against config."""
     started = time.time()
-    candidate = config.path("candidate")
     report = Gates()
-    platform_checks(candidate, report)
-    job = Job(
-        candidate_dir=str(candidate), out_dir=str(out_dir), seed=config.seed, log_name="audit.log",
-        max_concurrent=config.budget.max_concurrent, rollout_timeout=config.budget.rollout_timeout,
-        max_turns=config.budget.max_turns, runtime=config.runtime.job(),
-        audit=AuditPlan(probes=probes, probe_sample=config.probes.sample, rollout_sample=config.probes.rollout_sample,
-                        near_threshold=config.checks.near_duplicate_similarity, exploits=len(EXPLOITS)),
-    )
-    run_worker(job, module="autoenv.gates.audit")
+    platform_checks(config.path("candidate"), report)
+    worker.run("audit")
+    out_dir = worker.job.audit_dir
     judge_audit(json.loads((out_dir / "audit.json").read_text()), config, report)
     report.seconds = round(time.time() - started, 2)
     gates = report.report()
