@@ -720,7 +720,7 @@ def test_workspace_holds_copies_of_what_the_judge_may_read(evaluated):
     assert (ws / "candidate" / "pyproject.toml").is_file()
     stats = json.loads((ws / "stats.json").read_text())
     assert stats["commit"] == commit and stats["offline"] is True and set(stats["stats"]) == {"target", "strong"}
-    assert stats["verdict"]["verdict"] == "keep"
+    assert stats["verdict"]["verdict"] == "baseline"
     assert json.loads((ws / "gates.json").read_text())["passed"] is True
     claim = (ws / "CLAIM.md").read_text()
     assert "unverified" in claim and f"> {DESCRIPTION}" in claim

@@ -11,6 +11,7 @@ from autoenv.config import Bands, Judge
 from autoenv.judge.base import JudgeCall
 from autoenv.record import (DatasetQuality, Entry, Findings, GateReport, Hack, JudgeResult, Priority,
                             RewardFaithfulness, RlAssessment, SpecFidelity)
+from autoenv.verdict import reference_missing
 
 DATASET_GATES = ("exact duplicates", "near duplicates", "dataset size", "answer balance", "task keys")
 BLOCKING_GATES = ("oracle", "reward errors", "modules", "deterministic", "pyproject", "readme")
@@ -27,6 +28,7 @@ def judge(call: JudgeCall) -> JudgeResult:
 def offline_findings(entry: Entry, bands: Bands, rollout_ids: list[str]) -> Findings:
     gates = entry.gates or GateReport()
     target, strong = entry.stats.get("target"), entry.stats.get("strong")
+    no_reference = reference_missing(entry.stats, entry.candidate, entry.offline)
     hacks: list[Hack] = []
     rl: list[str] = []
     data: list[str] = []
@@ -54,6 +56,12 @@ def offline_findings(entry: Entry, bands: Bands, rollout_ids: list[str]) -> Find
             rl.append(f"{s.errors.env_error} {role} rollouts ended in environment errors")
             priorities.insert(0, Priority(issue=f"{role} rollouts hit environment errors",
                                           fix="read the errored transcripts and fix the candidate's code"))
+    if no_reference:
+        rl.append(no_reference)
+        priorities.insert(0, Priority(issue="the scripted models had nothing to play: " + no_reference,
+                                      fix="add `def oracle(self, messages)` to the task class (program.md, "
+                                          "\"The oracle hook\"), or evaluate on the real models"))
+        target = strong = None  # their scores come from empty replies: advice on them would blame the rewards
     t_mean = target.mean if target else None
     s_mean = strong.mean if strong else None
     if s_mean is not None and s_mean < bands.strong_min:
