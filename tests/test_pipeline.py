@@ -9,8 +9,10 @@ import subprocess
 import pytest
 
 from autoenv.cli import print_result
+from autoenv.commands import recompute
 from autoenv.config import load_config
 from autoenv.gitrepo import Repo
+from autoenv.job import Job
 from autoenv.judge.offline import offline_findings
 from autoenv.ledger import read_entries, verify_chain
 from autoenv.pipeline import Context, EvalOptions, Outcome, note_text, record, verdict
@@ -141,3 +143,17 @@ def test_without_an_oracle_hook_an_offline_evaluation_is_inconclusive(ctx):
     assert "strong model cannot solve" not in advice and "rewards against correct answers" not in advice
     ctx.candidate = CandidateInfo(taskset="T", oracle_hook=True)  # the hook added: the next one is the baseline
     assert verdict(ctx, Outcome(stats=stats(models=("noisy-oracle:0.45", "oracle")))).verdict.verdict == "baseline"
+
+
+def test_recomputing_an_older_commit_stays_in_its_run(ctx):
+    """feedback.py --commit <older>: not checked out, it keeps the branch and candidate it was evaluated with."""
+    ctx.candidate = CandidateInfo(taskset="T", oracle_hook=True)
+    old = record(ctx, verdict(ctx, Outcome(stats=stats())))
+    root = ctx.config.root
+    (root / "candidate" / "README.md").write_text("a later iteration")
+    commit_all(root, "a later commit")  # HEAD moves on: the older commit's branch is no longer known from git
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    Job(candidate_dir=str(root / "candidate"), out_dir=str(ctx.out)).write(ctx.out / "job.json")
+    again = recompute(root, commit=old.commit, eval_success=False)
+    assert again.commit == old.commit and again.branch == "autoenv/demo-arithmetic"
+    assert again.candidate == old.candidate
