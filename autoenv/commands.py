@@ -25,7 +25,7 @@ from autoenv.job import Job
 from autoenv.judge.render import render as judge_render
 from autoenv.ledger import read_entries
 from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, config_job, judge, record, verdict
-from autoenv.record import Entry, GateReport
+from autoenv.record import CandidateInfo, Entry, GateReport
 from autoenv.report import render, write_report
 from autoenv.rollouts import Worker
 
@@ -55,8 +55,13 @@ def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = 
         run_id = json.loads((out / "run.json").read_text())["run_id"]
     except (OSError, ValueError, KeyError):
         run_id = "unknown"
+    # an older commit is not checked out: its run (branch) and candidate are the ones it was evaluated with
+    recorded = next((e for e in reversed(read_entries(cfg.path("log_file"))) if e.commit == head.commit), None)
+    if recorded is not None:
+        head = dataclasses.replace(head, branch=head.branch or recorded.branch)
     ctx = Context(config=cfg, repo=repo, head=head, run_id=run_id, out=out,
-                  options=EvalOptions(cwd=cwd, description=description, offline=offline))
+                  options=EvalOptions(cwd=cwd, description=description, offline=offline),
+                  candidate=recorded.candidate if recorded is not None else CandidateInfo())
     if not eval_success:
         error = AutoEnvError("recorded as failed (feedback --eval-success false)")
         return record(ctx, verdict(ctx, Outcome(error=error, failed_stage="feedback")))

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Mapping
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -51,11 +52,12 @@ def stage(name: str, detail: str = ""):
 
 
 def note(message: str) -> None:
-    console.print(f"  {message}")
+    """One plain line under the current stage (escaped: it may quote the candidate or a commit subject)."""
+    console.print(f"  {escape(message)}")
 
 
 def warn(message: str) -> None:
-    console.print(f"  [yellow]! {message}[/]")
+    console.print(f"  [yellow]! {escape(message)}[/]")
 
 
 def show_error(error: AutoEnvError) -> None:
@@ -109,7 +111,7 @@ def gates_tables(report: GateReport) -> list[Table]:
     for f in report.findings:
         if f.name.startswith("probe "):
             continue
-        checks.add_row(f.name, f"[{STATUS_STYLE[f.status]}]{f.status}[/]", f.message)
+        checks.add_row(escape(f.name), f"[{STATUS_STYLE[f.status]}]{f.status}[/]", escape(f.message))
     probes = Table(title=f"Probes ({report.mode or 'not run'})", title_justify="left")
     for column in ("probe", "result", "mean", "of oracle", "scored", "harvested / best"):
         probes.add_column(column, overflow="fold")
@@ -122,5 +124,5 @@ def gates_tables(report: GateReport) -> list[Table]:
             detail += f" | idx {best.idx}: {best.reply[:60]!r}"
         st = status.get(name, "skip")
         probes.add_row(name, f"[{STATUS_STYLE[st]}]{st}[/]", number(s.mean), number(s.of_oracle),
-                       f"{s.scored}/{s.tasks}", detail)
+                       f"{s.scored}/{s.tasks}", escape(detail))  # replies and answers are the candidate's text
     return [checks, probes]

@@ -30,13 +30,13 @@ from autoenv.job import AuditPlan, Job, RolloutPlan, SamplingSpec, Seat
 from autoenv.judge.render import render as judge_render
 from autoenv.judge.run import run_judge
 from autoenv.judge.workspace import build
-from autoenv.ledger import append_entry, last_kept, read_entries
+from autoenv.ledger import append_entry, read_entries
 from autoenv.record import ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel
 from autoenv.report import render, write_report
 from autoenv.rollouts import Worker
 from autoenv.stats import model_stats
 from autoenv.traces import read_rollouts
-from autoenv.verdict import comparable, decide, rl_readiness
+from autoenv.verdict import baseline_of, decide, reference_missing, rl_readiness
 
 Stats = dict[Role, ModelStats]
 
@@ -283,15 +283,18 @@ def compute_stats(ctx: Context) -> Stats:
 
 
 def verdict(ctx: Context, outcome: Outcome) -> Entry:
-    """The entry as far as the numbers go: statistics, readiness and the verdict against the last kept."""
+    """The entry as far as the numbers go: statistics, readiness and the verdict against the
+    last kept entry of the same run (none: this evaluation is the run's baseline)."""
     config = ctx.config
     success = outcome.error is None
     stats = outcome.stats
+    offline = ctx.options.offline
     readiness = rl_readiness(stats, config.bands) if success else None
-    kept = last_kept(read_entries(config.path("log_file")), lambda e: comparable(e, stats, ctx.options.offline))
+    kept = baseline_of(read_entries(config.path("log_file")), stats, branch=ctx.head.branch, offline=offline)
     decision = decide(stats, config.bands, kept, eval_success=success,
                       error=outcome.error.what.splitlines()[0] if outcome.error else None,
                       gates_failed=ctx.gates.failed if ctx.gates else None,
+                      no_reference=reference_missing(stats, ctx.candidate, offline), run=ctx.head.branch,
                       confidence=config.verdict.confidence, seed=config.seed)
     strong = stats.get("strong")
     return Entry(
