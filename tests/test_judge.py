@@ -505,7 +505,7 @@ def judged_room(tmp_path):
                 state_dir=tmp_path / "state")
 
 
-@pytest.mark.parametrize("mode", ["ok", "fail", "garbage"])
+@pytest.mark.parametrize("mode", ["ok", "fail", "garbage", "api-error"])
 def test_claude_backend_against_the_fake_cli(judged_room, bare_env, fake_bin, tmp_path, monkeypatch, mode):
     log = tmp_path / "claude.json"
     bare_env(fake_bin, ANTHROPIC_API_KEY="k")
@@ -523,8 +523,24 @@ def test_claude_backend_against_the_fake_cli(judged_room, bare_env, fake_bin, tm
     else:
         offline = offline_findings(judged_room["entry"], Bands(), judged_room["rollout_ids"])
         assert not result.ok and result.findings == offline
-        expected = {"fail": ("error_max_budget_usd", 1.02, 17), "garbage": ("lack spec_fidelity", 0.0123, 4)}[mode]
+        expected = {"fail": ("error_max_budget_usd (judge.max_budget_usd = 1)", 1.02, 17),
+                    "garbage": ("lack spec_fidelity", 0.0123, 4),
+                    "api-error": ("failed (exit 1): Invalid API key · Please run /login", 0, 1)}[mode]
         assert expected[0] in result.error and (result.cost_usd, result.turns) == expected[1:]
+        assert "success" not in result.error  # the CLI's subtype on an API error says nothing
+
+
+def test_claude_failure_without_json_shows_what_the_cli_said(judged_room, bare_env, tmp_path):
+    """A CLI that dies before printing its JSON (a bad flag, a crash) is reported by its own last words."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    for name, script in (("stderr", "echo 'error: unknown option --bare' >&2"), ("stdout", "echo 'Segmentation [/x]'")):
+        (directory / "claude").write_text(f"#!/bin/sh\n{script}\nexit 3\n")
+        (directory / "claude").chmod(0o755)
+        bare_env(directory, ANTHROPIC_API_KEY="k")
+        result = run_judge(Judge(backend="claude"), offline=False, **judged_room)
+        said = {"stderr": "error: unknown option --bare", "stdout": "Segmentation [/x]"}[name]
+        assert not result.ok and result.error == f"the claude judge failed (exit 3): {said}"
 
 
 @pytest.fixture
