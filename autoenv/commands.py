@@ -24,6 +24,7 @@ from autoenv.install import inspect_candidate, install_candidate
 from autoenv.job import Job
 from autoenv.judge.render import render as judge_render
 from autoenv.ledger import read_entries
+from autoenv.ledger import verify as verify_ledger
 from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, judge, record, verdict
 from autoenv.record import Entry, GateReport
 from autoenv.report import render, write_report
@@ -40,6 +41,8 @@ def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = 
     if log_file is not None:
         overrides["log_file"] = str(Path(log_file).resolve())
     cfg = dataclasses.replace(cfg, paths=dataclasses.replace(cfg.paths, **overrides))
+    for message in verify_ledger(cfg.path("log_file")):  # before the judge spends anything
+        display.note(message)
     head = repo.commit_info(commit)
     out = cfg.path("outputs") / head.commit
     if not (out / "job.json").is_file():
