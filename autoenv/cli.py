@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:
-        display.err_console.print("[yellow]interrupted[/]: nothing was recorded for this run; traces written so far are kept")
+        display.interrupted()
         return 130
     except AutoEnvError as error:
         display.show_error(error)

@@ -48,8 +48,15 @@ class Repo:
 
     def dirty_paths(self) -> list[str]:
         """Modified, staged and untracked (not ignored) paths, relative to the root."""
-        lines = self._repo.git.status("--porcelain", "--untracked-files=all").splitlines()
-        return [line[3:] for line in lines if line.strip()]
+        # -z: paths as they are (plain porcelain quotes any with a space or a quote in it)
+        fields = self._repo.git.status("--porcelain", "-z", "--untracked-files=all").split("\0")
+        paths, rest = [], iter(fields)
+        for field in rest:
+            if field.strip():
+                paths.append(field[3:])
+                if field[0] in "RC":  # a rename or copy: its source path follows
+                    next(rest, None)
+        return paths
 
     def require_clean(self, owned: list[Path], commit: str) -> None:
         """Refuse a dirty tree, naming the files; paths in or under `owned` (the harness's

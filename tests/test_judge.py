@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +38,6 @@ from autoenv.record import (BestReply, Entry, ErrorCounts, Findings, GateFinding
                             ModelStats, ProbeSummary, Readiness, Verdict)
 from conftest import autoenv, commit_all, ledger, small_config
 
-TESTS = Path(__file__).resolve().parent
-FAKE_CLAUDE = TESTS / "fake_claude.py"
 SECRET_TOKEN = "PLUTONIUM-7731"
 ENV_SECRET = "sk-test-SECRETVALUE"
 DESCRIPTION = "harder tasks; the reward is now exact"
@@ -422,17 +419,6 @@ def test_a_backend_names_itself_in_its_result(tmp_path):
                      bands=Bands(), rollout_ids=[])
     assert registry.load("offline").judge(JudgeCall(**call_args)).backend == "offline"
     assert registry.load("offline").available(Judge()) is True
-
-
-@pytest.fixture(scope="module")
-def fake_bin(tmp_path_factory):
-    """A directory whose only entry is `claude`, a wrapper that execs tests/fake_claude.py
-    (exec, so a timeout's kill reaches the fake itself)."""
-    directory = tmp_path_factory.mktemp("fake-bin")
-    wrapper = directory / "claude"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_CLAUDE}" "$@"\n')
-    wrapper.chmod(0o755)
-    return directory
 
 
 @pytest.fixture
