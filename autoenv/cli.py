@@ -113,6 +113,8 @@ def print_result(entry: Entry) -> None:
         fields[f"{role}_errors"] = s.errors.total if s else 0
     fields["offline"] = entry.offline
     fields["reason"] = entry.verdict.reason
+    if entry.warnings:
+        fields["warnings"] = "; ".join(entry.warnings)
     fields["feedback"] = f"feedback/{entry.commit}.md"
     display.result_block(fields)
 

@@ -25,6 +25,7 @@ from autoenv.job import Job
 from autoenv.judge.render import render as judge_render
 from autoenv.ledger import read_entries
 from autoenv.ledger import verify as verify_ledger
+from autoenv.paths import spec_warnings
 from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, judge, record, verdict
 from autoenv.record import Entry, GateReport
 from autoenv.report import render, write_report
@@ -58,7 +59,8 @@ def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = 
     except (OSError, ValueError, KeyError):
         run_id = "unknown"
     ctx = Context(config=cfg, repo=repo, head=head, run_id=run_id, out=out,
-                  options=EvalOptions(cwd=cwd, description=description, offline=offline))
+                  options=EvalOptions(cwd=cwd, description=description, offline=offline),
+                  warnings=spec_warnings(cfg.root))
     if not eval_success:
         error = AutoEnvError("recorded as failed (feedback --eval-success false)")
         return record(ctx, verdict(ctx, Outcome(error=error, failed_stage="feedback")))

@@ -32,6 +32,7 @@ from autoenv.judge.run import run_judge
 from autoenv.judge.workspace import build
 from autoenv.ledger import append_entry, last_kept, read_entries, temp_files
 from autoenv.ledger import verify as verify_ledger
+from autoenv.paths import spec_warnings
 from autoenv.record import ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel
 from autoenv.report import render, write_report
 from autoenv.rollouts import WorkerResult, run_worker
@@ -63,6 +64,7 @@ class Context:
     timings: dict[str, float] = field(default_factory=dict)
     candidate: CandidateInfo = field(default_factory=CandidateInfo)
     gates: GateReport | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -161,9 +163,12 @@ def preflight(options: EvalOptions) -> Context:
         out = config.path("outputs") / head.commit
         archive_previous(out)
         display.note(f"commit {head.commit[:12]} on {head.branch or '(detached HEAD)'}: {head.subject}")
+        warnings = spec_warnings(config.root)
+        for warning in warnings:
+            display.warn(warning)
         if options.offline:
             display.note(f"offline: target = {config.offline.target}, strong = {config.offline.strong} (scripted)")
-    return Context(config=config, repo=repo, head=head, options=options, run_id=stamp(), out=out)
+    return Context(config=config, repo=repo, head=head, options=options, run_id=stamp(), out=out, warnings=warnings)
 
 
 def harness_paths(config: Config) -> list[Path]:
@@ -291,6 +296,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         outputs=str(ctx.out.relative_to(config.root)) if ctx.out.is_relative_to(config.root) else str(ctx.out),
         failed_stage=outcome.failed_stage,
         error=str(outcome.error) if outcome.error else None,
+        warnings=ctx.warnings,
     )
 
 

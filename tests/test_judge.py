@@ -549,6 +549,29 @@ def test_anthropic_backend_against_the_stub(judged_room, point_sdk_at):
     assert tools["submit_findings"]["input_schema"] == findings_schema()
 
 
+@pytest.mark.parametrize("spec,told", [(None, "spec.md is missing on this branch"),
+                                       (" \n", "spec.md is empty on this branch"), ("# Spec\nAdd.\n", None)])
+def test_the_model_judges_are_told_when_the_spec_is_missing(judged_room, bare_env, fake_bin, point_sdk_at, tmp_path,
+                                                            monkeypatch, spec, told):
+    if spec is not None:
+        (judged_room["workspace"] / "spec.md").write_text(spec)
+    log = tmp_path / "claude.json"
+    bare_env(fake_bin, ANTHROPIC_API_KEY="k")
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(log))
+    assert run_judge(Judge(backend="claude"), offline=False, **judged_room).ok
+    (call,) = json.loads(log.read_text())
+    with AnthropicStub([submit(valid_findings())]) as stub:
+        point_sdk_at(stub)
+        assert run_judge(Judge(backend="anthropic", max_turns=3), offline=False, **judged_room).ok
+    (request,) = stub.requests
+    for prompt in (flag(call["argv"], "-p"), request["messages"][0]["content"]):
+        assert prompt.startswith("You are the judge")
+        if told:
+            assert f"Note from the harness: {told}" in prompt and "spec_fidelity (score null" in prompt
+        else:
+            assert "Note from the harness" not in prompt
+
+
 def test_anthropic_backend_failure_keeps_what_it_spent(judged_room, point_sdk_at):
     with AnthropicStub(never_submits()) as stub:
         point_sdk_at(stub)

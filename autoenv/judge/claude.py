@@ -16,7 +16,7 @@ import subprocess
 
 from autoenv.config import Judge
 from autoenv.judge.base import JudgeCall, JudgeFailed
-from autoenv.judge.schema import PROMPT, findings_schema, validate
+from autoenv.judge.schema import findings_schema, prompt, validate
 from autoenv.record import JudgeResult
 
 KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
@@ -35,7 +35,7 @@ def judge(call: JudgeCall) -> JudgeResult:
     call.state_dir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k not in ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")}
     env.update(CLAUDE_CONFIG_DIR=str(call.state_dir), CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
-    cmd = [binary, "-p", PROMPT, "--output-format", "json", "--json-schema", json.dumps(findings_schema()),
+    cmd = [binary, "-p", prompt(call.workspace), "--output-format", "json", "--json-schema", json.dumps(findings_schema()),
            "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk", "--bare",
            "--no-session-persistence", "--max-turns", str(cfg.max_turns),
            "--max-budget-usd", str(cfg.max_budget_usd), "--model", cfg.model]
