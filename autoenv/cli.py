@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:
-        display.err_console.print("[yellow]interrupted[/]: nothing was recorded for this run; traces written so far are kept")
+        display.interrupted()
         return 130
     except AutoEnvError as error:
         display.show_error(error)
@@ -113,6 +113,8 @@ def print_result(entry: Entry) -> None:
         fields[f"{role}_errors"] = s.errors.total if s else 0
     fields["offline"] = entry.offline
     fields["reason"] = entry.verdict.reason
+    if entry.warnings:
+        fields["warnings"] = "; ".join(entry.warnings)
     fields["feedback"] = f"feedback/{entry.commit}.md"
     display.result_block(fields)
 

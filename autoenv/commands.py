@@ -24,6 +24,8 @@ from autoenv.install import inspect_candidate, install_candidate
 from autoenv.job import Job
 from autoenv.judge.render import render as judge_render
 from autoenv.ledger import read_entries
+from autoenv.ledger import verify as verify_ledger
+from autoenv.paths import spec_warnings
 from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, config_job, judge, record, verdict
 from autoenv.record import CandidateInfo, Entry, GateReport
 from autoenv.report import render, write_report
@@ -41,6 +43,8 @@ def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = 
     if log_file is not None:
         overrides["log_file"] = str(Path(log_file).resolve())
     cfg = dataclasses.replace(cfg, paths=dataclasses.replace(cfg.paths, **overrides))
+    for message in verify_ledger(cfg.path("log_file")):  # before the judge spends anything
+        display.note(message)
     head = repo.commit_info(commit)
     out = cfg.path("outputs") / head.commit
     if not (out / "job.json").is_file():
@@ -61,7 +65,8 @@ def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = 
         head = dataclasses.replace(head, branch=head.branch or recorded.branch)
     ctx = Context(config=cfg, repo=repo, head=head, run_id=run_id, out=out,
                   options=EvalOptions(cwd=cwd, description=description, offline=offline),
-                  candidate=recorded.candidate if recorded is not None else CandidateInfo())
+                  candidate=recorded.candidate if recorded is not None else CandidateInfo(),
+                  warnings=spec_warnings(cfg.root))
     if not eval_success:
         error = AutoEnvError("recorded as failed (feedback --eval-success false)")
         return record(ctx, verdict(ctx, Outcome(error=error, failed_stage="feedback")))

@@ -30,7 +30,9 @@ from autoenv.job import AuditPlan, Job, RolloutPlan, SamplingSpec, Seat
 from autoenv.judge.render import render as judge_render
 from autoenv.judge.run import run_judge
 from autoenv.judge.workspace import build
-from autoenv.ledger import append_entry, read_entries
+from autoenv.ledger import append_entry, read_entries, temp_files
+from autoenv.ledger import verify as verify_ledger
+from autoenv.paths import spec_warnings
 from autoenv.record import ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel
 from autoenv.report import render, write_report
 from autoenv.rollouts import Worker
@@ -62,6 +64,7 @@ class Context:
     timings: dict[str, float] = field(default_factory=dict)
     candidate: CandidateInfo = field(default_factory=CandidateInfo)
     gates: GateReport | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -150,16 +153,10 @@ def preflight(options: EvalOptions) -> Context:
     with display.stage("preflight", "config, git state, keys"):
         repo = Repo(options.cwd)
         config = load_config(options.config or repo.root / CONFIG_NAME)
+        for message in verify_ledger(config.path("log_file")):
+            display.note(message)
         head = repo.head()
-        dirty = [p for p in repo.dirty_paths() if not harness_owned(config, repo.root / p)]
-        if dirty:
-            shown = "\n".join(f"  {p}" for p in dirty[:12]) + ("\n  ..." if len(dirty) > 12 else "")
-            raise AutoEnvError(
-                f"the working tree has uncommitted changes; results are keyed by commit "
-                f"{head.commit[:12]}, which would not be what was evaluated:\n{shown}",
-                where=str(repo.root),
-                fix="commit your change (git add -A && git commit -m '...') or stash it, then run again",
-            )
+        repo.require_clean(harness_paths(config), head.commit)
         candidate = config.path("candidate")
         if not candidate.is_dir():
             raise AutoEnvError(
@@ -173,18 +170,18 @@ def preflight(options: EvalOptions) -> Context:
         out = config.path("outputs") / head.commit
         archive_previous(out)
         display.note(f"commit {head.commit[:12]} on {head.branch or '(detached HEAD)'}: {head.subject}")
+        warnings = spec_warnings(config.root)
+        for warning in warnings:
+            display.warn(warning)
         if options.offline:
             display.note(f"offline: target = {config.offline.target}, strong = {config.offline.strong} (scripted)")
-    return Context(config=config, repo=repo, head=head, options=options, run_id=stamp(), out=out)
+    return Context(config=config, repo=repo, head=head, options=options, run_id=stamp(), out=out, warnings=warnings)
 
 
-def harness_owned(config: Config, path: Path) -> bool:
-    """Paths the harness itself writes (results), which never make the tree dirty."""
-    owned = [config.path("outputs"), config.path("feedback")]
+def harness_paths(config: Config) -> list[Path]:
+    """What the harness itself writes (results): never dirt, never part of a commit."""
     log = config.path("log_file")
-    owned_files = {log, log.with_name(log.name + ".lock")}
-    path = path.resolve()
-    return path in owned_files or any(path.is_relative_to(d.resolve()) for d in owned)
+    return [config.path("outputs"), config.path("feedback"), log, log.with_name(log.name + ".lock"), *temp_files(log)]
 
 
 def check_keys(config: Config) -> None:
@@ -317,6 +314,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         outputs=str(ctx.out.relative_to(config.root)) if ctx.out.is_relative_to(config.root) else str(ctx.out),
         failed_stage=outcome.failed_stage,
         error=str(outcome.error) if outcome.error else None,
+        warnings=ctx.warnings,
     )
 
 

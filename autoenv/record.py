@@ -307,6 +307,9 @@ class Entry(Part):
     outputs: str = Field("", description="Where traces and logs are, relative to the repository when inside it.")
     failed_stage: str | None = Field(None, description="Stage that failed, for crashes.")
     error: str | None = Field(None, description="The failure, for crashes.")
+    warnings: list[str] = Field(default_factory=list,
+                                description="What was wrong around the candidate, shown in the feedback "
+                                            "(spec.md missing or empty).")
     judge: JudgeResult | None = Field(None, description="The judge's findings and spend; None for crashes.")
     prev_hash: str = Field("", description="SHA-256 of the previous ledger line (hash chain).")
 

@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +42,6 @@ from autoenv.record import (BestReply, Entry, ErrorCounts, Findings, GateFinding
                             ModelStats, ProbeSummary, Readiness, Verdict)
 from conftest import autoenv, commit_all, ledger, small_config
 
-TESTS = Path(__file__).resolve().parent
-FAKE_CLAUDE = TESTS / "fake_claude.py"
 SECRET_TOKEN = "PLUTONIUM-7731"
 ENV_SECRET = "sk-test-SECRETVALUE"
 DESCRIPTION = "harder tasks; the reward is now exact"
@@ -565,17 +562,6 @@ def test_a_backend_names_itself_in_its_result(tmp_path):
     assert registry.load("offline").available(Judge()) is True
 
 
-@pytest.fixture(scope="module")
-def fake_bin(tmp_path_factory):
-    """A directory whose only entry is `claude`, a wrapper that execs tests/fake_claude.py
-    (exec, so a timeout's kill reaches the fake itself)."""
-    directory = tmp_path_factory.mktemp("fake-bin")
-    wrapper = directory / "claude"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_CLAUDE}" "$@"\n')
-    wrapper.chmod(0o755)
-    return directory
-
-
 @pytest.fixture
 def bare_env(monkeypatch, tmp_path):
     """No judge keys in the environment and an empty PATH; returns a setter for both."""
@@ -646,7 +632,7 @@ def judged_room(tmp_path):
                 state_dir=tmp_path / "state")
 
 
-@pytest.mark.parametrize("mode", ["ok", "fail", "garbage"])
+@pytest.mark.parametrize("mode", ["ok", "fail", "garbage", "api-error"])
 def test_claude_backend_against_the_fake_cli(judged_room, bare_env, fake_bin, tmp_path, monkeypatch, mode):
     log = tmp_path / "claude.json"
     bare_env(fake_bin, ANTHROPIC_API_KEY="k")
@@ -664,8 +650,24 @@ def test_claude_backend_against_the_fake_cli(judged_room, bare_env, fake_bin, tm
     else:
         offline = offline_findings(judged_room["entry"], Bands(), judged_room["rollout_ids"])
         assert not result.ok and result.findings == offline
-        expected = {"fail": ("error_max_budget_usd", 1.02, 17), "garbage": ("lack spec_fidelity", 0.0123, 4)}[mode]
+        expected = {"fail": ("error_max_budget_usd (judge.max_budget_usd = 1)", 1.02, 17),
+                    "garbage": ("lack spec_fidelity", 0.0123, 4),
+                    "api-error": ("failed (exit 1): Invalid API key · Please run /login", 0, 1)}[mode]
         assert expected[0] in result.error and (result.cost_usd, result.turns) == expected[1:]
+        assert "success" not in result.error  # the CLI's subtype on an API error says nothing
+
+
+def test_claude_failure_without_json_shows_what_the_cli_said(judged_room, bare_env, tmp_path):
+    """A CLI that dies before printing its JSON (a bad flag, a crash) is reported by its own last words."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    for name, script in (("stderr", "echo 'error: unknown option --bare' >&2"), ("stdout", "echo 'Segmentation [/x]'")):
+        (directory / "claude").write_text(f"#!/bin/sh\n{script}\nexit 3\n")
+        (directory / "claude").chmod(0o755)
+        bare_env(directory, ANTHROPIC_API_KEY="k")
+        result = run_judge(Judge(backend="claude"), offline=False, **judged_room)
+        said = {"stderr": "error: unknown option --bare", "stdout": "Segmentation [/x]"}[name]
+        assert not result.ok and result.error == f"the claude judge failed (exit 3): {said}"
 
 
 @pytest.fixture
@@ -686,6 +688,29 @@ def test_anthropic_backend_against_the_stub(judged_room, point_sdk_at):
     (request,) = stub.requests
     tools = {tool["name"]: tool for tool in request["tools"]}
     assert tools["submit_findings"]["input_schema"] == findings_schema()
+
+
+@pytest.mark.parametrize("spec,told", [(None, "spec.md is missing on this branch"),
+                                       (" \n", "spec.md is empty on this branch"), ("# Spec\nAdd.\n", None)])
+def test_the_model_judges_are_told_when_the_spec_is_missing(judged_room, bare_env, fake_bin, point_sdk_at, tmp_path,
+                                                            monkeypatch, spec, told):
+    if spec is not None:
+        (judged_room["workspace"] / "spec.md").write_text(spec)
+    log = tmp_path / "claude.json"
+    bare_env(fake_bin, ANTHROPIC_API_KEY="k")
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(log))
+    assert run_judge(Judge(backend="claude"), offline=False, **judged_room).ok
+    (call,) = json.loads(log.read_text())
+    with AnthropicStub([submit(valid_findings())]) as stub:
+        point_sdk_at(stub)
+        assert run_judge(Judge(backend="anthropic", max_turns=3), offline=False, **judged_room).ok
+    (request,) = stub.requests
+    for prompt in (flag(call["argv"], "-p"), request["messages"][0]["content"]):
+        assert prompt.startswith("You are the judge")
+        if told:
+            assert f"Note from the harness: {told}" in prompt and "spec_fidelity (score null" in prompt
+        else:
+            assert "Note from the harness" not in prompt
 
 
 def test_anthropic_backend_failure_keeps_what_it_spent(judged_room, point_sdk_at):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 
 import pytest
 
+from autoenv import display
 from autoenv.cli import print_result
 from autoenv.commands import recompute
 from autoenv.config import load_config
@@ -15,7 +17,8 @@ from autoenv.gitrepo import Repo
 from autoenv.job import Job
 from autoenv.judge.offline import offline_findings
 from autoenv.ledger import read_entries, verify_chain
-from autoenv.pipeline import Context, EvalOptions, Outcome, note_text, record, verdict
+from autoenv.paths import spec_problem
+from autoenv.pipeline import Context, EvalOptions, Outcome, judge, note_text, preflight, record, verdict
 from autoenv.record import CandidateInfo, GateFinding, GateReport
 from autoenv.errors import AutoEnvError
 from autoenv.stats import model_stats
@@ -157,3 +160,46 @@ def test_recomputing_an_older_commit_stays_in_its_run(ctx):
     again = recompute(root, commit=old.commit, eval_success=False)
     assert again.commit == old.commit and again.branch == "autoenv/demo-arithmetic"
     assert again.candidate == old.candidate
+
+
+@pytest.mark.parametrize("problem", ["missing", "empty"])
+def test_a_missing_or_empty_spec_is_warned_in_the_summary_the_feedback_and_the_entry(run_repo, problem):
+    root = run_repo("arithmetic")
+    if problem == "missing":
+        (root / "spec.md").unlink()
+    else:
+        (root / "spec.md").write_text("\n  \n")
+    commit_all(root, f"spec.md {problem}")
+    with display.console.capture() as captured:
+        ctx = preflight(EvalOptions(cwd=root, offline=True))
+        entry = record(ctx, judge(ctx, verdict(ctx, Outcome(stats=stats()))))
+        print_result(entry)
+    printed = captured.get()
+    warning = f"spec.md is {problem}: the judge has no specification to check the environment against"
+    assert f"! {warning}" in printed  # in the preflight lines
+    assert re.search(rf"(?m)^warnings:\s+{warning}", printed)  # and in the result block
+    assert entry.warnings[0].startswith(warning) and len(entry.warnings) == 1
+    assert read_entries(ctx.config.path("log_file"))[0].warnings == entry.warnings
+    feedback = (root / "feedback" / f"{ctx.head.commit}.md").read_text()
+    assert f"- **warning**: {warning}" in feedback.split("## ")[0]  # at the top, under the verdict
+    (stamp,) = (ctx.out / "judge").iterdir()
+    assert not (stamp / "workspace" / "spec.md").exists() if problem == "missing" else \
+        (stamp / "workspace" / "spec.md").read_text() == "\n  \n"
+
+
+def test_a_written_spec_gives_no_warning(run_repo):
+    ctx = preflight(EvalOptions(cwd=run_repo("arithmetic"), offline=True))
+    assert ctx.warnings == [] and record(ctx, verdict(ctx, Outcome(stats=stats()))).warnings == []
+    assert "warning" not in (ctx.config.root / "feedback" / f"{ctx.head.commit}.md").read_text()
+
+
+def test_spec_problem(tmp_path):
+    assert spec_problem(tmp_path) == "missing"
+    (tmp_path / "spec.md").write_text("\t\n")
+    assert spec_problem(tmp_path) == "empty"
+    (tmp_path / "spec.md").write_text("# Spec\n")
+    assert spec_problem(tmp_path) is None
+    (tmp_path / "real.md").write_text("# Spec\n")
+    (tmp_path / "spec.md").unlink()
+    (tmp_path / "spec.md").symlink_to(tmp_path / "real.md")
+    assert spec_problem(tmp_path).startswith("not a regular file")  # the judge would not be given it
