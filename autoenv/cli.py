@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:
-        display.err_console.print("[yellow]interrupted[/]: nothing was recorded for this run; traces written so far are kept")
+        display.interrupted()
         return 130
     except AutoEnvError as error:
         display.show_error(error)
@@ -104,7 +104,9 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def print_result(entry: Entry, root: Path) -> None:
+def print_result(entry: Entry, root: Path | None = None) -> None:
+    """The result block; `root` (default: here) is where the entry's outputs are, to name its plot."""
+    root = root or Path.cwd()
     fields: dict[str, object] = {"commit": entry.commit, "verdict": entry.verdict.verdict,
                                  "eval_success": entry.eval_success}
     for role in ROLES:
@@ -116,6 +118,8 @@ def print_result(entry: Entry, root: Path) -> None:
         fields[f"{role}_errors"] = s.errors.total if s else 0
     fields["offline"] = entry.offline
     fields["reason"] = entry.verdict.reason
+    if entry.warnings:
+        fields["warnings"] = "; ".join(entry.warnings)
     fields["feedback"] = f"feedback/{entry.commit}.md"
     if entry.outputs and (root / entry.outputs / "plot.png").is_file():
         fields["plot"] = f"{entry.outputs}/plot.png"

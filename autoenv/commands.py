@@ -18,15 +18,18 @@ from autoenv import display
 from autoenv.config import CONFIG_NAME, load_config
 from autoenv.errors import AutoEnvError
 from autoenv.formats import stamp
-from autoenv.gates.rules import run_gates
+from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.gitrepo import Repo
 from autoenv.install import inspect_candidate, install_candidate
 from autoenv.job import Job
 from autoenv.judge.render import render as judge_render
 from autoenv.ledger import read_entries
-from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, judge, record, verdict
-from autoenv.record import Entry, GateReport
+from autoenv.ledger import verify as verify_ledger
+from autoenv.paths import spec_warnings
+from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, config_job, judge, record, verdict
+from autoenv.record import CandidateInfo, Entry, GateReport
 from autoenv.report import render, write_report
+from autoenv.rollouts import Worker
 
 
 def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = None, log_file: Path | None = None,
@@ -40,6 +43,8 @@ def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = 
     if log_file is not None:
         overrides["log_file"] = str(Path(log_file).resolve())
     cfg = dataclasses.replace(cfg, paths=dataclasses.replace(cfg.paths, **overrides))
+    for message in verify_ledger(cfg.path("log_file")):  # before the judge spends anything
+        display.note(message)
     head = repo.commit_info(commit)
     out = cfg.path("outputs") / head.commit
     if not (out / "job.json").is_file():
@@ -54,8 +59,14 @@ def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = 
         run_id = json.loads((out / "run.json").read_text())["run_id"]
     except (OSError, ValueError, KeyError):
         run_id = "unknown"
+    # an older commit is not checked out: its run (branch) and candidate are the ones it was evaluated with
+    recorded = next((e for e in reversed(read_entries(cfg.path("log_file"))) if e.commit == head.commit), None)
+    if recorded is not None:
+        head = dataclasses.replace(head, branch=head.branch or recorded.branch)
     ctx = Context(config=cfg, repo=repo, head=head, run_id=run_id, out=out,
-                  options=EvalOptions(cwd=cwd, description=description, offline=offline))
+                  options=EvalOptions(cwd=cwd, description=description, offline=offline),
+                  candidate=recorded.candidate if recorded is not None else CandidateInfo(),
+                  warnings=spec_warnings(cfg.root))
     if not eval_success:
         error = AutoEnvError("recorded as failed (feedback --eval-success false)")
         return record(ctx, verdict(ctx, Outcome(error=error, failed_stage="feedback")))
@@ -107,14 +118,17 @@ def audit_only(cwd: Path, config: Path | None = None, probes: bool = True) -> Ga
     except AutoEnvError:
         root = Path(cwd).resolve()
     cfg = load_config(config or root / CONFIG_NAME)
-    with display.stage("install", "candidate into the venv, import in a fresh process"):
-        candidate = cfg.path("candidate")
-        install_candidate(candidate)
-        inspect_candidate(candidate)
+    candidate = cfg.path("candidate")
     out = cfg.path("outputs") / "scratch" / f"{stamp()}-{'probe' if probes else 'check'}"
-    shown = str(out.relative_to(cfg.root)) if out.is_relative_to(cfg.root) else str(out)
-    with display.stage("check + probe" if probes else "check", shown):
-        report = run_gates(cfg, out, probes=probes)
+    with display.stage("install", "candidate into the venv"):
+        install_candidate(candidate)
+    with Worker(config_job(cfg, out, audit=audit_plan(cfg, probes))) as worker:
+        with display.stage("import", "the candidate in the child process"):
+            inspect_candidate(candidate, worker)
+        gates_dir = out / "gates"
+        shown = str(gates_dir.relative_to(cfg.root)) if gates_dir.is_relative_to(cfg.root) else str(gates_dir)
+        with display.stage("check + probe" if probes else "check", shown):
+            report = run_gates(cfg, worker)
     tables = display.gates_tables(report)
     for table in tables if probes else tables[:1]:
         display.console.print(table)

@@ -3,6 +3,11 @@
 Colour is off when stdout is not a terminal, under NO_COLOR, or in CI, so logs and an
 agent's captured output stay plain. The final result block is `key: value` lines that
 a person or an agent can grep.
+
+Nothing printed is ever read as rich markup or emoji codes: the consoles have both off,
+and the styled parts here are `Text` spans. Most of what is shown is someone else's text
+(config keys, paths, commit subjects, the candidate's exceptions, a judge's error), and
+markup made "[target]" vanish and a stray "[/x]" replace the error with a MarkupError.
 """
 
 from __future__ import annotations
@@ -14,9 +19,9 @@ from contextlib import contextmanager
 from typing import Mapping
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from autoenv.config import Bands
 from autoenv.errors import AutoEnvError
@@ -30,8 +35,15 @@ def _plain() -> bool:
 
 # Captured output (an agent's shell, CI logs) has no terminal width: give tables room.
 _width = None if sys.stdout.isatty() else 132
-console = Console(no_color=_plain(), highlight=False, soft_wrap=True, width=_width)
-err_console = Console(stderr=True, no_color=_plain(), highlight=False, soft_wrap=True, width=_width)
+
+
+def _console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, no_color=_plain(), markup=False, emoji=False, highlight=False, soft_wrap=True,
+                   width=_width)
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 
 class StageFailed(Exception):
@@ -42,36 +54,48 @@ class StageFailed(Exception):
 def stage(name: str, detail: str = ""):
     """Print one line per pipeline stage: its name, then ok/failed and the time it took."""
     started = time.time()
-    console.print(f"[bold cyan]▶ {name}[/]" + (f" [dim]{detail}[/]" if detail else ""))
+    line = Text(f"▶ {name}", style="bold cyan")
+    if detail:
+        line.append(f" {detail}", style="dim")
+    console.print(line)
     try:
         yield
     except BaseException:
-        console.print(f"  [red]✗ {name} failed[/] [dim]({time.time() - started:.1f} s)[/]")
+        console.print(Text.assemble("  ", (f"✗ {name} failed", "red"), " ", (_took(started), "dim")))
         raise
-    console.print(f"  [green]✓ {name}[/] [dim]({time.time() - started:.1f} s)[/]")
+    console.print(Text.assemble("  ", (f"✓ {name}", "green"), " ", (_took(started), "dim")))
+
+
+def _took(started: float) -> str:
+    return f"({time.time() - started:.1f} s)"
 
 
 def note(message: str) -> None:
+    """One plain line under the current stage (printed as written: it may quote the candidate or a commit subject)."""
     console.print(f"  {message}")
 
 
 def warn(message: str) -> None:
-    console.print(f"  [yellow]! {message}[/]")
+    console.print(Text(f"  ! {message}", style="yellow"))
 
 
 def show_error(error: AutoEnvError) -> None:
-    # the parts quote files, commits and descriptions: text, never markup
-    err_console.print(f"[bold red]error:[/] {escape(error.what)}")
+    err_console.print(Text.assemble(("error:", "bold red"), f" {error.what}"))
     if error.where:
-        err_console.print(f"  [bold]where:[/] {escape(error.where)}")
+        err_console.print(Text.assemble("  ", ("where:", "bold"), f" {error.where}"))
     if error.fix:
-        err_console.print(f"  [bold]fix:[/] {escape(error.fix)}")
+        err_console.print(Text.assemble("  ", ("fix:", "bold"), f" {error.fix}"))
+
+
+def interrupted() -> None:
+    err_console.print(Text.assemble(("interrupted", "yellow"),
+                                    ": nothing was recorded for this run; traces written so far are kept"))
 
 
 def rollout_progress() -> Progress:
     return Progress(
-        TextColumn("  {task.description:<8}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("[dim]{task.fields[status]}"), TimeElapsedColumn(),
+        TextColumn("  {task.description:<8}", markup=False), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}", style="dim", markup=False), TimeElapsedColumn(),
         console=console, transient=False,
     )
 
@@ -93,10 +117,10 @@ def summary_table(stats: Mapping[str, ModelStats], bands: Bands) -> Table:
 
 def result_block(fields: dict) -> None:
     """The grep-able end of a run: `---` then one `key: value` per line, always plain."""
-    console.print("---", markup=False)
+    console.print("---")
     width = max(len(k) for k in fields)
     for key, value in fields.items():
-        console.print(f"{key + ':':<{width + 1}} {number(value, 4)}", markup=False, highlight=False)
+        console.print(f"{key + ':':<{width + 1}} {number(value, 4)}")
 
 
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
@@ -111,7 +135,7 @@ def gates_tables(report: GateReport) -> list[Table]:
     for f in report.findings:
         if f.name.startswith("probe "):
             continue
-        checks.add_row(f.name, f"[{STATUS_STYLE[f.status]}]{f.status}[/]", f.message)
+        checks.add_row(f.name, Text(f.status, style=STATUS_STYLE[f.status]), f.message)
     probes = Table(title=f"Probes ({report.mode or 'not run'})", title_justify="left")
     for column in ("probe", "result", "mean", "of oracle", "scored", "harvested / best"):
         probes.add_column(column, overflow="fold")
@@ -123,6 +147,6 @@ def gates_tables(report: GateReport) -> list[Table]:
         if best and status.get(name) == "fail":
             detail += f" | idx {best.idx}: {best.reply[:60]!r}"
         st = status.get(name, "skip")
-        probes.add_row(name, f"[{STATUS_STYLE[st]}]{st}[/]", number(s.mean), number(s.of_oracle),
+        probes.add_row(name, Text(st, style=STATUS_STYLE[st]), number(s.mean), number(s.of_oracle),
                        f"{s.scored}/{s.tasks}", detail)
     return [checks, probes]

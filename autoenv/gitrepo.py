@@ -48,8 +48,38 @@ class Repo:
 
     def dirty_paths(self) -> list[str]:
         """Modified, staged and untracked (not ignored) paths, relative to the root."""
-        lines = self._repo.git.status("--porcelain", "--untracked-files=all").splitlines()
-        return [line[3:] for line in lines if line.strip()]
+        # -z: paths as they are (plain porcelain quotes any with a space or a quote in it)
+        fields = self._repo.git.status("--porcelain", "-z", "--untracked-files=all").split("\0")
+        paths, rest = [], iter(fields)
+        for field in rest:
+            if field.strip():
+                paths.append(field[3:])
+                if field[0] in "RC":  # a rename or copy: its source path follows
+                    next(rest, None)
+        return paths
+
+    def require_clean(self, owned: list[Path], commit: str) -> None:
+        """Refuse a dirty tree, naming the files; paths in or under `owned` (the harness's
+        results) do not count, and the suggested fix never commits them."""
+        owners = {p: self._owner(p, owned) for p in self.dirty_paths()}
+        dirty = [p for p, owner in owners.items() if owner is None]
+        if not dirty:
+            return
+        shown = "\n".join(f"  {p}" for p in dirty[:12]) + ("\n  ..." if len(dirty) > 12 else "")
+        # results git does not ignore (paths moved in config.toml) must stay out of `git add -A`
+        listed = sorted({str(o.relative_to(self.root)) for o in owners.values() if o and o.is_relative_to(self.root)})
+        add = "git add -A" + (" -- ." + "".join(f" ':!{p}'" for p in listed) if listed else "")
+        ignore = f"; add {', '.join(listed)} (the harness's results) to .gitignore" if listed else ""
+        raise AutoEnvError(
+            f"the working tree has uncommitted changes; results are keyed by commit "
+            f"{commit[:12]}, which would not be what was evaluated:\n{shown}",
+            where=str(self.root),
+            fix=f"commit your change ({add} && git commit -m '...') or stash it, then run again{ignore}",
+        )
+
+    def _owner(self, relative: str, owned: list[Path]) -> Path | None:
+        path = (self.root / relative).resolve()
+        return next((o for o in (p.resolve() for p in owned) if path == o or path.is_relative_to(o)), None)
 
     def add_note(self, commit: str, text: str) -> None:
         """Attach (replace) this evaluation's note on `commit` under refs/notes/autoenv."""

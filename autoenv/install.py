@@ -1,57 +1,26 @@
-"""Install the candidate into the venv and import it in a fresh process to show the real error.
+"""Install the candidate into the venv and import it in the child process to show the real error.
 
 verifiers reports a candidate whose import fails on a missing dependency as "taskset not
-found"; importing the module ourselves, in a child process (a package installed after an
-interpreter started is not importable in it), surfaces the actual ModuleNotFoundError.
+found"; importing the module ourselves, in the evaluation's child process (started after the
+install: a package installed after an interpreter started is not importable in it), surfaces
+the actual ModuleNotFoundError.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import shutil
 import subprocess
 import sys
-import time
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoenv.errors import AutoEnvError
+from autoenv.job import CANDIDATE_MODULE, Job
+from autoenv.rollouts import Worker, WorkerFailed, child_env
 
-MODULE = "candidate_env"
 STAMP = Path(sys.prefix) / ".autoenv-candidate-stamp"
-
-_INSPECT = r"""
-import importlib, inspect, json, sys, traceback
-out = {"ok": False}
-try:
-    module = importlib.import_module(sys.argv[1])
-    import verifiers.v1 as vf
-    names = list(getattr(module, "__all__", []) or [])
-    kinds = {"taskset": [], "env": [], "harness": [], "other": []}
-    for name in names:
-        obj = getattr(module, name, None)
-        if obj is None:
-            kinds["other"].append(name + " (missing)")
-        elif inspect.isclass(obj) and issubclass(obj, vf.Taskset):
-            kinds["taskset"].append(name)
-        elif inspect.isclass(obj) and issubclass(obj, vf.Env):
-            kinds["env"].append(name)
-        elif inspect.isclass(obj) and issubclass(obj, vf.Harness):
-            kinds["harness"].append(name)
-        else:
-            kinds["other"].append(name)
-    out.update(ok=True, all=names, file=getattr(module, "__file__", None), **kinds)
-    if len(kinds["taskset"]) == 1:
-        task_cls = getattr(module, kinds["taskset"][0]).task_type()
-        out["task"] = task_cls.__name__
-        out["oracle"] = callable(getattr(task_cls, "oracle", None))
-except BaseException as e:
-    out.update(error=type(e).__name__, message=str(e), missing=getattr(e, "name", None),
-               traceback=traceback.format_exc())
-print("AUTOENV-INSPECT " + json.dumps(out))
-"""
 
 
 @dataclass
@@ -63,15 +32,6 @@ class CandidateInfo:
     has_oracle: bool
     import_seconds: float
     exports: list[str] = field(default_factory=list)
-
-
-def child_env(candidate_dir: Path) -> dict[str, str]:
-    """Environment for child processes: this venv's tools first, this candidate's code first."""
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(candidate_dir), env.get("PYTHONPATH", "")] if p)
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
 
 
 def _stamp(candidate_dir: Path) -> str:
@@ -115,24 +75,20 @@ def install_candidate(candidate_dir: Path, force: bool = False) -> bool:
     return True
 
 
-def inspect_candidate(candidate_dir: Path, module: str = MODULE) -> CandidateInfo:
-    """Import the candidate in a fresh interpreter and report what it exports."""
-    started = time.time()
-    proc = subprocess.run(
-        [sys.executable, "-c", _INSPECT, module],
-        capture_output=True, text=True, env=child_env(candidate_dir), cwd=candidate_dir,
-    )
-    seconds = time.time() - started
-    line = next((l for l in proc.stdout.splitlines() if l.startswith("AUTOENV-INSPECT ")), None)
-    if line is None:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
-        raise AutoEnvError(
-            f"importing {module} crashed the interpreter (exit {proc.returncode}):\n{tail}",
-            where=str(candidate_dir),
-            fix="run `python -c 'import candidate_env'` in the venv to reproduce",
-        )
-    out = json.loads(line[len("AUTOENV-INSPECT "):])
-    if not out["ok"]:
+def inspect_candidate(candidate_dir: Path, worker: Worker | None = None) -> CandidateInfo:
+    """Import the candidate in `worker`, the evaluation's child process (or a fresh one), and read its exports."""
+    if worker is None:
+        with tempfile.TemporaryDirectory(prefix="autoenv-inspect-") as tmp:
+            job = Job(candidate_dir=str(candidate_dir), out_dir=tmp)
+            with Worker(job) as fresh:
+                return inspect_candidate(candidate_dir, fresh)
+    try:
+        out = worker.run("inspect").inspected or {}
+    except WorkerFailed as e:
+        raise AutoEnvError(f"the import check of {CANDIDATE_MODULE} did not finish: {e.what}", where=str(candidate_dir),
+                           fix=f"run `python -c 'import {CANDIDATE_MODULE}'` in the venv to reproduce") from e
+    module = CANDIDATE_MODULE
+    if not out.get("ok"):
         raise _import_error(out, candidate_dir, module)
     tasksets, envs = out["taskset"], out["env"]
     if len(tasksets) != 1:
@@ -151,7 +107,7 @@ def inspect_candidate(candidate_dir: Path, module: str = MODULE) -> CandidateInf
         )
     return CandidateInfo(
         module_file=out.get("file"), taskset=tasksets[0], env=envs[0] if envs else None,
-        task=out.get("task"), has_oracle=bool(out.get("oracle")), import_seconds=round(seconds, 2),
+        task=out.get("task"), has_oracle=bool(out.get("oracle")), import_seconds=round(out.get("import_seconds") or 0.0, 2),
         exports=out["all"],
     )
 

@@ -1,8 +1,8 @@
 """The worker job: what the harness asks a child process to do with the candidate, as one typed object.
 
-The harness writes it to `outputs/<commit>/job.json` and the child (`autoenv.worker` for
-rollouts, `autoenv.gates.audit` for the gates) reads it back; recompute reads it again later to
-know which models ran. Building it in one place keeps the taskset id, the seat settings
+The harness writes it to `outputs/<commit>/job.json` and the evaluation's child process
+(autoenv.child: the install check, the audit of autoenv.gates.audit, the rollouts of
+autoenv.worker) reads it back; recompute reads it again later to know which models ran. Building it in one place keeps the taskset id, the seat settings
 and the budget the same for every child.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 TASKSET_ID = "candidate-env"
+CANDIDATE_MODULE = "candidate_env"
 
 
 class _Part(BaseModel):
@@ -85,12 +86,17 @@ class Job(_Part):
     def out(self) -> Path:
         return Path(self.out_dir)
 
-    def expected_rollouts(self) -> int:
-        """An upper bound on rollouts, for the worker's deadline."""
+    @property
+    def audit_dir(self) -> Path:
+        """Where the audit writes audit.json and its probe traces."""
+        return self.out / "gates"
+
+    def expected_rollouts(self, stage: str | None = None) -> int:
+        """An upper bound on the rollouts of `stage` ("audit" or "rollouts"; None: both), for its deadline."""
         total = 0
-        if self.rollouts is not None:
+        if self.rollouts is not None and stage in (None, "rollouts"):
             total += len(self.rollouts.roles) * self.rollouts.examples * self.rollouts.rollouts + int(self.rollouts.smoke)
-        if self.audit is not None and self.audit.probes:
+        if self.audit is not None and self.audit.probes and stage in (None, "audit"):
             total += self.audit.rollout_sample * (self.audit.exploits + 1)
         return max(total, 1)
 

@@ -1,4 +1,4 @@
-"""Where the project's own files are: the repository AutoEnv was installed from, and its examples."""
+"""Where the project's own files are: the repository AutoEnv was installed from, its examples, and a run's spec."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 EXAMPLES = PROJECT / "examples"
 VENDORED_VERIFIERS = PROJECT / "verifiers"
 DEFAULT_CANDIDATE = PROJECT / "candidate"
+SPEC = "spec.md"
 
 
 def examples() -> list[str]:
@@ -15,3 +16,22 @@ def examples() -> list[str]:
     if not EXAMPLES.is_dir():
         return []
     return sorted(p.name for p in EXAMPLES.iterdir() if (p / "pyproject.toml").is_file())
+
+
+def spec_problem(root: Path) -> str | None:
+    """What is wrong with `root`/spec.md ("missing", "empty", ...), or None when it has text."""
+    path = root / SPEC
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        return "not a regular file (the judge is given only regular files)"
+    if not path.is_file():
+        return "missing"
+    return "empty" if not path.read_text(errors="replace").strip() else None
+
+
+def spec_warnings(root: Path) -> list[str]:
+    """The warning a missing or empty spec.md gives, for the terminal, the entry and the feedback."""
+    problem = spec_problem(root)
+    if problem is None:
+        return []
+    return [f"{SPEC} is {problem}: the judge has no specification to check the environment against; "
+            f"write what the environment must teach in {SPEC} and commit it"]

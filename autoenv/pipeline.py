@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -23,22 +23,24 @@ from autoenv import display
 from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config
 from autoenv.errors import AutoEnvError
 from autoenv.formats import iso_now, stamp
-from autoenv.gates.rules import run_gates
+from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.gitrepo import Head, Repo
 from autoenv.install import inspect_candidate, install_candidate
-from autoenv.job import Job, RolloutPlan, SamplingSpec, Seat
+from autoenv.job import AuditPlan, Job, RolloutPlan, SamplingSpec, Seat
 from autoenv.judge.render import render as judge_render
 from autoenv.judge.run import run_judge
 from autoenv.judge.workspace import build
-from autoenv.ledger import append_entry, last_kept, read_entries
+from autoenv.ledger import append_entry, read_entries, temp_files
+from autoenv.ledger import verify as verify_ledger
+from autoenv.paths import spec_warnings
 from autoenv.record import ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel
 from autoenv.report import render, write_report
 from autoenv.review.plot import plot_run
 from autoenv.review.run import Project, run_so_far
-from autoenv.rollouts import WorkerResult, run_worker
+from autoenv.rollouts import Worker
 from autoenv.stats import model_stats
 from autoenv.traces import read_rollouts
-from autoenv.verdict import comparable, decide, rl_readiness
+from autoenv.verdict import baseline_of, decide, reference_missing, rl_readiness
 
 Stats = dict[Role, ModelStats]
 
@@ -64,6 +66,7 @@ class Context:
     timings: dict[str, float] = field(default_factory=dict)
     candidate: CandidateInfo = field(default_factory=CandidateInfo)
     gates: GateReport | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -89,34 +92,41 @@ def evaluate(options: EvalOptions) -> Entry:
 
 
 def run_stages(ctx: Context) -> Outcome:
-    """install -> gates -> smoke + rollouts -> stats; a candidate's failure ends in a crash outcome."""
+    """install -> gates -> smoke + rollouts -> stats; a candidate's failure ends in a crash outcome.
+
+    Everything that runs the candidate runs in one child process (autoenv.child), started
+    after the install and ended when the stages are done, whatever happens.
+    """
     stage_name = "install"
-    try:
-        with timed(ctx, "install"), display.stage("install", "candidate into the venv, import in a fresh process"):
-            install(ctx)
-        stage_name = "gates"
-        with timed(ctx, "gates"), display.stage("check + probe", "dataset, determinism, oracle and exploits; no model"):
-            ctx.gates = gates(ctx)
-        if not ctx.gates.passed:
-            display.warn(f"{len(ctx.gates.failed)} gate(s) failed: " + "; ".join(ctx.gates.failed))
-            if not ctx.config.probes.continue_on_failure:
-                display.note("skipping the model evaluation (probes.continue_on_failure = false)")
-                return Outcome()
-        stage_name = "rollouts"
-        with timed(ctx, "rollouts"), display.stage("smoke + rollouts", rollout_plan(ctx)):
-            worker = rollouts(ctx)
-        if worker.smoke and worker.smoke["outcome"] != "ok":
-            stage_name = "smoke"
-            raise AutoEnvError(
-                f"the smoke rollout failed ({worker.smoke['outcome']}): {worker.smoke.get('error')}",
-                where=str(ctx.out / "smoke" / "traces.jsonl"),
-                fix="a provider_error means the endpoint or key is wrong; an env_error is the candidate's",
-            )
-    except AutoEnvError as error:
-        return Outcome(error=error, failed_stage=stage_name)
-    if worker.loaded_tasks:
-        ctx.candidate = ctx.candidate.model_copy(update={"tasks": worker.loaded_tasks,
-                                                         "load_seconds": worker.load_seconds})
+    with ExitStack() as stack:
+        try:
+            with timed(ctx, "install"), display.stage("install", "candidate into the venv, import in the child process"):
+                install(ctx)
+                worker = stack.enter_context(start_worker(ctx))
+                inspect(ctx, worker)
+            stage_name = "gates"
+            with timed(ctx, "gates"), display.stage("check + probe", "dataset, determinism, oracle and exploits; no model"):
+                ctx.gates = gates(ctx, worker)
+            if not ctx.gates.passed:
+                display.warn(f"{len(ctx.gates.failed)} gate(s) failed: " + "; ".join(ctx.gates.failed))
+                if not ctx.config.probes.continue_on_failure:
+                    display.note("skipping the model evaluation (probes.continue_on_failure = false)")
+                    return Outcome()
+            stage_name = "rollouts"
+            with timed(ctx, "rollouts"), display.stage("smoke + rollouts", rollout_plan(ctx)):
+                result = worker.run("rollouts")
+            if result.smoke and result.smoke["outcome"] != "ok":
+                stage_name = "smoke"
+                raise AutoEnvError(
+                    f"the smoke rollout failed ({result.smoke['outcome']}): {result.smoke.get('error')}",
+                    where=str(ctx.out / "smoke" / "traces.jsonl"),
+                    fix="a provider_error means the endpoint or key is wrong; an env_error is the candidate's",
+                )
+        except AutoEnvError as error:
+            return Outcome(error=error, failed_stage=stage_name)
+    if result.loaded_tasks:
+        ctx.candidate = ctx.candidate.model_copy(update={"tasks": result.loaded_tasks,
+                                                         "load_seconds": result.load_seconds})
     with timed(ctx, "stats"), display.stage("stats"):
         stats = compute_stats(ctx)
         display.console.print(display.summary_table(stats, ctx.config.bands))
@@ -145,16 +155,10 @@ def preflight(options: EvalOptions) -> Context:
     with display.stage("preflight", "config, git state, keys"):
         repo = Repo(options.cwd)
         config = load_config(options.config or repo.root / CONFIG_NAME)
+        for message in verify_ledger(config.path("log_file")):
+            display.note(message)
         head = repo.head()
-        dirty = [p for p in repo.dirty_paths() if not harness_owned(config, repo.root / p)]
-        if dirty:
-            shown = "\n".join(f"  {p}" for p in dirty[:12]) + ("\n  ..." if len(dirty) > 12 else "")
-            raise AutoEnvError(
-                f"the working tree has uncommitted changes; results are keyed by commit "
-                f"{head.commit[:12]}, which would not be what was evaluated:\n{shown}",
-                where=str(repo.root),
-                fix="commit your change (git add -A && git commit -m '...') or stash it, then run again",
-            )
+        repo.require_clean(harness_paths(config), head.commit)
         candidate = config.path("candidate")
         if not candidate.is_dir():
             raise AutoEnvError(
@@ -168,18 +172,18 @@ def preflight(options: EvalOptions) -> Context:
         out = config.path("outputs") / head.commit
         archive_previous(out)
         display.note(f"commit {head.commit[:12]} on {head.branch or '(detached HEAD)'}: {head.subject}")
+        warnings = spec_warnings(config.root)
+        for warning in warnings:
+            display.warn(warning)
         if options.offline:
             display.note(f"offline: target = {config.offline.target}, strong = {config.offline.strong} (scripted)")
-    return Context(config=config, repo=repo, head=head, options=options, run_id=stamp(), out=out)
+    return Context(config=config, repo=repo, head=head, options=options, run_id=stamp(), out=out, warnings=warnings)
 
 
-def harness_owned(config: Config, path: Path) -> bool:
-    """Paths the harness itself writes (results), which never make the tree dirty."""
-    owned = [config.path("outputs"), config.path("feedback")]
+def harness_paths(config: Config) -> list[Path]:
+    """What the harness itself writes (results): never dirt, never part of a commit."""
     log = config.path("log_file")
-    owned_files = {log, log.with_name(log.name + ".lock")}
-    path = path.resolve()
-    return path in owned_files or any(path.is_relative_to(d.resolve()) for d in owned)
+    return [config.path("outputs"), config.path("feedback"), log, log.with_name(log.name + ".lock"), *temp_files(log)]
 
 
 def check_keys(config: Config) -> None:
@@ -209,18 +213,27 @@ def archive_previous(out: Path) -> None:
 
 
 def install(ctx: Context) -> None:
-    candidate = ctx.config.path("candidate")
-    changed = install_candidate(candidate)
+    changed = install_candidate(ctx.config.path("candidate"))
     display.note("installed (editable)" if changed else "already installed; code edits are picked up")
-    info = inspect_candidate(candidate)
+
+
+def start_worker(ctx: Context) -> Worker:
+    """The evaluation's child process, with run.json beside its job so an archived run keeps its id."""
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    (ctx.out / "run.json").write_text(json.dumps({"run_id": ctx.run_id, "commit": ctx.head.commit}))
+    return Worker(worker_job(ctx))
+
+
+def inspect(ctx: Context, worker: Worker) -> None:
+    info = inspect_candidate(ctx.config.path("candidate"), worker)
     ctx.candidate = CandidateInfo(taskset=info.taskset, env=info.env, task=info.task, oracle_hook=info.has_oracle,
                                   import_seconds=info.import_seconds)
     display.note(f"exports {info.taskset}" + (f" + {info.env}" if info.env else "")
                  + f"; oracle hook: {'yes' if info.has_oracle else 'no'}; import {info.import_seconds:.1f} s")
 
 
-def gates(ctx: Context) -> GateReport:
-    report = run_gates(ctx.config, ctx.out / "gates")
+def gates(ctx: Context, worker: Worker) -> GateReport:
+    report = run_gates(ctx.config, worker)
     for table in display.gates_tables(report):
         display.console.print(table)
     return report
@@ -232,28 +245,27 @@ def rollout_plan(ctx: Context) -> str:
             f"{b.max_concurrent} at a time, {b.rollout_timeout:g} s timeout")
 
 
-def rollouts(ctx: Context) -> WorkerResult:
-    ctx.out.mkdir(parents=True, exist_ok=True)
-    (ctx.out / "run.json").write_text(json.dumps({"run_id": ctx.run_id, "commit": ctx.head.commit}))
-    return run_worker(worker_job(ctx))
-
-
 def worker_job(ctx: Context) -> Job:
     c, b = ctx.config, ctx.config.budget
     roles = {}
     for role, model in c.models().items():
+        sampling = SamplingSpec(temperature=model.sampling.temperature, max_tokens=model.sampling.max_tokens,
+                                top_p=model.sampling.top_p)
         if ctx.options.offline:
-            roles[role] = Seat(model=getattr(c.offline, role), embedded=True,
-                               sampling=SamplingSpec(temperature=model.sampling.temperature,
-                                                     max_tokens=model.sampling.max_tokens, top_p=model.sampling.top_p))
+            roles[role] = Seat(model=getattr(c.offline, role), embedded=True, sampling=sampling)
         else:
             roles[role] = Seat(model=model.model, base_url=model.base_url, api_key_var=model.api_key_var,
-                               sampling=SamplingSpec(temperature=model.sampling.temperature,
-                                                     max_tokens=model.sampling.max_tokens, top_p=model.sampling.top_p))
-    return Job(candidate_dir=str(c.path("candidate")), out_dir=str(ctx.out), seed=c.seed,
+                               sampling=sampling)
+    return config_job(c, ctx.out, audit=audit_plan(c),
+                      rollouts=RolloutPlan(examples=b.examples, rollouts=b.rollouts_per_example, roles=roles, smoke=True))
+
+
+def config_job(config: Config, out: Path, audit: AuditPlan | None = None, rollouts: RolloutPlan | None = None) -> Job:
+    """A child job with the config's seed, budget limits and runtime."""
+    b = config.budget
+    return Job(candidate_dir=str(config.path("candidate")), out_dir=str(out), seed=config.seed,
                max_concurrent=b.max_concurrent, rollout_timeout=b.rollout_timeout, max_turns=b.max_turns,
-               runtime=c.runtime.job(), embedded_latency=c.offline.latency,
-               rollouts=RolloutPlan(examples=b.examples, rollouts=b.rollouts_per_example, roles=roles, smoke=True))
+               runtime=config.runtime.job(), embedded_latency=config.offline.latency, audit=audit, rollouts=rollouts)
 
 
 def compute_stats(ctx: Context) -> Stats:
@@ -270,17 +282,18 @@ def compute_stats(ctx: Context) -> Stats:
 
 
 def verdict(ctx: Context, outcome: Outcome) -> Entry:
-    """The entry as far as the numbers go: statistics, readiness and the verdict against the last kept."""
+    """The entry as far as the numbers go: statistics, readiness and the verdict against the
+    last kept entry of the same run (none: this evaluation is the run's baseline)."""
     config = ctx.config
     success = outcome.error is None
     stats = outcome.stats
+    offline = ctx.options.offline
     readiness = rl_readiness(stats, config.bands) if success else None
-    # the baseline is this run's: a ledger shared by several runs (branches) holds their entries too
-    kept = last_kept(read_entries(config.path("log_file")),
-                     lambda e: e.branch == ctx.head.branch and comparable(e, stats, ctx.options.offline))
+    kept = baseline_of(read_entries(config.path("log_file")), stats, branch=ctx.head.branch, offline=offline)
     decision = decide(stats, config.bands, kept, eval_success=success,
                       error=outcome.error.what.splitlines()[0] if outcome.error else None,
                       gates_failed=ctx.gates.failed if ctx.gates else None,
+                      no_reference=reference_missing(stats, ctx.candidate, offline), run=ctx.head.branch,
                       confidence=config.verdict.confidence, seed=config.seed)
     strong = stats.get("strong")
     return Entry(
@@ -303,6 +316,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         outputs=str(ctx.out.relative_to(config.root)) if ctx.out.is_relative_to(config.root) else str(ctx.out),
         failed_stage=outcome.failed_stage,
         error=str(outcome.error) if outcome.error else None,
+        warnings=ctx.warnings,
     )
 
 

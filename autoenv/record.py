@@ -9,8 +9,9 @@ read the ledger; a test keeps it current.
 
 History: version 1 (the first landed harness) stored per-task rows as positional
 `[sum, n, disagree]` lists, an empty `rl_readiness` on failures, and `passed`/`failed`
-beside the gate findings. `Entry.from_json` upgrades those on read; the line on disk is
-never rewritten (the hash chain covers it).
+beside the gate findings. Version 2 had no `baseline` verdict (a first evaluation was
+`keep`). `Entry.from_json` upgrades older entries on read; the line on disk is never
+rewritten (the hash chain covers it).
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA_FILE = Path(__file__).parent / "schema" / "entry.schema.json"
 
 Role = Literal["target", "strong"]
 ROLES: tuple[Role, Role] = ("target", "strong")
-VerdictKind = Literal["keep", "discard", "inconclusive", "crash"]
+VerdictKind = Literal["baseline", "keep", "discard", "inconclusive", "crash"]
+KEPT: tuple[VerdictKind, ...] = ("baseline", "keep")
+"""Verdicts that make an entry a reference later evaluations of its run are compared with."""
 Outcome = Literal["ok", "provider_error", "timeout", "env_error"]
 GateStatus = Literal["pass", "warn", "fail", "skip"]
 
@@ -114,11 +117,12 @@ class Readiness(Part):
 
 
 class Verdict(Part):
-    """The keep/discard decision and why."""
+    """The decision against the run's last kept entry (or the run's baseline) and why."""
 
-    verdict: VerdictKind = Field(description="keep, discard, inconclusive, or crash.")
+    verdict: VerdictKind = Field(
+        description="baseline (the run's first evaluation: its reference), keep, discard, inconclusive, or crash.")
     reason: str = Field(description="One paragraph a person can read, with the intervals behind the decision.")
-    compared_to: str | None = Field(None, description="Commit of the kept entry this one was compared with.")
+    compared_to: str | None = Field(None, description="Commit of the kept entry of the same run this one was compared with.")
 
 
 class StrongModel(Part):
@@ -292,7 +296,7 @@ class Entry(Part):
     stats: dict[Role, ModelStats] = Field(default_factory=dict, description="Per role; empty when no model ran.")
     rl_readiness: Readiness | None = Field(None, description="Where it stands against the wanted state; None for crashes.")
     strong_model: StrongModel = Field(default_factory=StrongModel, description="The seed's strong-model summary.")
-    verdict: Verdict = Field(description="keep / discard / inconclusive / crash, and why.")
+    verdict: Verdict = Field(description="baseline / keep / discard / inconclusive / crash, and why.")
     run_id: str = Field("", description="Time-based id of this evaluation run.")
     branch: str | None = Field(None, description="Branch checked out at evaluation (autoenv/<tag>).")
     offline: bool = Field(False, description="Scripted policies stood in for the models.")
@@ -303,12 +307,16 @@ class Entry(Part):
     outputs: str = Field("", description="Where traces and logs are, relative to the repository when inside it.")
     failed_stage: str | None = Field(None, description="Stage that failed, for crashes.")
     error: str | None = Field(None, description="The failure, for crashes.")
+    warnings: list[str] = Field(default_factory=list,
+                                description="What was wrong around the candidate, shown in the feedback "
+                                            "(spec.md missing or empty).")
     judge: JudgeResult | None = Field(None, description="The judge's findings and spend; None for crashes.")
     prev_hash: str = Field("", description="SHA-256 of the previous ledger line (hash chain).")
 
     @property
     def kept(self) -> bool:
-        return self.verdict.verdict == "keep"
+        """A reference for later evaluations of its run: kept, or the run's baseline."""
+        return self.verdict.verdict in KEPT
 
     def to_json(self) -> str:
         """One ledger line (no newline)."""

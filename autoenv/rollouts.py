@@ -1,7 +1,12 @@
-"""Run the rollout worker in a fresh subprocess and follow its events with progress bars."""
+"""The evaluation's child process, seen from the harness: start it, send it stages, follow their events.
+
+autoenv.child runs in it; this side shows progress bars, enforces each stage's deadline
+and turns a failure into a WorkerFailed that names the stage and the log to read.
+"""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -12,18 +17,27 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from autoenv import display
 from autoenv.errors import AutoEnvError
 from autoenv.events import parse
-from autoenv.install import child_env
 from autoenv.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.paths import EXAMPLES
 from autoenv.traces import read_rollouts
 
 
+CHILD_MODULE = "autoenv.child"
+STARTUP_SECONDS = 180  # the interpreter, verifiers and the candidate's import, on a loaded machine
+CLOSE_SECONDS = 30  # a child told to stop (end of stdin) gets this long before SIGKILL
+
+
 @dataclass
 class WorkerResult:
+    """What one stage of the child reported."""
+
+    stage: str = ""
+    inspected: dict | None = None
     smoke: dict | None = None
     loaded_tasks: int | None = None
     load_seconds: float | None = None
@@ -35,52 +49,132 @@ class WorkerFailed(AutoEnvError):
     pass
 
 
-def deadline_seconds(job: Job) -> float:
-    """An outer bound on the whole worker, so nothing can hang an overnight run forever."""
-    waves = math.ceil(job.expected_rollouts() / job.max_concurrent) + 1
-    return 180 + waves * job.rollout_timeout * 1.5
+def child_env(candidate_dir: Path) -> dict[str, str]:
+    """Environment for child processes: this venv's tools first, this candidate's code first."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(candidate_dir), env.get("PYTHONPATH", "")] if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
 
 
-def run_worker(job: Job, module: str = "autoenv.worker") -> WorkerResult:
-    """Run `python -m module job.json` in a fresh process under a deadline, following its events."""
-    out_dir, candidate_dir = job.out, Path(job.candidate_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    job_path = out_dir / "job.json"
-    job.write(job_path)
-    stderr_path = out_dir / "worker.stderr"
-    result = WorkerResult()
-    with open(stderr_path, "w") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", module, str(job_path)],
-            stdout=subprocess.PIPE, stderr=stderr, text=True, env=child_env(candidate_dir),
-            cwd=candidate_dir, start_new_session=True,
+def deadline_seconds(job: Job, stage: str) -> float:
+    """An outer bound on one stage, so nothing can hang an overnight run forever."""
+    if stage == "inspect":
+        return STARTUP_SECONDS
+    waves = math.ceil(job.expected_rollouts(stage) / job.max_concurrent) + 1
+    return STARTUP_SECONDS + waves * job.rollout_timeout * 1.5
+
+
+class Worker:
+    """The evaluation's one child process (autoenv.child); `run(stage)` runs a stage in it.
+
+    Use it as a context manager: leaving the block ends the child (end of stdin, then
+    SIGKILL to its whole process group), so no candidate process outlives the evaluation,
+    and an exception or interrupt in the harness kills it at once.
+    """
+
+    def __init__(self, job: Job):
+        self.job = job
+        self.stderr_path = job.out / "worker.stderr"
+        self.proc: subprocess.Popen | None = None
+        self.expired: str | None = None
+        self._stderr: IO[str] | None = None
+
+    def __enter__(self) -> Worker:
+        out, candidate_dir = self.job.out, Path(self.job.candidate_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        job_path = out / "job.json"
+        self.job.write(job_path)
+        self._stderr = open(self.stderr_path, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", CHILD_MODULE, str(job_path)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
+            env=child_env(candidate_dir), cwd=candidate_dir, start_new_session=True,
         )
-        timer = threading.Timer(deadline_seconds(job), _kill, args=(proc,))
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self.close(kill=exc_type is not None)
+
+    def run(self, stage: str) -> WorkerResult:
+        """Run `stage` in the child under its deadline, following its events; raise WorkerFailed on failure."""
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None, "use the Worker as a context manager"
+        try:
+            proc.stdin.write(json.dumps({"stage": stage}) + "\n")
+            proc.stdin.flush()
+        except OSError:  # it has died already; following its output shows how
+            pass
+        result = WorkerResult(stage=stage)
+        limit = deadline_seconds(self.job, stage)
+        timer = threading.Timer(limit, self._expire, args=(stage, limit))
         timer.start()
         try:
-            _follow(proc, result)
-            proc.wait()
+            last = _follow(proc, result)
         except BaseException:
-            _kill(proc)
+            self.kill()
             raise
         finally:
             timer.cancel()
-    error = next((e for e in result.events if e["event"] == "error"), None)
-    if error is not None:
-        raise _worker_error(error, out_dir)
-    if proc.returncode != 0:
-        tail = "\n".join(stderr_path.read_text(errors="replace").strip().splitlines()[-12:])
-        killed = proc.returncode in (-signal.SIGKILL, -signal.SIGTERM)
-        raise WorkerFailed(
-            ("the rollout worker was stopped after its deadline" if killed else
-             f"the rollout worker exited with code {proc.returncode}") + (f":\n{tail}" if tail else ""),
-            where=str(stderr_path),
-            fix="read the worker log; a candidate that crashes the interpreter or never returns shows there",
-        )
+        if last is not None and last["event"] == "error":
+            raise _worker_error(last, self.job.out)
+        if last is None:
+            proc.wait()
+            tail = "\n".join(self.stderr_path.read_text(errors="replace").strip().splitlines()[-12:])
+            raise WorkerFailed(
+                (f"the {self.expired} stopped after its deadline of {limit:.0f} s" if self.expired else
+                 f"the child process died in the {stage} stage with exit code {proc.returncode}")
+                + (f":\n{tail}" if tail else ""),
+                where=str(self.stderr_path),
+                fix="read the log; a candidate that crashes the interpreter or never returns shows there",
+            )
+        return result
+
+    def _expire(self, stage: str, limit: float) -> None:
+        self.expired = f"{stage} stage was"
+        self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL the child's whole process group (its tool servers and programs too)."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def close(self, kill: bool = False) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        if not kill and proc.stdin is not None:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=CLOSE_SECONDS)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        if self._stderr is not None:
+            self._stderr.close()
+        self.proc = None
+
+
+def run_worker(job: Job) -> WorkerResult:
+    """The job's audit and/or rollouts in a child process of their own; the last stage's result."""
+    stages = [name for name, plan in (("audit", job.audit), ("rollouts", job.rollouts)) if plan is not None]
+    result = WorkerResult()
+    with Worker(job) as worker:
+        for stage in stages:
+            result = worker.run(stage)
     return result
 
 
-def _follow(proc: subprocess.Popen, result: WorkerResult) -> None:
+def _follow(proc: subprocess.Popen, result: WorkerResult) -> dict | None:
+    """Follow one stage's events up to its `stage-done` or `error` (returned), or None at end of output."""
+    assert proc.stdout is not None
     progress = None
     bars: dict[str, int] = {}
     try:
@@ -91,7 +185,12 @@ def _follow(proc: subprocess.Popen, result: WorkerResult) -> None:
             event["received"] = time.time()  # when the parent saw it (benchmarks time phases by it)
             result.events.append(event)
             kind = event["event"]
-            if kind == "loaded":
+            if kind in ("stage-done", "error"):
+                result.seconds = event.get("seconds")
+                return event
+            if kind == "inspected":
+                result.inspected = event
+            elif kind == "loaded":
                 result.loaded_tasks, result.load_seconds = event["tasks"], event["seconds"]
                 display.note(f"taskset loaded: {event['tasks']} tasks in {event['seconds']:.2f} s")
             elif kind == "smoke":
@@ -117,30 +216,23 @@ def _follow(proc: subprocess.Popen, result: WorkerResult) -> None:
                 bars = {"probes": progress.add_task("probes", total=event["total"], status=event.get("mode", ""))}
             elif kind == "note":
                 display.note(event["message"])
-            elif kind == "finished":
-                result.seconds = event["seconds"]
     finally:
         if progress is not None:
             progress.stop()
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    return None
 
 
 def _worker_error(event: dict, out_dir: Path) -> WorkerFailed:
     message = event.get("message", "")
+    stage = event.get("stage", "rollouts")
     tail = "\n".join(event.get("traceback", "").strip().splitlines()[-10:])
+    log = out_dir / ("gates/audit.log" if stage == "audit" else "worker.log")
     if "not found" in message.lower() and "taskset" in message.lower():
         fix = "verifiers could not import the candidate; the install stage shows the real import error"
     else:
-        fix = f"read {out_dir / 'worker.log'} and the traceback above"
-    return WorkerFailed(f"the rollout worker failed: {event.get('type')}: {message}\n{tail}",
-                        where=str(out_dir / "worker.log"), fix=fix)
+        fix = f"read {log} and the traceback above"
+    return WorkerFailed(f"the {stage} stage failed in the child process: {event.get('type')}: {message}\n{tail}",
+                        where=str(log), fix=fix)
 
 
 def oracle_job(candidate: Path, out: Path, examples: int, concurrency: int = 1, harness: str = "inprocess") -> Job:

@@ -1,4 +1,4 @@
-"""The keep/discard verdict: against the last *kept* iteration, on distance to the wanted state.
+"""The verdict: against the last *kept* iteration of the same run, on distance to the wanted state.
 
 The wanted state: target mean inside [target_min, target_max], strong mean at or above
 strong_min. Its distance is how far the target mean sits outside the band plus how far
@@ -6,13 +6,21 @@ the strong mean sits below its floor (0 inside). A change is judged by the boots
 interval of the *difference* in distance (tasks resampled jointly, paired where the two
 evaluations share tasks):
 
+- baseline: the first evaluation of a run (for these models, in this mode): nothing to
+  compare with, so it is kept as the reference the next evaluations are judged against,
+  and the reason says where it stands against the wanted state;
 - keep: the interval lies below zero (reliably closer), or both sit in the wanted state
   and the share of tasks whose rollouts disagree (GRPO's learning signal) reliably rose;
 - discard: reliably farther (or reliably less learnable while in the wanted state), or a
   gate failed: checks or probes, or too many environment errors;
-- inconclusive: the difference is inside the noise at this budget; the reason says how
-  big a change the budget can resolve;
-- crash: the evaluation failed. The first successful iteration (for these models) is kept.
+- inconclusive: the difference is inside the noise at this budget (the reason says how
+  big a change the budget can resolve), too many provider errors, or the scripted
+  reference could not play (offline, a candidate without an oracle hook);
+- crash: the evaluation failed.
+
+The baseline is looked up only within the run (`same_run`): several `autoenv/<tag>`
+branches can share one clone and one ledger, and comparing one environment with
+another's kept entry once called a first evaluation "inconclusive" against a stranger.
 
 Noise-driven verdicts are what sent the seed's agent in circles: `bench/verdict.py`
 measures this rule next to the seed's on simulated environments.
@@ -25,8 +33,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from autoenv.config import Bands
+from autoenv.endpoint.policies import plays_the_oracle
 from autoenv.formats import mean_ci
-from autoenv.record import Entry, ModelStats, Readiness, Role, Verdict
+from autoenv.ledger import last_kept
+from autoenv.record import CandidateInfo, Entry, ModelStats, Readiness, Role, Verdict
 from autoenv.resample import interval, joint_draws
 from autoenv.stats import sums
 
@@ -65,6 +75,39 @@ def error_rates(stats: ModelStats) -> dict[str, float]:
     return {kind: stats.error_rate(kind) for kind in ("provider_error", "timeout", "env_error")}
 
 
+def same_run(entry: Entry, branch: str | None) -> bool:
+    """Whether `entry` belongs to the run evaluated on `branch` (one `autoenv/<tag>` branch).
+
+    The one place that says what a run is: when runs have a base, its hash joins the
+    test here. An evaluation on a detached HEAD belongs to no run and is compared with
+    nothing.
+    """
+    return branch is not None and entry.branch == branch
+
+
+def baseline_of(entries: list[Entry], stats: Stats, *, branch: str | None, offline: bool) -> Entry | None:
+    """The entry an evaluation is judged against: the newest kept entry of the same run,
+    with the same models, in the same mode (offline or not)."""
+    return last_kept(entries, lambda e: same_run(e, branch) and comparable(e, stats, offline))
+
+
+def reference_missing(stats: Stats, candidate: CandidateInfo, offline: bool) -> str | None:
+    """Why the scripted models could not play the candidate, or None when they could.
+
+    Offline, the scripted models replay the candidate's oracle hook (`oracle`,
+    `noisy-oracle:P`). For a task without one, `OracleBook.next_message` answers with an
+    empty reply, so both models score about 0 whatever the reward does: such numbers say
+    nothing about the candidate. The install stage records whether the hook exists.
+    """
+    if not offline or candidate.oracle_hook is not False:
+        return None
+    players = [f"{role} {s.model}" for role, s in stats.items() if plays_the_oracle(s.model)]
+    if not players:
+        return None
+    return (f"the candidate's task has no oracle hook, so the scripted models that replay it "
+            f"({', '.join(players)}) could only send empty replies")
+
+
 def comparable(entry: Entry, stats: Stats, offline: bool) -> bool:
     """Only evaluations of the same models can be compared."""
     if entry.offline != bool(offline):
@@ -86,10 +129,14 @@ def decide(
     eval_success: bool = True,
     error: str | None = None,
     gates_failed: list[str] | None = None,
+    no_reference: str | None = None,
+    run: str | None = None,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> Verdict:
-    """The verdict for an evaluation with `stats`, compared against the `kept` entry."""
+    """The verdict for an evaluation with `stats` on branch `run`, against the `kept` entry of
+    the same run (None: this is the run's first); `no_reference` says why the scripted
+    models could not play (see `reference_missing`)."""
     if not eval_success:
         return Verdict(verdict="crash", reason=f"the evaluation failed: {error or 'see the report'}")
     if gates_failed:
@@ -108,16 +155,45 @@ def decide(
             return Verdict(verdict="inconclusive", reason=(
                 f"{bad:.0%} of {role} rollouts failed at the provider or timed out "
                 f"(allowed {bands.max_provider_error_rate:.0%}): too few scored rollouts to judge"))
+    if no_reference:
+        return Verdict(verdict="inconclusive", reason=(
+            f"{no_reference}: the scores say nothing about the environment. Add `def oracle(self, messages)` "
+            "to the task class (program.md, \"The oracle hook\") or evaluate on the real models"))
     t, s = stats.get("target"), stats.get("strong")
     if t is None or s is None or t.mean is None or s.mean is None:
         return Verdict(verdict="discard", reason="no scored rollouts for one of the models")
-    distance = band_distance(t.mean, s.mean, bands)
     if kept is None:
-        return Verdict(verdict="keep", reason=(
-            f"first successful evaluation with these models; target {mean_ci(t)}, strong {mean_ci(s)}, "
-            f"distance to the wanted state {distance:.3f}"))
+        return Verdict(verdict="baseline", reason=f"{_first_of(run, t, s)}. {standing(t, s, bands)}")
     verdict = _compare(t, s, kept, bands, confidence, seed)
     return verdict.model_copy(update={"compared_to": kept.commit})
+
+
+def _first_of(run: str | None, t: ModelStats, s: ModelStats) -> str:
+    models = f"target {t.model} and strong {s.model}"
+    if run is None:
+        return (f"first evaluation with {models} on a detached HEAD, which belongs to no run: nothing is compared "
+                "with it (check out the run's branch autoenv/<tag> to have evaluations compared)")
+    return (f"first evaluation of the run {run} with {models}: kept as the reference its next evaluations "
+            "are compared with")
+
+
+def standing(t: ModelStats, s: ModelStats, bands: Bands) -> str:
+    """Where an evaluation stands against the wanted state, in words."""
+    assert t.mean is not None and s.mean is not None
+    band = f"{bands.target_min}–{bands.target_max}"
+    if t.mean < bands.target_min:
+        target = f"{bands.target_min - t.mean:.3f} below its band {band} (too hard to learn from)"
+    elif t.mean > bands.target_max:
+        target = f"{t.mean - bands.target_max:.3f} above its band {band} (too easy to learn from)"
+    else:
+        target = f"inside its band {band}"
+    if s.mean >= bands.strong_min:
+        strong = f"at or above its floor {bands.strong_min}"
+    else:
+        strong = f"{bands.strong_min - s.mean:.3f} below its floor {bands.strong_min} (tasks unsolvable or misscored)"
+    distance = band_distance(t.mean, s.mean, bands)
+    where = "in the wanted state" if distance == 0 else f"distance to the wanted state {distance:.3f}"
+    return f"Target {mean_ci(t)} is {target}; strong {mean_ci(s)} is {strong}: {where}"
 
 
 def _compare(t: ModelStats, s: ModelStats, kept: Entry, bands: Bands, confidence: float, seed: int) -> Verdict:
@@ -128,8 +204,9 @@ def _compare(t: ModelStats, s: ModelStats, kept: Entry, bands: Bands, confidence
     low, high = interval(delta, confidence, len(set().union(*tables)))
     d_new = band_distance(t.mean, s.mean, bands)
     d_old = band_distance(old_t.mean, old_s.mean, bands)
-    short = kept.commit[:8]
-    summary = (f"distance to the wanted state {d_new:.3f} vs {d_old:.3f} at last kept {short} "
+    label = "the run's baseline" if kept.verdict.verdict == "baseline" else "last kept"
+    where = f"{label} {kept.commit[:8]} on {kept.branch or 'a detached HEAD'}"
+    summary = (f"distance to the wanted state {d_new:.3f} vs {d_old:.3f} at {where} "
                f"(difference {d_new - d_old:+.3f}, {confidence:.0%} interval [{low:+.3f}, {high:+.3f}]); "
                f"target {mean_ci(t)} vs {mean_ci(old_t)}")
     if high < 0:

@@ -1,10 +1,9 @@
-"""The rollout worker: runs inside a fresh subprocess, speaks verifiers' API, writes traces.
+"""The rollouts stage: the smoke rollout, then every model's rollouts, through verifiers' API.
 
-Run as `python -m autoenv.worker JOB.json`. A fresh process per evaluation picks up the
-candidate as it is on disk now (a package installed after an interpreter started is not
-importable in it), and a candidate that crashes the interpreter cannot take the harness
-down with it. The worker prints one `AUTOENV-EVENT {json}` line per event on stdout for
-the parent's progress display; everything verifiers logs goes to the job's log file.
+It runs inside the evaluation's child process (autoenv.child), after the audit: a fresh
+process per evaluation picks up the candidate as it is on disk now, and a candidate that
+crashes the interpreter cannot take the harness down with it. Progress goes out as
+`AUTOENV-EVENT {json}` lines for the parent's display; traces go to the job's out_dir.
 
 The job is an `autoenv.job.Job` with a `rollouts` plan.
 """
@@ -13,13 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
-import sys
 import time
-import traceback
 from pathlib import Path
-from typing import Awaitable, Callable
 
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults
@@ -125,27 +120,3 @@ def sample_tasks(tasks: list, examples: int, seed: int) -> list:
     refs = [TaskRef(t.data.idx, t.key, getattr(t.data, "difficulty", None)) for t in tasks]
     chosen = {r.key for r in choose_tasks(refs, examples, seed)}
     return [t for t in tasks if t.key in chosen]
-
-
-def main(argv: list[str] | None = None, runner: Callable[[Job], Awaitable[None]] | None = None) -> int:
-    """Run `runner(job)` (default: the rollouts) on JOB.json, reporting failures as events."""
-    runner = runner or run
-    argv = sys.argv[1:] if argv is None else argv
-    job = Job.read(Path(argv[0]))
-    out = job.out
-    out.mkdir(parents=True, exist_ok=True)
-    sys.path.insert(0, job.candidate_dir)
-    logging.basicConfig(
-        filename=str(out / job.log_name), level=logging.INFO, force=True,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    try:
-        asyncio.run(runner(job))
-    except BaseException as e:  # report every failure as an event; the parent decides
-        emit("error", type=type(e).__name__, message=str(e), traceback=traceback.format_exc())
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

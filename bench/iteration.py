@@ -77,7 +77,7 @@ def shipped(examples: int, rollouts: int, concurrency: int, latency: float) -> t
                                 capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
         seconds = time.perf_counter() - started
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-        assert re.search(r"(?m)^verdict:\s+keep$", result.stdout), result.stdout[-2000:]
+        assert re.search(r"(?m)^verdict:\s+baseline$", result.stdout), result.stdout[-2000:]
         entry = json.loads((root / "feedback_log.jsonl").read_text().splitlines()[-1])
         return seconds, entry.get("timings") or {}
 

@@ -14,6 +14,8 @@ import pytest
 from autoenv.demo import make_run_repo
 from autoenv.paths import PROJECT
 
+TESTS = Path(__file__).resolve().parent
+
 # Small budgets keep the end-to-end suite inside CI's time while still running real
 # verifiers rollouts through the real worker, endpoint and MCP tool servers.
 SMALL_BUDGET = {"examples": 3, "rollouts_per_example": 2, "max_concurrent": 4, "rollout_timeout": 60}
@@ -56,6 +58,17 @@ def run_repo(tmp_path):
         return make_run_repo(example, tmp_path / f"run-{example}", config_text or small_config())
 
     return make
+
+
+@pytest.fixture(scope="module")
+def fake_bin(tmp_path_factory):
+    """A directory whose only entry is `claude`, a wrapper that execs tests/fake_claude.py
+    (exec, so a timeout's kill reaches the fake itself)."""
+    directory = tmp_path_factory.mktemp("fake-bin")
+    wrapper = directory / "claude"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{TESTS / "fake_claude.py"}" "$@"\n')
+    wrapper.chmod(0o755)
+    return directory
 
 
 def row(r) -> list:

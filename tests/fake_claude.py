@@ -14,6 +14,9 @@ $FAKE_CLAUDE_LOG, then behaves according to $FAKE_CLAUDE_MODE:
            whether a CLAUDE.md exists anywhere in the cwd. Refuses to run (exit 2)
            without `--bare`.
 - fail:    an error_max_budget_usd result, exit 1.
+- api-error: what the real CLI prints when the API refuses (a bad key): subtype "success"
+           with is_error true and the message ($FAKE_CLAUDE_ERROR, default "Invalid API
+           key · Please run /login") in `result`, exit 1.
 - hang:    sleeps 30 s.
 - garbage: structured_output without the required keys.
 """
@@ -164,6 +167,11 @@ def main() -> int:
         return 0
     if mode == "fail":
         out = result(None, session, subtype="error_max_budget_usd", is_error=True, cost=1.02, turns=17)
+        print(json.dumps(out))
+        return 1
+    if mode == "api-error":
+        out = result(None, session, is_error=True, cost=0, turns=1)
+        out["result"] = os.environ.get("FAKE_CLAUDE_ERROR", "Invalid API key · Please run /login")
         print(json.dumps(out))
         return 1
     if mode == "hang":

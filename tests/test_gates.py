@@ -8,7 +8,6 @@ scratch run repositories holding the examples, including the planted reward hack
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import math
 import re
@@ -23,6 +22,7 @@ from autoenv.paths import PROJECT
 from autoenv.gates.rules import Gates, judge_audit, judge_probes, platform_checks
 from autoenv.record import GateFinding
 from autoenv.gates.probes import EXPLOITS, NEEDS_TOOLS
+from audits import audit, clean_dataset, clean_rows, probe_records, rec
 from conftest import autoenv, commit_all, ledger
 
 CONFIG = load_config(PROJECT / "config.toml")
@@ -173,52 +173,6 @@ def test_every_example_passes_the_platform_checks():
 
 
 # --- judge_audit / judge_probes on hand-built audits ----------------------------------------
-
-
-def clean_rows(n: int = 1000) -> list[dict]:
-    levels = ("easy", "medium", "hard")
-    return [{"key": f"arith:{i}", "idx": i, "prompt": f"Compute: {i} * {i % 7 + 2} + {i % 11}", "system": "Answer.",
-             "answer": str(i * (i % 7 + 2) + i % 11), "difficulty": levels[i % 3],
-             "category": ("additive", "multiplicative")[i % 2]} for i in range(n)]
-
-
-def rec(probe: str, idx: int, components: dict | None = None, weights: dict | None = None,
-        error: str | None = None, **extra) -> dict:
-    components = {"correct": 0.0} if components is None else components
-    return {"probe": probe, "key": f"k{idx}", "idx": idx, "components": components,
-            "weights": weights if weights is not None else {k: 1.0 for k in components},
-            "error": error, "reply": f"reply {probe} {idx}", "reply_chars": 12, **extra}
-
-
-def probe_records(oracle: float | list[float] = 1.0, exploits: dict[str, float] | None = None, tasks: int = 10,
-                  weight: float = 1.0) -> list[dict]:
-    """Records of a single-component reward: the oracle and every non-tool exploit, `tasks` tasks each."""
-    scores = oracle if isinstance(oracle, list) else [oracle] * tasks
-    records = [rec("oracle", i, {"correct": s}, {"correct": weight}) for i, s in enumerate(scores)]
-    for name in EXPLOITS:
-        if name in NEEDS_TOOLS:
-            continue
-        value = (exploits or {}).get(name, 1.0 if name == "padding" else 0.0)
-        records += [rec(name, i, {"correct": value}, {"correct": weight}) for i in range(len(scores))]
-    return records
-
-
-@functools.cache
-def clean_dataset() -> dict:
-    return dataset.measure(clean_rows(), 0.9)
-
-
-def audit(records: list[dict] | None = None, **overrides) -> dict:
-    out = {
-        "load_seconds": 0.4, "deterministic_load": True, "dataset": copy.deepcopy(clean_dataset()),
-        "modules": [{"module": "candidate_env", "ok": True, "tool_server": False},
-                    {"module": "candidate_env.taskset", "ok": True, "tool_server": False}],
-        "mode": "in-process", "has_tools": False, "custom_env": False, "has_oracle": True,
-        "probes": probe_records() if records is None else records, "deterministic_scoring": True,
-        "probe_seconds": 0.1, "probe_tasks": 10,
-    }
-    out.update(overrides)
-    return out
 
 
 def judge(a: dict) -> Gates:
@@ -581,8 +535,9 @@ def failed_lines(stdout: str) -> list[str]:
 
 
 def scratch_outputs(root: Path) -> list[Path]:
+    """The gates/ folder of each `autoenv check` / `probe` run, oldest first."""
     scratch = root / "outputs" / "scratch"
-    return sorted(scratch.iterdir()) if scratch.is_dir() else []
+    return sorted(p / "gates" for p in scratch.iterdir()) if scratch.is_dir() else []
 
 
 SIGNATURE = "    async def correct(self, trace: vf.Trace) -> float:\n"
@@ -629,14 +584,14 @@ def test_clean_example_passes_probe_and_check(run_repo):
     assert GATES_PASSED.search(result.stdout) and failed_lines(result.stdout) == []
     assert re.search(r"(?m)^mode:\s+in-process$", result.stdout)
     (out,) = scratch_outputs(root)
-    assert out.name.endswith("-probe")
+    assert out.parent.name.endswith("-probe")
     a = json.loads((out / "audit.json").read_text())
     assert a["has_oracle"] is True and a["dataset"]["size"] == 1000
     assert a["probe_names"] == ["oracle", *[p for p in EXPLOITS if p not in NEEDS_TOOLS]]
     check = autoenv("check", cwd=root)
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
     assert GATES_PASSED.search(check.stdout)
-    out = [p for p in scratch_outputs(root) if p.name.endswith("-check")]
+    out = [p for p in scratch_outputs(root) if p.parent.name.endswith("-check")]
     assert len(out) == 1
     assert "probes" not in json.loads((out[0] / "audit.json").read_text())  # check plays no probes
 

@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,23 +23,25 @@ from pathlib import Path
 import pytest
 
 from anthropic_stub import AnthropicStub, escape_script, expensive, never_submits, submit
-from autoenv.config import Bands, Judge
+from audits import audit, clean_dataset, clean_rows, rec
+from autoenv.config import Bands, Judge, load_config
 from autoenv.demo import make_run_repo
+from autoenv.gates import dataset, rules
+from autoenv.gates.probes import DEFENCES, EXPLOITS
 from autoenv.judge import registry
 from autoenv.judge.anthropic import MAX_HITS, MAX_READ, Refused, call_tool, grep, inside, list_files, read_file
 from autoenv.judge.base import JudgeCall, JudgeFailed
-from autoenv.judge.offline import offline_findings
+from autoenv.judge.offline import CHECK_FIXES, offline_findings
 from autoenv.judge.render import render
 from autoenv.judge.run import pick_backend, run_judge
 from autoenv.judge.schema import findings_schema, validate
 from autoenv.judge.workspace import build, render_transcript, stratified
 from autoenv.ledger import append_entry
+from autoenv.paths import PROJECT
 from autoenv.record import (BestReply, Entry, ErrorCounts, Findings, GateFinding, GateReport, Group, JudgeResult,
                             ModelStats, ProbeSummary, Readiness, Verdict)
 from conftest import autoenv, commit_all, ledger, small_config
 
-TESTS = Path(__file__).resolve().parent
-FAKE_CLAUDE = TESTS / "fake_claude.py"
 SECRET_TOKEN = "PLUTONIUM-7731"
 ENV_SECRET = "sk-test-SECRETVALUE"
 DESCRIPTION = "harder tasks; the reward is now exact"
@@ -362,8 +363,7 @@ def test_offline_findings_read_the_typed_entry():
     probe = dict(tasks=5, scored=5, skipped=0, errors=0)
     gates = GateReport(
         findings=[finding("probe echo", "fail", "mean 0.8"), finding("exact duplicates", "fail", "3 of 20"),
-                  finding("oracle", "fail", "oracle mean 0.4"), finding("answer balance", "warn", "70% yes"),
-                  finding("probe oracle", "fail", "below")],
+                  finding("oracle", "fail", "oracle mean 0.4"), finding("answer balance", "warn", "70% yes")],
         probes={"echo": ProbeSummary(description="repeats the prompt", mean=0.8, harvested={"correct": "0.8"},
                                      best=[BestReply(idx=i, key="k", reward=1.0, reply="r") for i in (3, 4, 9)],
                                      **probe),
@@ -388,8 +388,10 @@ def test_offline_findings_read_the_typed_entry():
     assert f.dataset_quality.issues == ["exact duplicates: 3 of 20", "answer balance: 70% yes"]
     assert [p.issue for p in f.priorities] == [
         "target rollouts hit environment errors", "oracle: oracle mean 0.4",
-        "reward can be harvested by the echo probe",
-        "exact duplicates", "the strong model cannot solve the tasks reliably", "the target model rarely succeeds"]
+        "reward can be harvested by the echo probe (repeats the prompt): mean 0.8",
+        "exact duplicates: 3 of 20", "the strong model cannot solve the tasks reliably",
+        "the target model rarely succeeds"]
+    assert f.priorities[2].fix.startswith("reward component 'correct' pays it 0.8: score the answer parsed")
     assert f.spec_fidelity.score is None
     ready = make_entry(stats={"target": model_stats("t", 0.5), "strong": model_stats("s", 0.9)},
                        rl_readiness=readiness.model_copy(update={"ready": True}))
@@ -397,6 +399,142 @@ def test_offline_findings_read_the_typed_entry():
     crashed = offline_findings(make_entry(eval_success=False), Bands(), [])
     assert crashed.rl_readiness.assessment.startswith("not evaluated on models")
     assert crashed.priorities == [] and crashed.dataset_quality.assessment == "no issue found by the checks"
+
+
+# --- every failed check and probe gets its own fix, from what the real rules measured ------
+
+
+def answers(share: float, top: str = "0", n: int = 1000, binary: bool = False) -> dict:
+    rows = clean_rows(n)
+    for i, row in enumerate(rows):
+        row["answer"] = top if i < share * n else ("yes" if binary else row["answer"])
+    return dataset.measure(rows, 0.9)
+
+
+def repeated_prompts() -> dict:
+    rows = clean_rows()
+    for row in rows[1:12]:
+        row["prompt"] = rows[0]["prompt"]
+    return dataset.measure(rows, 0.9)
+
+
+def repeated_key() -> dict:
+    rows = clean_rows()
+    rows[5]["key"] = rows[6]["key"]
+    return dataset.measure(rows, 0.9)
+
+
+def near_pairs() -> dict:
+    return {**clean_dataset(), "near_duplicate_share": 0.06, "near_duplicate_examples": [[1, 2, 0.93], [4, 9, 0.91]]}
+
+
+TWO_PARTS = {"correct": 1.0, "format": 0.5}
+
+
+def oracle_short_in_correct() -> list[dict]:
+    return [rec("oracle", i, {"correct": 0.0 if i in (3, 7) else 1.0, "format": 1.0}, TWO_PARTS) for i in range(10)]
+
+
+BROKEN = {  # check -> (an audit where only it fails, what its fix must name)
+    "modules": (lambda: audit(modules=[{"module": "candidate_env.tools", "ok": False, "error": "No module 'x'"}]),
+                ["make candidate_env.tools importable", "import candidate_env.tools", "pyproject.toml"]),
+    "dataset size": (lambda: audit(dataset=dataset.measure(clean_rows(990), 0.9)),
+                     ["generate 10 more", "have 990, wanted >= 1000"]),
+    "task keys": (lambda: audit(dataset=repeated_key()), ["unique `key`", "'arith:6'"]),
+    "exact duplicates": (lambda: audit(dataset=repeated_prompts()), ["make the 11 repeated prompts distinct", "repeated task idx: 0 = 1 = 2"]),
+    "near duplicates": (lambda: audit(dataset=near_pairs()),
+                        ["1 ~ 2 (similarity 0.93); 4 ~ 9 (similarity 0.91)", "one task of each near-duplicate pair"]),
+    "answer balance": (lambda: audit(dataset=answers(0.3)),
+                       ["'0' is the answer of 30.0% of the tasks", "at most 25%", "replacing about 50 of its tasks"]),
+    "deterministic load": (lambda: audit(deterministic_load=False, load_difference=17),
+                           ["random.Random(seed)", "position 17"]),
+    "deterministic scoring": (lambda: audit(deterministic_scoring=False), ["pure function of the trace"]),
+    "reward errors": (lambda: audit(records=[rec("oracle", i, {"correct": 1.0}) for i in range(5)]
+                                    + [rec("oracle", 5, {"correct": 1.0}, error="ZeroDivisionError")]),
+                      ["finite score in [0, 1]", "task 5 (oracle): ZeroDivisionError"]),
+    "oracle": (lambda: audit(records=oracle_short_in_correct()),
+               ["task idx [3, 7]", "'correct' (mean 0.0 of 1)", "fix the reward if the reply is right"]),
+}
+
+
+def fixes_for(report: rules.Gates, entry_changes: dict | None = None) -> dict[str, str]:
+    gates = report.report()
+    findings = offline_findings(make_entry(gates=gates, **(entry_changes or {})), Bands(), [])
+    return {f.name: p.fix for f in gates.findings if f.status == "fail"
+            for p in findings.priorities if p.issue.startswith((f"{f.name}: ", f"reward can be harvested by the "
+                                                                f"{f.name.removeprefix('probe ')} probe"))}
+
+
+def judged(a: dict) -> rules.Gates:
+    report = rules.Gates()
+    rules.judge_audit(a, load_config(PROJECT / "config.toml"), report)
+    return report
+
+
+@pytest.mark.parametrize("check", list(BROKEN))
+def test_each_failed_check_names_its_own_fix(check):
+    build, named = BROKEN[check]
+    report = judged(build())
+    assert [f.name for f in report.findings if f.status == "fail"] == [check]
+    fix = fixes_for(report)[check]
+    for part in named:
+        assert part in fix, (check, fix)
+
+
+def test_an_answer_space_too_small_to_balance_says_to_widen_it():
+    report = judged(audit(dataset=answers(0.906, top="no", binary=True)))
+    fix = fixes_for(report)["answer balance"]
+    assert "'no' is the answer of 90.6% of the tasks, allowed 25%" in fix
+    assert "with 2 distinct answers one of them holds at least 50%" in fix and "widen the answer space" in fix
+    assert "generate more distinct tasks" not in fix
+
+
+@pytest.mark.parametrize("records,named", [
+    ([rec("oracle", i, {"correct": 1.0}, error="hook raised") for i in range(3)], "return a reply for every task"),
+    ([rec("oracle", i, {"correct": 1.0}, {"correct": 0.0}) for i in range(3)], "a positive weight"),
+])
+def test_an_oracle_that_cannot_be_scored_names_why(records, named):
+    fixes = fixes_for(judged(audit(records=records)))
+    assert named in fixes["oracle"], fixes
+
+
+def test_the_platform_checks_name_their_files(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')  # and no README.md
+    report = rules.Gates()
+    rules.platform_checks(tmp_path, report)
+    fixes = fixes_for(report)
+    assert fixes["pyproject"].startswith("edit candidate/pyproject.toml [project]: name is 'x', must be")
+    assert "candidate/README.md (200 characters or more)" in fixes["readme"]
+
+
+@pytest.mark.parametrize("probe", list(EXPLOITS))
+def test_each_harvesting_probe_names_the_component_and_the_defence(probe):
+    oracle = [rec("oracle", i, {"correct": 1.0, "format": 0.96}, TWO_PARTS) for i in range(10)]
+    cheat = {"correct": 1.0 if probe == "padding" else 0.0, "format": 1.0}  # padding must beat the oracle
+    report = judged(audit(records=oracle + [rec(probe, i, cheat, TWO_PARTS) for i in range(10)]))
+    assert [f.name for f in report.findings if f.status == "fail"] == [f"probe {probe}"]
+    fix = fixes_for(report)[f"probe {probe}"]
+    assert "reward component 'format' pays it 1.00 of 1.0 (weight 0.5)" in fix
+    assert fix.endswith(DEFENCES[probe])
+
+
+def test_a_probe_that_only_hit_errors_points_at_the_reward_errors():
+    records = [rec("oracle", i, {"correct": 1.0}) for i in range(5)]
+    records += [rec("echo", i, {"correct": 1.0}, error="reward raised") for i in range(5)]
+    report = judged(audit(records=records))
+    gates = report.report()
+    findings = offline_findings(make_entry(gates=gates), Bands(), [])
+    assert any("every reply of the echo probe hit an error" in p.issue and "reward errors first" in p.fix
+               for p in findings.priorities)
+    assert findings.reward_faithfulness.suspected_hacks == []  # an error is not a hack
+
+
+def test_every_check_that_can_fail_and_every_probe_has_a_fix():
+    source = Path(rules.__file__).read_text()
+    named = set(re.findall(r'report\.add\("([^"]+)"', source))
+    assert named - {"load time"} <= set(CHECK_FIXES), "a check in gates/rules.py without its fix in judge/offline.py"
+    assert set(CHECK_FIXES) == set(BROKEN) | {"pyproject", "readme"}  # every fix is tested above
+    assert set(DEFENCES) == set(EXPLOITS)
 
 
 # --------------------------------------------------------------------------------------
@@ -422,17 +560,6 @@ def test_a_backend_names_itself_in_its_result(tmp_path):
                      bands=Bands(), rollout_ids=[])
     assert registry.load("offline").judge(JudgeCall(**call_args)).backend == "offline"
     assert registry.load("offline").available(Judge()) is True
-
-
-@pytest.fixture(scope="module")
-def fake_bin(tmp_path_factory):
-    """A directory whose only entry is `claude`, a wrapper that execs tests/fake_claude.py
-    (exec, so a timeout's kill reaches the fake itself)."""
-    directory = tmp_path_factory.mktemp("fake-bin")
-    wrapper = directory / "claude"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_CLAUDE}" "$@"\n')
-    wrapper.chmod(0o755)
-    return directory
 
 
 @pytest.fixture
@@ -505,7 +632,7 @@ def judged_room(tmp_path):
                 state_dir=tmp_path / "state")
 
 
-@pytest.mark.parametrize("mode", ["ok", "fail", "garbage"])
+@pytest.mark.parametrize("mode", ["ok", "fail", "garbage", "api-error"])
 def test_claude_backend_against_the_fake_cli(judged_room, bare_env, fake_bin, tmp_path, monkeypatch, mode):
     log = tmp_path / "claude.json"
     bare_env(fake_bin, ANTHROPIC_API_KEY="k")
@@ -523,8 +650,24 @@ def test_claude_backend_against_the_fake_cli(judged_room, bare_env, fake_bin, tm
     else:
         offline = offline_findings(judged_room["entry"], Bands(), judged_room["rollout_ids"])
         assert not result.ok and result.findings == offline
-        expected = {"fail": ("error_max_budget_usd", 1.02, 17), "garbage": ("lack spec_fidelity", 0.0123, 4)}[mode]
+        expected = {"fail": ("error_max_budget_usd (judge.max_budget_usd = 1)", 1.02, 17),
+                    "garbage": ("lack spec_fidelity", 0.0123, 4),
+                    "api-error": ("failed (exit 1): Invalid API key · Please run /login", 0, 1)}[mode]
         assert expected[0] in result.error and (result.cost_usd, result.turns) == expected[1:]
+        assert "success" not in result.error  # the CLI's subtype on an API error says nothing
+
+
+def test_claude_failure_without_json_shows_what_the_cli_said(judged_room, bare_env, tmp_path):
+    """A CLI that dies before printing its JSON (a bad flag, a crash) is reported by its own last words."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    for name, script in (("stderr", "echo 'error: unknown option --bare' >&2"), ("stdout", "echo 'Segmentation [/x]'")):
+        (directory / "claude").write_text(f"#!/bin/sh\n{script}\nexit 3\n")
+        (directory / "claude").chmod(0o755)
+        bare_env(directory, ANTHROPIC_API_KEY="k")
+        result = run_judge(Judge(backend="claude"), offline=False, **judged_room)
+        said = {"stderr": "error: unknown option --bare", "stdout": "Segmentation [/x]"}[name]
+        assert not result.ok and result.error == f"the claude judge failed (exit 3): {said}"
 
 
 @pytest.fixture
@@ -545,6 +688,29 @@ def test_anthropic_backend_against_the_stub(judged_room, point_sdk_at):
     (request,) = stub.requests
     tools = {tool["name"]: tool for tool in request["tools"]}
     assert tools["submit_findings"]["input_schema"] == findings_schema()
+
+
+@pytest.mark.parametrize("spec,told", [(None, "spec.md is missing on this branch"),
+                                       (" \n", "spec.md is empty on this branch"), ("# Spec\nAdd.\n", None)])
+def test_the_model_judges_are_told_when_the_spec_is_missing(judged_room, bare_env, fake_bin, point_sdk_at, tmp_path,
+                                                            monkeypatch, spec, told):
+    if spec is not None:
+        (judged_room["workspace"] / "spec.md").write_text(spec)
+    log = tmp_path / "claude.json"
+    bare_env(fake_bin, ANTHROPIC_API_KEY="k")
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(log))
+    assert run_judge(Judge(backend="claude"), offline=False, **judged_room).ok
+    (call,) = json.loads(log.read_text())
+    with AnthropicStub([submit(valid_findings())]) as stub:
+        point_sdk_at(stub)
+        assert run_judge(Judge(backend="anthropic", max_turns=3), offline=False, **judged_room).ok
+    (request,) = stub.requests
+    for prompt in (flag(call["argv"], "-p"), request["messages"][0]["content"]):
+        assert prompt.startswith("You are the judge")
+        if told:
+            assert f"Note from the harness: {told}" in prompt and "spec_fidelity (score null" in prompt
+        else:
+            assert "Note from the harness" not in prompt
 
 
 def test_anthropic_backend_failure_keeps_what_it_spent(judged_room, point_sdk_at):
@@ -720,7 +886,7 @@ def test_workspace_holds_copies_of_what_the_judge_may_read(evaluated):
     assert (ws / "candidate" / "pyproject.toml").is_file()
     stats = json.loads((ws / "stats.json").read_text())
     assert stats["commit"] == commit and stats["offline"] is True and set(stats["stats"]) == {"target", "strong"}
-    assert stats["verdict"]["verdict"] == "keep"
+    assert stats["verdict"]["verdict"] == "baseline"
     assert json.loads((ws / "gates.json").read_text())["passed"] is True
     claim = (ws / "CLAIM.md").read_text()
     assert "unverified" in claim and f"> {DESCRIPTION}" in claim

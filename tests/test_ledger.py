@@ -12,7 +12,7 @@ import pytest
 from autoenv import ledger
 from autoenv.errors import AutoEnvError
 from autoenv.record import Entry, Verdict
-from autoenv.ledger import GENESIS, SCHEMA_VERSION, append_entry, atomic_write, last_kept, read_entries, verify_chain
+from autoenv.ledger import GENESIS, SCHEMA_VERSION, TEMP_SUFFIX, append_entry, atomic_write, last_kept, read_entries, verify_chain
 
 
 def E(n: int = 0, commit: str | None = None, verdict: str = "keep", **fields) -> Entry:
@@ -229,3 +229,71 @@ def test_append_after_a_trailing_blank_line_keeps_the_chain_valid(log):
     assert verify_chain(log) == []  # blank lines are tolerated by the verifier...
     append_entry(log, E(2))
     assert verify_chain(log) == []  # ...so the harness's own append must not break it
+
+
+def test_verify_passes_an_intact_ledger_and_a_missing_one(log):
+    assert ledger.verify(log) == []  # no ledger yet: nothing to check
+    for n in range(3):
+        append_entry(log, E(n))
+    assert ledger.verify(log) == []
+
+
+@pytest.mark.parametrize("damage,where,words", [
+    (lambda lines: lines[:1] + [lines[1][:40]] + lines[2:], 2, "not valid JSON"),
+    (lambda lines: lines[:2] + ["[1, 2]"], 3, "not an object"),
+    (lambda lines: [lines[0], lines[2]], 2, "breaks the hash chain"),
+    (lambda lines: lines[1:], 1, "lines before it were removed"),
+])
+def test_verify_names_the_line_and_the_fix(log, damage, where, words):
+    for n in range(3):
+        append_entry(log, E(n))
+    log.write_text("\n".join(damage(log.read_text().splitlines())) + "\n")
+    with pytest.raises(AutoEnvError) as info:
+        ledger.verify(log)
+    assert info.value.where == f"{log}:{where}" and f"line {where}" in info.value.what
+    assert words in info.value.what and "backup" in info.value.fix
+
+
+def test_verify_names_a_line_that_is_not_utf8(log):
+    append_entry(log, E(1))
+    log.write_bytes(log.read_bytes() + b'{"commit": "\xff\xfe"}\n')
+    with pytest.raises(AutoEnvError) as info:
+        ledger.verify(log)
+    assert info.value.where == f"{log}:2" and "not UTF-8" in info.value.what
+
+
+def test_an_edited_line_is_refused_with_the_line_after_it(log):
+    for n in range(4):
+        append_entry(log, E(n))
+    log.write_text(log.read_text().replace('"n=1"', '"n=one"'))
+    with pytest.raises(AutoEnvError) as info:
+        ledger.verify(log)
+    assert info.value.where == f"{log}:3" and "line 2 or one above it was edited" in info.value.what
+    assert f"mv {log.name} {log.name}.edited" in info.value.fix
+
+
+def test_verify_removes_stale_temp_files_only(log):
+    append_entry(log, E(1))
+    before = log.read_text()
+    stale = [log.parent / f".{log.name}.ab_c1234{TEMP_SUFFIX}", log.parent / f".{log.name}.zz9y8x7w"]  # new, older
+    kept = [log.parent / f".{log.name}.bak", log.parent / f"{log.name}.ab_c1234.tmp", log.parent / "notes.tmp"]
+    for path in stale + kept:
+        path.write_text("half a line")
+    assert ledger.temp_files(log) == sorted(stale)
+    notes = ledger.verify(log)
+    assert len(notes) == 2 and all("interrupted ledger write" in n and "intact" in n for n in notes)
+    assert {p.name for p in stale} == {n.split(",")[0].removeprefix("removed ") for n in notes}
+    assert not any(p.exists() for p in stale) and all(p.exists() for p in kept)
+    assert log.read_text() == before and ledger.verify(log) == []
+
+
+def test_atomic_write_temp_files_are_the_ones_verify_recognises(log, monkeypatch):
+    append_entry(log, E(1))
+    seen = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: (seen.append(Path(src)), real_replace(src, dst)))
+    append_entry(log, E(2))
+    (tmp,) = seen
+    assert tmp.name.startswith(f".{log.name}.") and tmp.name.endswith(TEMP_SUFFIX)
+    tmp.write_text("left by a kill")
+    assert ledger.temp_files(log) == [tmp]

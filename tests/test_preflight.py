@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
+import time
 
+import pytest
+
+from autoenv.ledger import append_entry
+from autoenv.record import Entry, Verdict
 from conftest import autoenv, ledger, small_config
 
 
@@ -62,3 +68,87 @@ def test_missing_api_key_fails_before_any_work(run_repo):
     assert result.returncode == 2
     assert "OPENAI_API_KEY" in result.stderr and "--offline" in result.stderr
     assert not (root / "outputs").exists() and ledger(root) == []
+
+
+def entries_with_chain(root, n: int = 3) -> str:
+    """A real ledger of `n` entries at the repo root; returns its text."""
+    for i in range(n):
+        append_entry(root / "feedback_log.jsonl", Entry(
+            commit=f"{i:040d}", timestamp="2026-01-01T00:00:00+00:00", eval_success=True,
+            verdict=Verdict(verdict="discard", reason="-")))
+    return (root / "feedback_log.jsonl").read_text()
+
+
+@pytest.mark.parametrize("damage,line,words", [
+    (lambda lines: lines[:1] + [lines[1][:50]] + lines[2:], 2, "not valid JSON"),
+    (lambda lines: [lines[0], lines[2]], 2, "breaks the hash chain"),
+])
+def test_a_damaged_ledger_is_refused_before_any_work(run_repo, damage, line, words):
+    root = run_repo()
+    lines = entries_with_chain(root).splitlines()
+    damaged = "\n".join(damage(lines)) + "\n"
+    (root / "feedback_log.jsonl").write_text(damaged)
+    started = time.time()
+    result = autoenv("eval", "--offline", cwd=root)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"feedback_log.jsonl:{line}" in result.stderr and words in result.stderr and "backup" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (root / "outputs").exists() and (root / "feedback_log.jsonl").read_text() == damaged
+    assert time.time() - started < 20  # refused in preflight, not after the rollouts
+
+
+def test_a_stale_ledger_temp_file_is_ignored_by_git_and_cleaned(run_repo):
+    root = run_repo()
+    entries_with_chain(root, 1)
+    stale = [root / ".feedback_log.jsonl.k3j_9x2q.tmp", root / ".feedback_log.jsonl.a1b2c3d4"]  # now, older versions
+    for path in stale:
+        path.write_text('{"half": ')
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout
+    assert status == ""  # git-ignored: `git add -A` can never commit one
+    result = autoenv("eval", cwd=root, env={"OPENAI_API_KEY": ""})  # stops at the key check, after the tree check
+    assert result.returncode == 2 and "OPENAI_API_KEY" in result.stderr, result.stdout + result.stderr
+    assert "uncommitted" not in result.stderr
+    for path in stale:
+        assert f"removed {path.name}, a temporary file an interrupted ledger write left behind" in result.stdout
+        assert not path.exists()
+    assert len(ledger(root)) == 1
+
+
+def test_the_dirty_tree_fix_never_commits_the_harness_files(run_repo):
+    text = small_config().replace('outputs = "outputs"', 'outputs = "runs"').replace(
+        'log_file = "feedback_log.jsonl"', 'log_file = "results/log.jsonl"')  # results git does not ignore
+    root = run_repo(config_text=text)
+    (root / "runs" / "abc").mkdir(parents=True)
+    (root / "runs" / "abc" / "traces.jsonl").write_text("{}\n")
+    (root / "results").mkdir()
+    append_entry(root / "results" / "log.jsonl", Entry(commit="0" * 40, timestamp="t", eval_success=True,
+                                                       verdict=Verdict(verdict="keep", reason="-")))
+    (root / "candidate" / "README.md").write_text("edited\n")
+    result = autoenv("eval", "--offline", cwd=root)
+    assert result.returncode == 2 and "uncommitted changes" in result.stderr
+    listed = result.stderr.split("evaluated:\n")[1].split("where:")[0].split()
+    assert listed == ["candidate/README.md"]
+    command = re.search(r"\((git add .*?) && git commit", result.stderr).group(1)
+    assert command == "git add -A -- . ':!results/log.jsonl' ':!results/log.jsonl.lock' ':!runs'"
+    assert "to .gitignore" in result.stderr
+    subprocess.run(command, shell=True, cwd=root, check=True)  # the fix as printed
+    staged = subprocess.run(["git", "diff", "--cached", "--name-only"], cwd=root, capture_output=True,
+                            text=True).stdout.split()
+    assert staged == ["candidate/README.md"]
+
+
+def test_the_dirty_tree_fix_is_plain_git_add_when_results_are_ignored(run_repo):
+    root = run_repo()
+    (root / "notes.txt").write_text("x\n")
+    result = autoenv("eval", "--offline", cwd=root)
+    assert result.returncode == 2 and "(git add -A && git commit -m '...')" in result.stderr
+    assert ".gitignore" not in result.stderr
+
+
+def test_feedback_refuses_an_edited_ledger_before_recomputing(run_repo):
+    root = run_repo()
+    lines = entries_with_chain(root).splitlines()
+    (root / "feedback_log.jsonl").write_text("\n".join([lines[0], lines[2]]) + "\n")
+    result = autoenv("feedback", cwd=root)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "feedback_log.jsonl:2" in result.stderr and "hash chain" in result.stderr

@@ -33,7 +33,7 @@ def test_the_schema_documents_every_field():
 
 def test_verdicts_and_statuses_are_closed_sets():
     schema = json_schema()
-    assert set(schema["$defs"]["Verdict"]["properties"]["verdict"]["enum"]) == {"keep", "discard", "inconclusive", "crash"}
+    assert set(schema["$defs"]["Verdict"]["properties"]["verdict"]["enum"]) == {"baseline", "keep", "discard", "inconclusive", "crash"}
     assert set(schema["$defs"]["GateFinding"]["properties"]["status"]["enum"]) == {"pass", "warn", "fail", "skip"}
     with pytest.raises(ValueError):
         Verdict(verdict="maybe", reason="-")
@@ -49,6 +49,15 @@ def test_an_entry_round_trips_through_its_json_line():
     raw = json.loads(line)
     assert raw["gates"]["passed"] is False and raw["gates"]["failed"] == ["oracle: low"]  # derived, but written
     assert raw["schema_version"] == SCHEMA_VERSION
+
+
+def test_a_baseline_is_kept_and_a_version_2_entry_still_reads():
+    base = Entry(commit="a" * 40, timestamp="t", eval_success=True, verdict=Verdict(verdict="baseline", reason="first"))
+    assert base.kept and Entry.from_json(json.loads(base.to_json())) == base
+    assert not base.model_copy(update={"verdict": Verdict(verdict="inconclusive", reason="-")}).kept
+    v2 = json.loads(base.model_copy(update={"verdict": Verdict(verdict="keep", reason="first")}).to_json())
+    v2["schema_version"] = 2
+    assert Entry.from_json(v2).kept and Entry.from_json(v2).schema_version == 2
 
 
 def test_unknown_keys_and_newer_versions_are_refused():

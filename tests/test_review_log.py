@@ -12,7 +12,7 @@ from autoenv.ledger import GENESIS, line_hash
 from autoenv.review.rows import sparkline
 from review_run import BRANCH, copy_run, review, review_run
 
-VERDICTS = ["keep", "discard", "inconclusive", "crash", "discard", "keep", "inconclusive"]
+VERDICTS = ["baseline", "discard", "inconclusive", "crash", "discard", "keep", "inconclusive"]
 
 
 @pytest.fixture(scope="module")

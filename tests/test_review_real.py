@@ -27,7 +27,7 @@ def run(tmp_path_factory):
 def test_the_real_evaluation_in_log_show_and_plot(run, capsys):
     real = run.commits["real"]
     rows = json.loads(review(capsys, run.root, "log", "--json")[1])
-    assert rows[0]["commit"] == real and rows[0]["verdict"] == "keep" and rows[0]["gates"] == "pass"
+    assert rows[0]["commit"] == real and rows[0]["verdict"] == "baseline" and rows[0]["gates"] == "pass"
     assert rows[0]["target"]["model"] == "noisy-oracle:0.45" and len(rows) == 7
     code, out, _ = review(capsys, run.root, "show", real[:8])
     assert code == 0

@@ -1,4 +1,4 @@
-"""autoenv/verdict.py: keep / discard / inconclusive / crash, on deterministic per-task results.
+"""autoenv/verdict.py: baseline / keep / discard / inconclusive / crash, on deterministic per-task results.
 
 Every evaluation is built from per-task success counts (task i: k_i of r rollouts reward 1,
 the rest 0) through the real model_stats, so the means, disagree shares and per-task
@@ -15,9 +15,10 @@ import pytest
 from autoenv.config import Bands
 from autoenv.ledger import last_kept
 from autoenv.stats import model_stats
-from autoenv.record import Entry, ModelStats, Verdict
+from autoenv.record import CandidateInfo, Entry, ModelStats, Verdict
 from autoenv.traces import Rollout
-from autoenv.verdict import band_distance, comparable, decide, error_rates, rl_readiness
+from autoenv.verdict import (band_distance, baseline_of, comparable, decide, error_rates, reference_missing,
+                             rl_readiness, same_run)
 
 BANDS = Bands()
 R = 4  # rollouts per task
@@ -46,10 +47,11 @@ def stats(target: list[int], strong: list[int] | None = None, *, target_errors=N
     }
 
 
-def entry(commit: str, s: dict, verdict: str = "keep", offline: bool = False) -> Entry:
+def entry(commit: str, s: dict, verdict: str = "keep", offline: bool = False,
+          branch: str | None = "autoenv/a") -> Entry:
     """A ledger entry as pipeline.record writes it (the fields decide/comparable read)."""
     return Entry(commit=commit, timestamp="2026-01-01T00:00:00+00:00", eval_success=True, stats=s,
-                 verdict=Verdict(verdict=verdict, reason="-"), offline=offline)
+                 verdict=Verdict(verdict=verdict, reason="-"), offline=offline, branch=branch)
 
 
 def counts(mean: float, n: int = N, r: int = R) -> list[int]:
@@ -92,11 +94,48 @@ def test_crash_wins_over_everything():
     assert v.verdict == "crash" and "load failed" in v.reason
 
 
-def test_first_iteration_is_kept():
-    v = decide(stats(counts(0.05)), BANDS, None)
-    assert v.verdict == "keep"
-    assert "first" in v.reason
-    assert "compared_to" not in v
+def test_first_evaluation_is_the_baseline_and_says_where_it_stands():
+    v = decide(stats(counts(0.05)), BANDS, None, run="autoenv/a")
+    assert v.verdict == "baseline" and v.compared_to is None
+    assert v.reason.startswith("first evaluation of the run autoenv/a with target small-model and strong big-model")
+    assert "0.150 below its band 0.2–0.7" in v.reason and "at or above its floor 0.7" in v.reason
+    assert "distance to the wanted state 0.150" in v.reason
+    high = decide(stats(counts(0.95), counts(0.5)), BANDS, None, run="autoenv/a").reason
+    assert "0.250 above its band" in high and "0.200 below its floor 0.7" in high and "0.450" in high
+    assert decide(stats(counts(0.45)), BANDS, None, run="autoenv/a").reason.endswith(": in the wanted state")
+
+
+def test_a_first_evaluation_on_a_detached_head_says_it_belongs_to_no_run():
+    v = decide(stats(counts(0.45)), BANDS, None, run=None)
+    assert v.verdict == "baseline" and "detached HEAD, which belongs to no run" in v.reason
+
+
+def test_a_first_evaluation_is_discarded_when_a_gate_failed_or_errors_abound():
+    assert decide(stats(counts(0.45)), BANDS, None, gates_failed=["oracle: low"]).verdict == "discard"
+    assert decide(stats(counts(0.45), target_errors={"env_error": 20}), BANDS, None).verdict == "discard"
+
+
+def test_no_reference_is_inconclusive_first_or_not():
+    why = "the candidate's task has no oracle hook"
+    zero = stats([0] * N, [0] * N, target_model="noisy-oracle:0.45", strong_model="oracle")
+    for kept in (None, entry("k" * 40, stats(counts(0.45)))):
+        v = decide(zero, BANDS, kept, no_reference=why, run="autoenv/a")
+        assert v.verdict == "inconclusive" and v.reason.startswith(why)
+        assert "def oracle(self, messages)" in v.reason and v.compared_to is None
+    assert decide(zero, BANDS, None, no_reference=why, gates_failed=["probe echo: 0.9"]).verdict == "discard"
+
+
+def test_reference_missing_only_offline_without_a_hook_for_oracle_players():
+    zero = stats([0] * N, [0] * N, target_model="noisy-oracle:0.45", strong_model="oracle")
+    no_hook, hook, unknown = CandidateInfo(oracle_hook=False), CandidateInfo(oracle_hook=True), CandidateInfo()
+    why = reference_missing(zero, no_hook, offline=True)
+    assert why is not None and "no oracle hook" in why
+    assert "target noisy-oracle:0.45" in why and "strong oracle" in why
+    assert reference_missing(zero, no_hook, offline=False) is None  # real models need no hook
+    assert reference_missing(zero, hook, offline=True) is None
+    assert reference_missing(zero, unknown, offline=True) is None
+    scripted = stats([0] * N, target_model="empty", strong_model="echo")  # policies that need no oracle
+    assert reference_missing(scripted, no_hook, offline=True) is None
 
 
 def test_failed_gates_discard_even_perfect_numbers():
@@ -127,7 +166,7 @@ def test_env_errors_at_the_limit_are_allowed():
     s = stats(counts(0.5, n=38), target_errors={"env_error": 8})
     assert s["target"].rollouts == 160
     assert error_rates(s["target"])["env_error"] == 0.05
-    assert decide(s, BANDS, None).verdict == "keep"
+    assert decide(s, BANDS, None).verdict == "baseline"
 
 
 def test_provider_errors_and_timeouts_add_up_to_inconclusive():
@@ -142,7 +181,7 @@ def test_provider_errors_and_timeouts_add_up_to_inconclusive():
 
 def test_provider_errors_below_limit_still_judged():
     s = stats(counts(0.45), target_errors={"provider_error": 10})
-    assert decide(s, BANDS, None).verdict == "keep"
+    assert decide(s, BANDS, None).verdict == "baseline"
 
 
 def test_no_scored_rollouts_discard():
@@ -281,6 +320,37 @@ def test_inconclusive_and_crash_entries_are_skipped():
     assert last_kept([]) is None
 
 
+def test_the_reason_names_the_baselines_branch_and_commit():
+    v = decide(stats(counts(0.45)), BANDS, entry("a" * 40, stats(counts(0.05)), verdict="baseline"))
+    assert "at the run's baseline aaaaaaaa on autoenv/a" in v.reason and v.verdict == "keep"
+    v = decide(stats(counts(0.45)), BANDS, entry("b" * 40, stats(counts(0.05))))
+    assert "at last kept bbbbbbbb on autoenv/a" in v.reason
+
+
+def test_a_baseline_entry_is_kept_and_compared_with():
+    base = entry("a" * 40, stats(counts(0.05)), verdict="baseline")
+    assert base.kept and last_kept([base, entry("b" * 40, stats(counts(0.9)), verdict="discard")]) is base
+
+
+def test_same_run_is_the_branch_and_a_detached_head_is_no_run():
+    assert same_run(entry("a" * 40, {}, branch="autoenv/a"), "autoenv/a")
+    assert not same_run(entry("a" * 40, {}, branch="autoenv/b"), "autoenv/a")
+    assert not same_run(entry("a" * 40, {}, branch=None), None)
+
+
+def test_baseline_of_never_crosses_runs():
+    current = stats(counts(0.45))
+    mine = entry("a" * 40, stats(counts(0.05)), branch="autoenv/a")
+    theirs = entry("b" * 40, stats(counts(0.05)), branch="autoenv/b")  # newer, same models, same mode
+    detached = entry("c" * 40, stats(counts(0.05)), branch=None)
+    entries = [mine, theirs, detached]
+    assert baseline_of(entries, current, branch="autoenv/a", offline=False) is mine
+    assert baseline_of(entries, current, branch="autoenv/b", offline=False) is theirs
+    assert baseline_of(entries, current, branch="autoenv/c", offline=False) is None
+    assert baseline_of(entries, current, branch=None, offline=False) is None
+    assert baseline_of(entries, current, branch="autoenv/a", offline=True) is None  # other mode
+
+
 def test_comparable_offline_flag_and_models():
     current = stats(counts(0.45))
     online = entry("a" * 40, stats(counts(0.05)))
@@ -320,7 +390,7 @@ def test_kept_entry_without_per_task_does_not_stall_the_loop():
     kept = last_kept(entries, accept=lambda e: comparable(e, current, False))
     v = decide(current, BANDS, kept)
     assert "nan" not in v.reason
-    assert v.verdict == "keep", v.reason
+    assert v.verdict == "baseline", v.reason
 
 
 # --- both in the wanted state: the learning signal -------------------------------------

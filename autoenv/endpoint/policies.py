@@ -25,6 +25,13 @@ class OracleSource(Protocol):
 
 
 NO_MATCH = "no task of the candidate matches this conversation's first user message"
+ORACLE_PLAYERS = frozenset({"oracle", "noisy-oracle", *NEEDS_ORACLE})
+"""Policies that replay the candidate's oracle hook: without one they can only send empty replies."""
+
+
+def plays_the_oracle(model: str) -> bool:
+    """Whether the scripted policy called `model` (e.g. `noisy-oracle:0.45`) replays the oracle hook."""
+    return model.partition(":")[0] in ORACLE_PLAYERS
 
 
 class PolicyError(Exception):

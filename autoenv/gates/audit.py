@@ -1,6 +1,6 @@
-"""The audit worker: measures the candidate without a model, in a fresh subprocess.
+"""The audit stage: measures the candidate without a model, inside the evaluation's child process.
 
-Run as `python -m autoenv.gates.audit JOB.json` (like autoenv.worker). It loads the taskset
+autoenv.child runs it between the install check and the rollouts. It loads the taskset
 twice (determinism), measures the dataset, imports every module of the candidate
 package (a tool server that dies at start costs minutes per rollout inside verifiers),
 and plays the probes: the oracle and the exploits of autoenv.gates.probes.
@@ -20,7 +20,6 @@ import json
 import math
 import os
 import pkgutil
-import sys
 import time
 import traceback
 from pathlib import Path
@@ -35,7 +34,7 @@ from autoenv.job import Job
 from autoenv.messages import Reply
 from autoenv.tasks import all_tasks, build_env
 from autoenv.traces import to_rollout
-from autoenv.worker import LOCAL_KEY_VAR, main, sample_tasks
+from autoenv.worker import LOCAL_KEY_VAR, sample_tasks
 
 REPLY_PREVIEW = 400
 
@@ -163,7 +162,7 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes) -> tuple[lis
 async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[list[dict], bool]:
     from verifiers.v1.utils.trace_store import append_episode  # deferred: verifiers only inside the child
 
-    out = job.out
+    out = job.audit_dir
     endpoint = await Endpoint(Policies(OracleBook(tasks_all), seed=job.seed)).start()
     os.environ[LOCAL_KEY_VAR] = "local"
     semaphore = asyncio.Semaphore(job.max_concurrent)
@@ -212,7 +211,8 @@ async def audit(job: Job) -> None:
     plan = job.audit
     if plan is None:
         raise ValueError("the job has no audit plan")
-    out = job.out
+    out = job.audit_dir
+    out.mkdir(parents=True, exist_ok=True)
     result: dict = {}
     begun = started = time.time()
     env = build_env(vf, job)
@@ -251,6 +251,3 @@ async def audit(job: Job) -> None:
     (out / "audit.json").write_text(json.dumps(result, indent=1))
     emit("finished", seconds=round(time.time() - begun, 3), done={})
 
-
-if __name__ == "__main__":
-    sys.exit(main(runner=audit))

@@ -96,6 +96,7 @@ def measure(rows: list[dict], near_threshold: float) -> dict:
     return {
         "size": len(rows),
         "duplicate_keys": sum(c - 1 for c in keys.values() if c > 1),
+        "duplicate_key_examples": [k for k, c in keys.most_common(5) if c > 1],
         "exact_duplicates": duplicated,
         "exact_duplicate_share": round(duplicated / len(rows), 4) if rows else 0.0,
         "duplicate_examples": [[rows[i]["idx"] for i in g[:3]] for g in sorted(duplicate_groups, key=len, reverse=True)[:3]],

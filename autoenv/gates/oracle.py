@@ -90,6 +90,8 @@ class OracleBook:
             return None
         hook = getattr(task, HOOK, None)
         if not callable(hook):
+            # nothing to play: an empty reply, which scores 0. The verdict knows from the
+            # install stage (CandidateInfo.oracle_hook) and calls such evaluations inconclusive.
             return Reply(content="")
         result = hook(messages)
         if inspect.isawaitable(result):

@@ -25,6 +25,21 @@ EXPLOITS = {
     "garbage": "~3000 words of random characters",
     "tool-spam": "every advertised tool called three times with junk arguments, then a bare reply",
 }
+DEFENCES = {
+    "empty": "score 0 when the reply holds no answer: every weighted component must need a parsed answer, "
+             "not just a finished rollout",
+    "refusal": "score 0 when no answer can be parsed from the reply: no credit for replying at all",
+    "echo": "score the answer parsed from the reply against the task's answer, never text it shares with the prompt",
+    "wrong-answer": "compare the parsed answer with the task's answer; credit for the format alone must stay "
+                    "a small share of the maximum",
+    "kitchen-sink": "parse exactly one final answer (e.g. the last answer tag) and score 0 when the reply offers "
+                    "several candidates; never search for the answer anywhere in the reply",
+    "padding": "cap or penalise the reply's length: text beyond the answer must never add reward",
+    "garbage": "require a well-formed answer before any credit: random text must earn nothing",
+    "tool-spam": "reward what the tool results lead to, never the number of calls; give no credit for calls "
+                 "with invalid arguments",
+}
+"""The change that defeats each probe, for the judge's advice (one per entry of EXPLOITS)."""
 NEEDS_ANSWER = {"wrong-answer", "kitchen-sink"}
 NEEDS_TOOLS = {"tool-spam"}
 NEEDS_ORACLE = {"wrong-answer", "kitchen-sink", "padding"}

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from autoenv.config import Config
 from autoenv.gates.probes import EXPLOITS
-from autoenv.job import AuditPlan, Job
+from autoenv.job import AuditPlan
 from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
-from autoenv.rollouts import run_worker
+from autoenv.rollouts import Worker
 from autoenv.stats import max_reward
 
 PLACEHOLDER = re.compile(r"^\s*(todo|tbd|fixme|xxx)\b|<one-line description>|one line saying what|lorem ipsum", re.I)
@@ -103,14 +103,16 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
     d = audit.get("dataset") or {}
     size = d.get("size", 0)
     report.add("dataset size", "fail" if size < c.dataset_size else "pass",
-               f"{size} tasks (wanted >= {c.dataset_size})", size=size)
+               f"{size} tasks (wanted >= {c.dataset_size})", size=size, wanted=c.dataset_size)
     if d.get("duplicate_keys"):
-        report.add("task keys", "fail", f"{d['duplicate_keys']} tasks share a key with another; keys must be unique")
+        repeated = d.get("duplicate_key_examples") or []
+        report.add("task keys", "fail", f"{d['duplicate_keys']} tasks share a key with another; keys must be unique"
+                   + (f"; e.g. {', '.join(map(repr, repeated))}" if repeated else ""), keys=repeated)
     share = d.get("exact_duplicate_share", 0)
     report.add("exact duplicates", "fail" if share > c.max_duplicate_share else "warn" if share else "pass",
                f"{d.get('exact_duplicates', 0)} repeated prompts ({share:.1%}, allowed {c.max_duplicate_share:.0%})"
                + (f"; e.g. task idx {d['duplicate_examples']}" if d.get("duplicate_examples") else ""),
-               examples=d.get("duplicate_examples"))
+               examples=d.get("duplicate_examples"), repeated=d.get("exact_duplicates", 0))
     near = d.get("near_duplicate_share", 0)
     report.add("near duplicates", "fail" if near > c.max_near_duplicate_share else "warn" if near else "pass",
                f"{near:.1%} of tasks are near-duplicates (similarity >= {c.near_duplicate_similarity}, "
@@ -123,7 +125,9 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
     else:
         status = "fail" if top > c.max_answer_share else "warn" if top > c.max_answer_share / 2 else "pass"
         report.add("answer balance", status, f"most common answer {d.get('top_answer')!r} in {top:.1%} of tasks "
-                   f"({d.get('distinct_answers')} distinct; allowed {c.max_answer_share:.0%})")
+                   f"({d.get('distinct_answers')} distinct; allowed {c.max_answer_share:.0%})",
+                   answer=d.get("top_answer"), share=top, allowed=c.max_answer_share,
+                   distinct=d.get("distinct_answers"), tasks=d.get("with_answer"))
     for name in ("difficulty", "category"):
         histogram = d.get(name) or {}
         if histogram:
@@ -138,7 +142,7 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
     report.add("deterministic load", "pass" if audit.get("deterministic_load") else "fail",
                "two loads gave the same tasks in the same order" if audit.get("deterministic_load") else
                f"two loads with the same config differ (first at position {audit.get('load_difference')}): "
-               "seed every random choice from the config")
+               "seed every random choice from the config", position=audit.get("load_difference"))
     if "probes" in audit:
         judge_probes(audit, config, report)
 
@@ -188,16 +192,17 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                    "(add `def oracle(self, messages)`, see program.md)")
     elif oracle["mean"] is None:
         report.add("oracle", "fail", "no oracle reply could be scored (the hook raised or the reward failed "
-                   "on every sampled task): see reward errors")
+                   "on every sampled task): see reward errors", cause="unscored")
     elif maximum <= 0:
-        report.add("oracle", "fail", "no positive reward weight: nothing can be earned")
+        report.add("oracle", "fail", "no positive reward weight: nothing can be earned", cause="no positive weight")
     else:
         short = [r for r in by_probe["oracle"] if r.get("reward") is not None and r["reward"] < p.oracle_min * maximum]
         share = (oracle["mean"] or 0) / maximum
         status = "pass" if share >= p.oracle_min and not short else "fail"
         report.add("oracle", status, f"mean {oracle['mean']:.3f} of a maximum {maximum:g} ({share:.0%}, "
                    f"wanted >= {p.oracle_min:.0%})" + (f"; below on task idx {[r['idx'] for r in short][:8]}: "
-                   "unsolvable or wrongly scored" if short else ""), tasks=[r["idx"] for r in short])
+                   "unsolvable or wrongly scored" if short else ""), tasks=[r["idx"] for r in short],
+                   components=_short_components(short, weights))
     for name, summary in summaries.items():
         if name == "oracle":
             continue
@@ -205,7 +210,7 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         if summary["mean"] is None:
             if summary["errors"]:
                 report.add(f"probe {name}", "fail", f"every reply hit an error ({summary['errors']} of "
-                           f"{summary['tasks']}): see reward errors")
+                           f"{summary['tasks']}): see reward errors", errors=summary["errors"])
             else:
                 report.add(f"probe {name}", "skip", f"not applicable ({summary['skipped']} tasks without an "
                            "answer in the oracle reply)")
@@ -220,7 +225,19 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         best = summary["best"][0] if summary["best"] else None
         report.add(f"probe {name}", "fail" if bad else "pass",
                    f"mean {summary['mean']:.3f} ({limit})" + (f"; harvested {harvested}" if harvested and bad else "")
-                   + (f"; best task idx {best['idx']} scored {best['reward']:.2f}" if bad and best else ""))
+                   + (f"; best task idx {best['idx']} scored {best['reward']:.2f}" if bad and best else ""),
+                   harvested=summary["harvested"] if bad else {})
+
+
+def _short_components(short: list[dict], weights: dict[str, float]) -> dict[str, float]:
+    """Mean score of each positively weighted reward component over the oracle's short
+    replies, for the components that fell below full marks (the ones to look at)."""
+    out = {}
+    for name, weight in weights.items():
+        values = [r["components"][name] for r in short if weight > 0 and name in r["components"]]
+        if values and sum(values) / len(values) < 1:
+            out[name] = round(sum(values) / len(values), 3)
+    return out
 
 
 def _summarize(name: str, records: list[dict], weights: dict[str, float]) -> dict:
@@ -246,20 +263,19 @@ def _summarize(name: str, records: list[dict], weights: dict[str, float]) -> dic
     }
 
 
-def run_gates(config: Config, out_dir: Path, probes: bool = True) -> GateReport:
-    """Platform checks here, then the audit worker in a fresh process, judged against config."""
+def audit_plan(config: Config, probes: bool = True) -> AuditPlan:
+    """What the audit stage measures, from config.toml's [checks] and [probes]."""
+    return AuditPlan(probes=probes, probe_sample=config.probes.sample, rollout_sample=config.probes.rollout_sample,
+                     near_threshold=config.checks.near_duplicate_similarity, exploits=len(EXPLOITS))
+
+
+def run_gates(config: Config, worker: Worker) -> GateReport:
+    """Platform checks here, then the audit stage in the evaluation's child process, judged against config."""
     started = time.time()
-    candidate = config.path("candidate")
     report = Gates()
-    platform_checks(candidate, report)
-    job = Job(
-        candidate_dir=str(candidate), out_dir=str(out_dir), seed=config.seed, log_name="audit.log",
-        max_concurrent=config.budget.max_concurrent, rollout_timeout=config.budget.rollout_timeout,
-        max_turns=config.budget.max_turns, runtime=config.runtime.job(),
-        audit=AuditPlan(probes=probes, probe_sample=config.probes.sample, rollout_sample=config.probes.rollout_sample,
-                        near_threshold=config.checks.near_duplicate_similarity, exploits=len(EXPLOITS)),
-    )
-    run_worker(job, module="autoenv.gates.audit")
+    platform_checks(config.path("candidate"), report)
+    worker.run("audit")
+    out_dir = worker.job.audit_dir
     judge_audit(json.loads((out_dir / "audit.json").read_text()), config, report)
     report.seconds = round(time.time() - started, 2)
     gates = report.report()

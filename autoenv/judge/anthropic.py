@@ -15,7 +15,7 @@ from pathlib import Path
 
 from autoenv.config import Judge
 from autoenv.judge.base import JudgeCall, JudgeFailed
-from autoenv.judge.schema import PROMPT, findings_schema, validate
+from autoenv.judge.schema import findings_schema, prompt, validate
 from autoenv.record import JudgeResult
 
 MAX_READ = 20 * 1024
@@ -130,7 +130,7 @@ def judge(call: JudgeCall) -> JudgeResult:
     client = anthropic.Anthropic(timeout=cfg.timeout, max_retries=1)
     submit = {"name": "submit_findings", "description": "Submit the final findings (ends the review).",
               "input_schema": findings_schema()}
-    messages = [{"role": "user", "content": PROMPT + "\n\nUse the tools to read the workspace, then call submit_findings."}]
+    messages = [{"role": "user", "content": prompt(workspace) + "\n\nUse the tools to read the workspace, then call submit_findings."}]
     tokens_in = tokens_out = 0
     cost = 0.0
     started = time.time()

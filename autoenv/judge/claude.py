@@ -16,7 +16,7 @@ import subprocess
 
 from autoenv.config import Judge
 from autoenv.judge.base import JudgeCall, JudgeFailed
-from autoenv.judge.schema import PROMPT, findings_schema, validate
+from autoenv.judge.schema import findings_schema, prompt, validate
 from autoenv.record import JudgeResult
 
 KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
@@ -35,7 +35,7 @@ def judge(call: JudgeCall) -> JudgeResult:
     call.state_dir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k not in ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")}
     env.update(CLAUDE_CONFIG_DIR=str(call.state_dir), CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
-    cmd = [binary, "-p", PROMPT, "--output-format", "json", "--json-schema", json.dumps(findings_schema()),
+    cmd = [binary, "-p", prompt(call.workspace), "--output-format", "json", "--json-schema", json.dumps(findings_schema()),
            "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk", "--bare",
            "--no-session-persistence", "--max-turns", str(cfg.max_turns),
            "--max-budget-usd", str(cfg.max_budget_usd), "--model", cfg.model]
@@ -48,10 +48,11 @@ def judge(call: JudgeCall) -> JudgeResult:
         out = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {}
     except json.JSONDecodeError:
         out = {}
+    if not isinstance(out, dict):
+        out = {}
     spent = {"cost_usd": out.get("total_cost_usd"), "turns": out.get("num_turns")}
     if proc.returncode != 0 or out.get("is_error") or not out:
-        detail = out.get("subtype") or (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise JudgeFailed(f"the claude judge failed (exit {proc.returncode}): {detail}", **spent)
+        raise JudgeFailed(f"the claude judge failed (exit {proc.returncode}): {failure(out, proc, cfg)}", **spent)
     raw = out.get("structured_output")
     if raw is None:
         try:
@@ -68,3 +69,24 @@ def judge(call: JudgeCall) -> JudgeResult:
         input_tokens=usage.get("input_tokens"), output_tokens=usage.get("output_tokens"),
         cost_usd=out.get("total_cost_usd"), permission_denials=out.get("permission_denials") or [],
     )
+
+
+def failure(out: dict, proc: subprocess.CompletedProcess[str], cfg: Judge) -> str:
+    """Why the CLI failed, in its own words. An API error (a bad key, an overloaded model)
+    comes back with `is_error` and subtype "success", the message in `result`; a limit as
+    its subtype; a CLI that printed no JSON at all says why on stderr (or stdout)."""
+    subtype = out.get("subtype")
+    result = out.get("result")
+    parts = []
+    if subtype == "error_max_turns":
+        parts.append(f"{subtype} (judge.max_turns = {cfg.max_turns})")
+    elif subtype == "error_max_budget_usd":
+        parts.append(f"{subtype} (judge.max_budget_usd = {cfg.max_budget_usd:g})")
+    elif subtype and subtype != "success":
+        parts.append(str(subtype))
+    if isinstance(result, str) and result.strip():
+        parts.append(" ".join(result.split())[:500])
+    if not parts:
+        said = (proc.stderr or "").strip() or (proc.stdout or "").strip()
+        parts.append(said.splitlines()[-1][:500] if said else "no output")
+    return ": ".join(parts)

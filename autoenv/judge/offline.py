@@ -3,17 +3,26 @@
 Deterministic, free and always available: it is the judge of `--offline` runs, the
 fallback whenever a model judge fails, and the floor the model judges build on. It
 reads the entry (statistics, readiness, gates) and the sampled rollout ids.
+
+Each failed check has its own fix, built from the measurements the check recorded
+(`CHECK_FIXES`), and each failed probe names the reward components it harvested and the
+defence against it (`gates.probes.DEFENCES`): one generic line for every dataset problem
+once told an agent to "generate more distinct tasks" when 90% of its answers were "no".
 """
 
 from __future__ import annotations
 
+import math
+from typing import Callable
+
 from autoenv.config import Bands, Judge
+from autoenv.gates.probes import DEFENCES
 from autoenv.judge.base import JudgeCall
-from autoenv.record import (DatasetQuality, Entry, Findings, GateReport, Hack, JudgeResult, Priority,
+from autoenv.record import (DatasetQuality, Entry, Findings, GateFinding, GateReport, Hack, JudgeResult, Priority,
                             RewardFaithfulness, RlAssessment, SpecFidelity)
+from autoenv.verdict import reference_missing
 
 DATASET_GATES = ("exact duplicates", "near duplicates", "dataset size", "answer balance", "task keys")
-BLOCKING_GATES = ("oracle", "reward errors", "modules", "deterministic", "pyproject", "readme")
 
 
 def available(cfg: Judge) -> bool:
@@ -24,29 +33,149 @@ def judge(call: JudgeCall) -> JudgeResult:
     return JudgeResult(backend="offline", findings=offline_findings(call.entry, call.bands, call.rollout_ids))
 
 
+# --- one concrete fix per failed check, from the measurements the check recorded -------------
+
+
+def _answer_balance(f: GateFinding) -> str:
+    d = f.data
+    answer, share, allowed = d.get("answer"), d.get("share"), d.get("allowed")
+    if share is None or allowed is None:
+        return "balance the answers: no single answer may be the answer of most tasks"
+    distinct, tasks = d.get("distinct") or 0, d.get("tasks") or 0
+    head = f"balance the answers: {answer!r} is the answer of {share:.1%} of the tasks, allowed {allowed:.0%}"
+    if distinct and 1 / distinct > allowed:
+        return (f"{head}; with {distinct} distinct answers one of them holds at least {1 / distinct:.0%}, so widen "
+                f"the answer space (more distinct answers, e.g. ask for the value rather than yes/no) until none "
+                f"is the answer of more than {allowed:.0%}")
+    swap = math.ceil((share - allowed) * tasks) if tasks else None
+    return (f"{head}: bring it to at most {allowed:.0%}"
+            + (f" by replacing about {swap} of its tasks with tasks whose answer differs" if swap else ""))
+
+
+def _exact_duplicates(f: GateFinding) -> str:
+    groups, repeated = f.data.get("examples") or [], f.data.get("repeated")
+    shown = "; ".join(" = ".join(str(i) for i in group) for group in groups)
+    count = f"{repeated} " if repeated else ""
+    return (f"make the {count}repeated prompts distinct (vary the content, not the wording) or drop the copies"
+            + (f"; repeated task idx: {shown}" if shown else ""))
+
+
+def _near_duplicates(f: GateFinding) -> str:
+    pairs = f.data.get("examples") or []
+    shown = "; ".join(f"{i} ~ {j} (similarity {sim})" for i, j, sim in pairs)
+    return ("rewrite or drop one task of each near-duplicate pair: vary the content, not the wording"
+            + (f"; e.g. task idx {shown}" if shown else ""))
+
+
+def _dataset_size(f: GateFinding) -> str:
+    size, wanted = f.data.get("size"), f.data.get("wanted")
+    if size is None or wanted is None:
+        return "generate more meaningfully different tasks (vary content, not wording)"
+    return f"generate {wanted - size} more meaningfully different tasks (have {size}, wanted >= {wanted})"
+
+
+def _task_keys(f: GateFinding) -> str:
+    keys = f.data.get("keys") or []
+    return ("give every task a unique `key`, built from what makes the task distinct"
+            + (f"; repeated: {', '.join(map(repr, keys))}" if keys else ""))
+
+
+def _oracle(f: GateFinding) -> str:
+    cause = f.data.get("cause")
+    if cause == "unscored":
+        return "make the oracle hook return a reply for every task and fix the reward errors it hit (see reward errors)"
+    if cause == "no positive weight":
+        return "give the reward that checks the answer a positive weight, e.g. @vf.reward(weight=1.0)"
+    tasks = f.data.get("tasks") or []
+    components = f.data.get("components") or {}
+    where = (", ".join(f"{name!r} (mean {score} of 1)" for name, score in components.items())
+             if components else "the reward")
+    return (f"on task idx {tasks[:8]} the oracle's reply fell short in {where}: score that reply by hand, then fix "
+            "the reward if the reply is right, or the oracle or the task if it is wrong")
+
+
+def _modules(f: GateFinding) -> str:
+    modules = f.data.get("modules") or []
+    first = modules[0] if modules else "candidate_env"
+    return (f"make {', '.join(modules) or 'every module'} importable: `.venv/bin/python -c 'import {first}'` shows "
+            "the error; a missing package goes in candidate/pyproject.toml [project].dependencies")
+
+
+def _reward_errors(f: GateFinding) -> str:
+    examples = f.data.get("examples") or []
+    return ("make every reward return a finite score in [0, 1] on every reply, an empty or absurd one included"
+            + (f"; e.g. {'; '.join(examples[:2])}" if examples else ""))
+
+
+CHECK_FIXES: dict[str, Callable[[GateFinding], str]] = {
+    "pyproject": lambda f: f"edit candidate/pyproject.toml [project]: {f.message}",
+    "readme": lambda f: ("write candidate/README.md (200 characters or more): the task, each reward and the "
+                         "hacks it defends against, the config knobs"),
+    "modules": _modules,
+    "dataset size": _dataset_size,
+    "task keys": _task_keys,
+    "exact duplicates": _exact_duplicates,
+    "near duplicates": _near_duplicates,
+    "answer balance": _answer_balance,
+    "deterministic load": lambda f: ("seed every random choice from the config (random.Random(seed)), never from "
+                                     "the clock, a set's order or global state"
+                                     + (f"; the loads first differ at position {f.data['position']}"
+                                        if f.data.get("position") is not None else "")),
+    "deterministic scoring": lambda f: ("make every reward a pure function of the trace and the task: no randomness, "
+                                        "clock, network or state kept between calls"),
+    "reward errors": _reward_errors,
+    "oracle": _oracle,
+}
+"""The fix for each check that can fail (gates/rules.py); `probe <name>` findings use DEFENCES."""
+
+
+def gate_priority(f: GateFinding, gates: GateReport) -> Priority:
+    """What to change for one failed check or probe, from the measurements it recorded."""
+    if not f.name.startswith("probe "):
+        fix = CHECK_FIXES.get(f.name)
+        return Priority(issue=f"{f.name}: {f.message}",
+                        fix=fix(f) if fix else f"fix this before anything else: the {f.name} check failed")
+    name = f.name.removeprefix("probe ")
+    if f.data.get("errors"):
+        return Priority(issue=f"every reply of the {name} probe hit an error",
+                        fix="fix the reward errors first (see reward errors): a probe must be scored to be judged")
+    probe = gates.probes.get(name)
+    harvested = f.data.get("harvested") or (probe.harvested if probe else {})
+    paid = "; ".join(f"reward component {k!r} pays it {v}" for k, v in harvested.items()) or "the reward pays it"
+    defence = DEFENCES.get(name, "make the reward depend on the task's content, not on its form or length")
+    return Priority(issue=f"reward can be harvested by the {name} probe ({probe.description if probe else name}): "
+                          f"{f.message}", fix=f"{paid}: {defence}")
+
+
 def offline_findings(entry: Entry, bands: Bands, rollout_ids: list[str]) -> Findings:
     gates = entry.gates or GateReport()
     target, strong = entry.stats.get("target"), entry.stats.get("strong")
+    no_reference = reference_missing(entry.stats, entry.candidate, entry.offline)
     hacks: list[Hack] = []
     rl: list[str] = []
     data: list[str] = []
-    priorities: list[Priority] = []
+    blocking: list[Priority] = []
+    harvest: list[Priority] = []
+    dataset: list[Priority] = []
 
-    for name, probe in gates.probes.items():
-        failed = any(f.startswith(f"probe {name}:") for f in gates.failed)
-        if failed and name != "oracle":
-            hacks.append(Hack(description=f"the {name} probe ({probe.description}) earned mean "
-                                          f"{probe.mean}; harvested {probe.harvested}",
-                              evidence=[f"probe {name}, task idx {b.idx}" for b in probe.best[:2]]))
-            priorities.append(Priority(issue=f"reward can be harvested by the {name} probe",
-                                       fix="make the reward depend on the task's content, not on its form or length"))
-    for item in gates.failed:
-        if item.startswith(DATASET_GATES):
-            data.append(item)
-            priorities.append(Priority(issue=item.split(":")[0],
-                                       fix="generate more distinct tasks (vary content, not wording)"))
-        elif item.startswith(BLOCKING_GATES):
-            priorities.insert(0, Priority(issue=item, fix="fix this before anything else: the gate failed"))
+    for f in gates.findings:
+        if f.status != "fail":
+            continue
+        priority = gate_priority(f, gates)
+        if f.name.startswith("probe "):
+            name = f.name.removeprefix("probe ")
+            probe = gates.probes.get(name)
+            if probe is not None and not f.data.get("errors"):
+                hacks.append(Hack(description=f"the {name} probe ({probe.description}) earned mean "
+                                              f"{probe.mean}; harvested {probe.harvested}",
+                                  evidence=[f"probe {name}, task idx {b.idx}" for b in probe.best[:2]]))
+            harvest.append(priority)
+        elif f.name in DATASET_GATES:
+            data.append(f"{f.name}: {f.message}")
+            dataset.append(priority)
+        else:
+            blocking.append(priority)
+    priorities = blocking + harvest + dataset
     data += [f"{f.name}: {f.message}" for f in gates.findings if f.status == "warn"]
 
     for role, s in (("target", target), ("strong", strong)):
@@ -54,6 +183,12 @@ def offline_findings(entry: Entry, bands: Bands, rollout_ids: list[str]) -> Find
             rl.append(f"{s.errors.env_error} {role} rollouts ended in environment errors")
             priorities.insert(0, Priority(issue=f"{role} rollouts hit environment errors",
                                           fix="read the errored transcripts and fix the candidate's code"))
+    if no_reference:
+        rl.append(no_reference)
+        priorities.insert(0, Priority(issue="the scripted models had nothing to play: " + no_reference,
+                                      fix="add `def oracle(self, messages)` to the task class (program.md, "
+                                          "\"The oracle hook\"), or evaluate on the real models"))
+        target = strong = None  # their scores come from empty replies: advice on them would blame the rewards
     t_mean = target.mean if target else None
     s_mean = strong.mean if strong else None
     if s_mean is not None and s_mean < bands.strong_min:

@@ -1,9 +1,10 @@
 """The judge's workspace: copies of only what the judge may read, nothing else.
 
-A fresh directory per evaluation (outputs/<commit>/judge/workspace/) holds spec.md, the
-candidate's source, the statistics, the check and probe results, a stratified sample of
-rollouts from both models rendered as readable transcripts (low, middle and high reward,
-plus errors; each with its id to cite), and the previous iteration's feedback. The
+A fresh directory per evaluation (outputs/<commit>/judge/workspace/) holds spec.md (when
+the branch has one: the judge's prompt says when not), the candidate's source, the
+statistics, the check and probe results, a stratified sample of rollouts from both models
+rendered as readable transcripts (low, middle and high reward, plus errors; each with its
+id to cite), and the previous iteration's feedback. The
 agent's description of its change is included only as an unverified claim. Nothing of
 the rest of the repository, no environment variables, no secrets: the judge's
 confinement starts with what is in the room.
@@ -15,6 +16,7 @@ import json
 import shutil
 from pathlib import Path
 
+from autoenv.paths import SPEC
 from autoenv.record import Entry
 from autoenv.traces import TRACES_FILE, to_rollout
 
@@ -93,8 +95,9 @@ def build(workspace: Path, *, repo_root: Path, candidate: Path, out: Path, entry
           previous_feedback: Path | None) -> list[str]:
     """Fill `workspace` (which must not exist yet); return the rollout ids it holds."""
     workspace.mkdir(parents=True)
-    spec = repo_root / "spec.md"
-    (workspace / "spec.md").write_text(spec.read_text() if _plain_file(spec) else "(no spec.md on this branch)\n")
+    spec = repo_root / SPEC
+    if _plain_file(spec):  # when missing, the judge's prompt says so (judge.schema.prompt)
+        shutil.copy(spec, workspace / SPEC)
     shutil.copytree(candidate, workspace / "candidate", ignore=_skip)
     record = entry.model_dump(mode="json")
     public = {k: record[k] for k in ("commit", "offline", "stats", "rl_readiness", "verdict", "budget")}

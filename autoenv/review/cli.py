@@ -86,7 +86,7 @@ def cmd_log(args) -> int:
     if args.json:
         rows = [dict(r.to_json(), feedback=_existing(project, project.feedback(r.commit)),
                      plot=_existing(project, project.config.path("outputs") / r.commit / "plot.png")) for r in run.rows]
-        display.console.print(json.dumps(rows, indent=1), markup=False, highlight=False, soft_wrap=True)
+        display.console.print(json.dumps(rows, indent=1))
     else:
         terminal.log_view(run)
     return 0
@@ -171,7 +171,7 @@ def cmd_report(args) -> int:
     out = args.out or _default_out(project, f"report-{_safe(run.tag)}.html")
     write_report(project, run, out, max_rollouts=args.max_rollouts)
     terminal.written("report", project.shown(out))
-    display.console.print(f"open it in a browser: file://{out.resolve()}", markup=False, highlight=False)
+    display.console.print(f"open it in a browser: file://{out.resolve()}")
     return 0
 
 

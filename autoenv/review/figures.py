@@ -23,6 +23,7 @@ OTHER = "#9467bd"
 TAMPERED = "#e377c2"
 VERDICTS = {
     # verdict: (marker, colour)
+    "baseline": ("*", "#17becf"),
     "keep": ("o", "#2ca02c"),
     "discard": ("X", "#d62728"),
     "inconclusive": ("D", "#7f7f7f"),

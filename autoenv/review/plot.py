@@ -71,7 +71,8 @@ def _means_panel(ax, rows: list[Row], bands: Bands) -> None:
             y = NO_SCORES
             ax.text(row.number, NO_SCORES + 0.035, "gates" if row.gates == "fail" else row.verdict, ha="center",
                     va="bottom", fontsize=8, color=colour)
-        ax.scatter([row.number], [y], marker=marker, s=90 if row.kept else 70, color=colour, edgecolor="white",
+        size = 220 if marker == "*" else 90 if row.kept else 70  # a star reads small
+        ax.scatter([row.number], [y], marker=marker, s=size, color=colour, edgecolor="white",
                    linewidth=0.8, zorder=6)
         if row.tampered:
             ax.scatter([row.number], [y], marker="o", s=300, facecolor="none", edgecolor=figures.TAMPERED,

@@ -12,7 +12,7 @@ import datetime as dt
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from autoenv.record import Entry, ModelStats
+from autoenv.record import KEPT, Entry, ModelStats
 
 SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -62,7 +62,8 @@ class Row:
 
     @property
     def kept(self) -> bool:
-        return self.verdict == "keep"
+        """A reference for later evaluations of its run: kept, or the run's baseline."""
+        return self.verdict in KEPT
 
     @classmethod
     def from_entry(cls, entry: Entry, number: int, tampered: bool = False) -> Row:

@@ -1,15 +1,14 @@
 """The review commands' terminal output: rich tables and transcripts on display's consoles.
 
-The only review module that builds rich objects. Text from the run (descriptions,
-reasons, judge findings, model output) is escaped before rich reads markup, and
-transcripts go out as `Text`, which rich never parses. When stdout is not a terminal
-(an agent's shell, a log file) tables lose their borders and colour, so they stay plain.
+The only review module that builds rich objects. display's consoles read no markup, so
+text from the run (descriptions, reasons, judge findings, model output) prints as
+written, and colour comes only from `Text` styles. When stdout is not a terminal (an
+agent's shell, a log file) tables lose their borders and colour, so they stay plain.
 """
 
 from __future__ import annotations
 
 from rich import box
-from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
@@ -23,7 +22,7 @@ from autoenv.review.rows import Row, clip, money, point_text, short_time, sparkl
 from autoenv.review.run import Run
 from autoenv.review.transcripts import Transcript
 
-VERDICT_STYLE = {"keep": "bold green", "discard": "red", "inconclusive": "yellow", "crash": "bold magenta"}
+VERDICT_STYLE = {"baseline": "bold cyan", "keep": "bold green", "discard": "red", "inconclusive": "yellow", "crash": "bold magenta"}
 SHOWN_TASKS = 10
 
 
@@ -49,8 +48,8 @@ def out(*renderables) -> None:
         display.console.print(item)
 
 
-def verdict_text(verdict: str) -> str:
-    return f"[{VERDICT_STYLE.get(verdict, 'white')}]{escape(verdict)}[/]"
+def verdict_text(verdict: str) -> Text:
+    return Text(verdict, style=VERDICT_STYLE.get(verdict, ""))
 
 
 # ---- autoenv log -------------------------------------------------------------------------
@@ -58,7 +57,7 @@ def verdict_text(verdict: str) -> str:
 
 def log_view(run: Run) -> None:
     if not run.rows:
-        out(f"{escape(run.label)}: no evaluations yet" + (" (no ledger and no git notes)" if run.source == "none" else ""),
+        out(f"{run.label}: no evaluations yet" + (" (no ledger and no git notes)" if run.source == "none" else ""),
             "  commit a candidate and run `bash evaluate.sh`; `autoenv log --tag TAG` shows another run")
         return
     many = run.branch is None
@@ -101,15 +100,15 @@ def show_view(row: Row, bands: Bands, files: dict[str, str], examples: list[Tran
     entry = row.entry
     out(Text(f"Evaluation #{row.number} of {row.branch or 'the run'}: {row.commit}", style="bold"))
     facts = [f"time {short_time(row.time)} UTC"] + (["offline (scripted policies)"] if row.offline else [])
-    out(f"  {' · '.join(facts)}", f"  description: {escape(row.description) or '–'}",
-        f"  verdict: {verdict_text(row.verdict)} — {escape(row.reason)}")
+    out(f"  {' · '.join(facts)}", f"  description: {row.description or '–'}",
+        Text.assemble("  verdict: ", verdict_text(row.verdict), f" — {row.reason}"))
     if entry is None:
         out("  (from the git note only: the ledger is missing, so statistics, gates and the judge are unknown)")
         return
     if entry.verdict.compared_to:
         out(f"  compared to the last kept {entry.verdict.compared_to[:12]}")
     if not entry.eval_success:
-        out(Rule("failed", style="red", align="left"), f"  stage: {escape(entry.failed_stage or '–')}",
+        out(Rule("failed", style="red", align="left"), f"  stage: {entry.failed_stage or '–'}",
             Text((entry.error or "").strip()))
     if entry.stats:
         out(_plainly(display.summary_table(entry.stats, bands)), _costs(entry))
@@ -127,7 +126,7 @@ def show_view(row: Row, bands: Bands, files: dict[str, str], examples: list[Tran
     _judge(entry)
     timing = " · ".join(f"{k} {v:.1f} s" for k, v in entry.timings.items())
     out(f"timings: {timing or '–'}" + (f" · total {sum(entry.timings.values()):.1f} s" if entry.timings else ""))
-    out(*(f"{name}: {escape(path)}" for name, path in files.items()))
+    out(*(f"{name}: {path}" for name, path in files.items()))
     if examples:
         ids = ", ".join(f"{t.id} ({number(t.rollout.reward, 2)})" for t in examples)
         out(f"rollouts, e.g. {ids}", f"  read one: autoenv show {row.short} --rollout {examples[0].id}")
@@ -153,7 +152,7 @@ def _groups(entry: Entry, attr: str) -> Table:
         for s in entry.stats.values():
             group = getattr(s, attr).get(name)
             cells.append(f"{number(group.mean)} ({group.n})" if group else "–")
-        t.add_row(escape(name), *cells)
+        t.add_row(name, *cells)
     return t
 
 
@@ -163,7 +162,7 @@ def _components(entry: Entry) -> Table:
     for role in entry.stats:
         t.add_column(role, justify="right")
     for name in sorted({n for s in entry.stats.values() for n in s.components}):
-        t.add_row(escape(name), *(number(s.components.get(name)) for s in entry.stats.values()))
+        t.add_row(name, *(number(s.components.get(name)) for s in entry.stats.values()))
     return t
 
 
@@ -173,17 +172,17 @@ def _judge(entry: Entry) -> None:
         out("judge: none (crashed evaluations and older entries have no review)")
         return
     f = judge.findings
-    head = f"Judge ({escape(judge.backend)}{', ' + escape(judge.model) if judge.model and judge.backend != 'offline' else ''})"
+    head = f"Judge ({judge.backend}{', ' + judge.model if judge.model and judge.backend != 'offline' else ''})"
     out(Rule(head, align="left"))
     if not judge.ok:
-        out(f"[red]the {escape(judge.backend)} judge failed: {escape(judge.error or '')}[/]; the offline review stands in")
+        out(Text(f"the {judge.backend} judge failed: {judge.error or ''}; the offline review stands in", style="red"))
     out(Text(f.summary))
     for i, p in enumerate(f.priorities, 1):
-        out(f"  {i}. {escape(p.issue)} — {escape(p.fix)}")
+        out(f"  {i}. {p.issue} — {p.fix}")
     for hack in f.reward_faithfulness.suspected_hacks:
-        out(f"  suspected hack: {escape(hack.description)} (evidence: {escape(', '.join(hack.evidence) or '–')})")
+        out(f"  suspected hack: {hack.description} (evidence: {', '.join(hack.evidence) or '–'})")
     score = f.spec_fidelity.score
-    out(f"  spec fidelity {score if score is not None else '–'}/10; RL readiness: {escape(f.rl_readiness.assessment)}")
+    out(f"  spec fidelity {score if score is not None else '–'}/10; RL readiness: {f.rl_readiness.assessment}")
     if judge.cost_usd is not None or judge.turns is not None:
         out(f"  judge spend: {judge.turns or '–'} turns, {money(judge.cost_usd)}")
 
@@ -228,10 +227,11 @@ def compare_view(c: Comparison, plot: str | None) -> None:
     rows += [(f"difficulty {d.name}", d) for d in c.by_difficulty]
     rows += [(f"component {d.name}", d) for d in c.by_component]
     for scope, d in rows:
-        sign = {1: "[green]higher[/]", -1: "[red]lower[/]"}.get(d.direction, "[dim]within noise[/]")
+        sign = {1: Text("higher", style="green"), -1: Text("lower", style="red")}.get(
+            d.direction, Text("within noise", style="dim"))
         if d.tasks < 2:
-            sign = "[dim]one task: no interval[/]"
-        t.add_row(escape(scope), str(d.tasks), f"{d.a:.3f}", f"{d.b:.3f}",
+            sign = Text("one task: no interval", style="dim")
+        t.add_row(scope, str(d.tasks), f"{d.a:.3f}", f"{d.b:.3f}",
                   f"{d.delta:+.3f} [{d.low:+.3f}, {d.high:+.3f}]", sign)
     out(t)
     known = all(p.solved_a is not None and p.solved_b is not None for p in c.tasks)
@@ -244,10 +244,10 @@ def compare_view(c: Comparison, plot: str | None) -> None:
         for name in ("task idx", "difficulty", "A", "B", "B − A"):
             t.add_column(name, justify="right" if name != "difficulty" else "left")
         for p in moved:
-            t.add_row(number(p.idx), escape(p.difficulty or "–"), f"{p.a:.3f}", f"{p.b:.3f}", f"{p.delta:+.3f}")
+            t.add_row(number(p.idx), p.difficulty or "–", f"{p.a:.3f}", f"{p.b:.3f}", f"{p.delta:+.3f}")
         out(t)
     if plot:
-        out(f"plot: {escape(plot)}")
+        out(f"plot: {plot}")
 
 
 def _task_list(pairs: list[TaskPair]) -> str:
@@ -258,4 +258,4 @@ def _task_list(pairs: list[TaskPair]) -> str:
 
 
 def written(what: str, path: str) -> None:
-    out(f"{what}: {escape(path)}")
+    out(f"{what}: {path}")

@@ -1,0 +1,94 @@
+"""The evaluation's one child process: the candidate runs here, never in the harness.
+
+Run as `python -m autoenv.child JOB.json`. It imports verifiers once, says `ready`, then
+runs the stages the parent sends on stdin, one JSON line each (`{"stage": "inspect"}`,
+`"audit"`, `"rollouts"`), in one event loop, answering each with its events and a
+`stage-done` (or an `error`, after which it exits). End of stdin ends it. The stages
+share the process, so the install check, the gates and the rollouts pay for one
+interpreter and one verifiers import instead of three, while the candidate stays out of
+the harness's own process. A child whose parent died stops itself.
+
+Events are `AUTOENV-EVENT {json}` lines on stdout (autoenv.events); verifiers' logging
+goes to the stage's log file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from autoenv.events import emit
+from autoenv.exports import inspect_module
+from autoenv.gates.audit import audit
+from autoenv.job import CANDIDATE_MODULE, Job
+from autoenv.worker import run as rollouts
+
+PARENT_POLL_SECONDS = 1.0
+
+
+async def inspect(job: Job) -> None:
+    emit("inspected", **inspect_module(CANDIDATE_MODULE))
+
+
+STAGES: dict[str, Callable[[Job], Awaitable[None]]] = {"inspect": inspect, "audit": audit, "rollouts": rollouts}
+LOGS = {"inspect": "inspect.log", "audit": "gates/audit.log", "rollouts": None}  # None: the job's log_name
+
+
+def log_to(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(filename=str(path), level=logging.INFO, force=True,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def watch_parent(parent: int) -> None:
+    """Stop when the harness is gone (killed with SIGKILL, say): nobody would read the results.
+
+    A thread, not a task: it must fire while a stage blocks the event loop (an import
+    that never returns, a reward stuck in a loop).
+    """
+    while True:
+        time.sleep(PARENT_POLL_SECONDS)
+        if os.getppid() != parent:
+            os._exit(3)
+
+
+async def serve(job: Job) -> int:
+    loop = asyncio.get_running_loop()
+    while True:
+        line = await loop.run_in_executor(None, sys.stdin.readline)
+        if not line:
+            return 0
+        stage = json.loads(line)["stage"]
+        log_to(job.out / (LOGS.get(stage) or job.log_name))
+        started = time.time()
+        try:
+            await STAGES[stage](job)
+        except BaseException as e:  # every failure is reported as an event; the parent decides
+            emit("error", stage=stage, type=type(e).__name__, message=str(e), traceback=traceback.format_exc())
+            return 1
+        emit("stage-done", stage=stage, seconds=round(time.time() - started, 3))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    job = Job.read(Path(argv[0]))
+    job.out.mkdir(parents=True, exist_ok=True)
+    threading.Thread(target=watch_parent, args=(os.getppid(),), daemon=True).start()
+    sys.path.insert(0, job.candidate_dir)
+    started = time.time()
+    import verifiers.v1  # noqa: F401 (deferred: paid once here, while the parent is busy with its own stage)
+
+    emit("ready", seconds=round(time.time() - started, 3))
+    return asyncio.run(serve(job))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""The fixed cost of an evaluation: one child process for every stage vs a fresh process per stage.
+
+Same candidate, job and seed, side by side in one run, for each clean example:
+
+(a) three children: the import check, the audit (checks and probes) and the rollouts each
+    in a fresh child process, as the harness did before (each pays for the interpreter,
+    verifiers' import and the candidate's import);
+(b) one child: the same three stages in one autoenv.child process, as shipped;
+(c) `autoenv eval --offline` through the CLI on a scratch run repository whose candidate is
+    already installed (a loop's usual case), at the smallest budget (1 task x 2 rollouts x
+    2 models): preflight, install check, gates, smoke, rollouts, statistics, offline judge,
+    ledger, git note. With rollouts this few, its wall time is the evaluation's fixed cost.
+
+Usage: .venv/bin/python bench/fixed_cost.py [--repeat 3] [--examples arithmetic shopping]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from autoenv.config import load_config
+from autoenv.demo import make_run_repo
+from autoenv.gates.rules import audit_plan
+from autoenv.job import Job, RolloutPlan, Seat
+from autoenv.paths import EXAMPLES, PROJECT
+from autoenv.rollouts import Worker
+
+STAGES = ("inspect", "audit", "rollouts")
+
+
+def job(example: str, out: Path) -> Job:
+    config = load_config(PROJECT / "config.toml")
+    roles = {"target": Seat(model="noisy-oracle:0.45", embedded=True), "strong": Seat(model="oracle", embedded=True)}
+    return Job(candidate_dir=str(EXAMPLES / example), out_dir=str(out), seed=config.seed,
+               max_concurrent=config.budget.max_concurrent, rollout_timeout=config.budget.rollout_timeout,
+               max_turns=config.budget.max_turns, audit=audit_plan(config),
+               rollouts=RolloutPlan(examples=1, rollouts=2, roles=roles, smoke=True))
+
+
+def children(example: str, per_stage: bool) -> float:
+    """Wall seconds for the three stages, in a fresh child each (per_stage) or all in one."""
+    with tempfile.TemporaryDirectory(prefix="autoenv-bench-") as tmp:
+        the_job = job(example, Path(tmp))
+        started = time.perf_counter()
+        if per_stage:
+            for stage in STAGES:
+                with Worker(the_job) as worker:
+                    worker.run(stage)
+        else:
+            with Worker(the_job) as worker:
+                for stage in STAGES:
+                    worker.run(stage)
+        return time.perf_counter() - started
+
+
+def shipped(root: Path) -> float:
+    started = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "autoenv.cli", "eval", "--offline"], cwd=root,
+                            capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+    seconds = time.perf_counter() - started
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    return seconds
+
+
+def smallest_budget() -> str:
+    text = (PROJECT / "config.toml").read_text()
+    for key, value in {"examples": 1, "rollouts_per_example": 2}.items():
+        text, count = re.subn(rf"(?m)^{key} = [^\n#]*", f"{key} = {value}  ", text)
+        assert count == 1, key
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--examples", nargs="*", default=["arithmetic", "shopping"])
+    args = parser.parse_args()
+    print(f"median of {args.repeat} runs, {os.cpu_count()} cores; stages: import check, audit, 1 x 2 x 2 rollouts + smoke")
+    print(f"{'example':<12} {'(a) a child per stage s':>24} {'(b) one child s':>16} {'b/a':>6} {'(c) autoenv eval s':>19}")
+    for example in args.examples:
+        a, b, c = [], [], []
+        with tempfile.TemporaryDirectory(prefix="autoenv-bench-") as tmp:
+            root = make_run_repo(example, Path(tmp) / "run", smallest_budget())
+            shipped(root)  # installs the candidate; later runs find it installed, as a loop does
+            for _ in range(args.repeat):
+                a.append(children(example, per_stage=True))
+                b.append(children(example, per_stage=False))
+                c.append(shipped(root))
+        ma, mb, mc = (statistics.median(x) for x in (a, b, c))
+        print(f"{example:<12} {ma:>24.1f} {mb:>16.1f} {mb / ma:>6.2f} {mc:>19.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
