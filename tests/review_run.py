@@ -4,7 +4,7 @@ The first evaluation is the real thing (install, gates, a worker process with ve
 rollouts on the built-in endpoint, the offline judge, the ledger, the note). The others
 get their traces written in verifiers' traces.jsonl shape for the same sampled tasks,
 then go through the pipeline's verdict, judge and record stages, so every verdict kind
-is there with real files behind it: keep, discard, inconclusive, crash, a failed gate,
+is there with real files behind it: baseline, keep, discard, inconclusive, crash, a failed gate,
 and an entry of another run in the same ledger. `review_run(base)` crafts the first
 evaluation too (a few seconds, for the quick tests); `review_run(base, real=True)` runs
 it for real (30-70 s on a busy 2-core machine, for the slow ones). Each is built once per
@@ -44,7 +44,7 @@ TARGET, STRONG = "noisy-oracle:0.45", "oracle"
 class ReviewRun:
     root: Path
     commits: dict[str, str]
-    """In ledger order: real (the first, keep), discard, inconclusive, crash, gates (failed gates),
+    """In ledger order: real (the first, the run's baseline), discard, inconclusive, crash, gates (failed gates),
     other (on another run's branch), keep, priced (inconclusive, with costs)."""
     tasks: list[dict]
 
@@ -112,7 +112,7 @@ def _other_run(root: Path, tasks: list[dict]) -> str:
     subprocess.run(["git", "checkout", "-qb", OTHER], cwd=root, check=True)
     commit = _crafted(root, tasks, "another run's idea", {"target": [[1.0, 1.0]] * len(tasks),
                                                            "strong": [[1.0, 1.0]] * len(tasks)},
-                      Verdict(verdict="keep", reason="first successful evaluation with these models"))
+                      Verdict(verdict="baseline", reason="first evaluation of the run autoenv/other"))
     subprocess.run(["git", "checkout", "-q", BRANCH], cwd=root, check=True)
     return commit
 
