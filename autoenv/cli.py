@@ -1,4 +1,4 @@
-"""The `autoenv` command: eval, serve, feedback, demo, setup.
+"""The `autoenv` command: eval, new, rebase-rules, check, probe, feedback, judge, serve, demo, setup.
 
 Nothing here imports verifiers (it costs seconds): only the worker processes do.
 Exit codes: 0 done, 1 the evaluation crashed (recorded), 2 bad input (nothing recorded),
@@ -20,6 +20,7 @@ from autoenv.endpoint.server import Endpoint, Faults, load_oracle, serve_forever
 from autoenv.errors import AutoEnvError
 from autoenv.install import install_candidate
 from autoenv.judge.registry import CHOICES
+from autoenv.lifecycle import new_run, rebase_rules
 from autoenv.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
 from autoenv.pipeline import EvalOptions, EvaluationCrashed, evaluate
 from autoenv.record import ROLES, Entry
@@ -84,6 +85,19 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(f"--rate-{name}", type=float, default=0.0, help=f"share of requests that get a {name} fault")
     p.set_defaults(func=cmd_serve)
 
+    p = sub.add_parser("new", help="start a run: branch autoenv/<tag> with spec.md and the run base committed")
+    p.add_argument("tag", help="the run's name; its branch is autoenv/<tag>")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--spec", type=Path, default=None, help="spec.md for the run (default: the one committed)")
+    source.add_argument("--example", default=None, help="start from an example: it becomes candidate/ and spec.md")
+    p.add_argument("--from", dest="from_ref", default="HEAD", help="commit to start the run from (default: HEAD)")
+    p.add_argument("--worktree", type=Path, default=None, help="put the run in a new git worktree at this path")
+    p.set_defaults(func=cmd_new)
+
+    p = sub.add_parser("rebase-rules", help="make the protected files as they are now the run's rules (a commit)")
+    p.add_argument("-m", "--message", required=True, help="why the rules change (the commit's subject)")
+    p.set_defaults(func=cmd_rebase_rules)
+
     p = sub.add_parser("demo", help="evaluate an example offline on a throwaway run branch (no key needed)")
     p.add_argument("--example", default="arithmetic")
     p.add_argument("--dir", type=Path, default=None, help="where to build the scratch repository (default: a temp dir)")
@@ -112,6 +126,7 @@ def print_result(entry: Entry) -> None:
         fields[f"{role}_solve_rate"] = s.solve_rate if s else None
         fields[f"{role}_errors"] = s.errors.total if s else 0
     fields["offline"] = entry.offline
+    fields["rules"] = entry.rules or None
     fields["reason"] = entry.verdict.reason
     if entry.warnings:
         fields["warnings"] = "; ".join(entry.warnings)
@@ -172,6 +187,20 @@ def cmd_demo(args) -> int:
     print_result(entry)
     display.console.print(f"results: {root}/feedback/{entry.commit}.md, {root}/outputs/{entry.commit}/, "
                           f"{root}/feedback_log.jsonl")
+    return 0
+
+
+def cmd_new(args) -> int:
+    root = new_run(Path.cwd(), args.tag, spec=args.spec, example=args.example, from_ref=args.from_ref,
+                   worktree=args.worktree)
+    display.result_block({"run": f"autoenv/{args.tag}", "root": str(root), "run_base": ".autoenv/run.toml",
+                          "next": f"cd {root} && bash evaluate.sh -d 'baseline'"})
+    return 0
+
+
+def cmd_rebase_rules(args) -> int:
+    commit, changed = rebase_rules(Path.cwd(), args.message)
+    display.result_block({"run_base": commit, "rules_changed": "; ".join(changed) or "none"})
     return 0
 
 

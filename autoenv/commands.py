@@ -30,6 +30,7 @@ from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, confi
 from autoenv.record import CandidateInfo, Entry, GateReport
 from autoenv.report import render, write_report
 from autoenv.rollouts import Worker
+from autoenv.runbase import RulesCheck
 
 
 def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = None, log_file: Path | None = None,
@@ -66,6 +67,7 @@ def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = 
     ctx = Context(config=cfg, repo=repo, head=head, run_id=run_id, out=out,
                   options=EvalOptions(cwd=cwd, description=description, offline=offline),
                   candidate=recorded.candidate if recorded is not None else CandidateInfo(),
+                  rules=RulesCheck(base=recorded.run_base if recorded is not None else None),
                   warnings=spec_warnings(cfg.root))
     if not eval_success:
         error = AutoEnvError("recorded as failed (feedback --eval-success false)")

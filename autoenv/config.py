@@ -263,6 +263,17 @@ class Offline:
 
 
 @dataclass(frozen=True)
+class Run:
+    """What a run does when the agent changed its rules (see autoenv.runbase)."""
+
+    on_tamper: str = "record"
+    """record: the evaluation is recorded with the verdict `tampered`, no model called | refuse: exit 2."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        return [] if self.on_tamper in ("record", "refuse") else [("on_tamper", 'must be "record" or "refuse"')]
+
+
+@dataclass(frozen=True)
 class Paths:
     """Where things live, relative to the repository root."""
 
@@ -286,6 +297,7 @@ class Config:
     judge: Judge = field(default_factory=Judge)
     offline: Offline = field(default_factory=Offline)
     runtime: Runtime = field(default_factory=Runtime)
+    run: Run = field(default_factory=Run)
     root: Path = field(default=Path("."), compare=False)
     """Directory holding config.toml; every relative path is resolved against it."""
 

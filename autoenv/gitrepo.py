@@ -100,3 +100,52 @@ class Repo:
         head = self.head()
         return Head(commit=sha, branch=head.branch if head.commit == sha else None,
                     subject=self._repo.commit(sha).summary)
+
+    def tracked_files(self) -> list[str]:
+        """Paths git tracks, relative to the root."""
+        return [p for p in self._repo.git.ls_files("-z").split("\0") if p]
+
+    def ref(self, name: str) -> str | None:
+        """The commit `name` (a full ref such as refs/autoenv/runs/<tag>) points at, None when it does not exist."""
+        try:
+            return self._repo.git.rev_parse("--verify", "--quiet", name + "^{commit}")
+        except git.GitCommandError:
+            return None
+
+    def set_ref(self, name: str, commit: str) -> None:
+        self._repo.git.update_ref(name, commit)
+
+    def blob(self, commit: str, path: str) -> str | None:
+        """Object id of `path` in `commit`, None when it is not there."""
+        try:
+            return self._repo.git.rev_parse("--verify", "--quiet", f"{commit}:{path}")
+        except git.GitCommandError:
+            return None
+
+    def branch_exists(self, branch: str) -> bool:
+        return self.ref(f"refs/heads/{branch}") is not None
+
+    def valid_branch(self, branch: str) -> bool:
+        try:
+            self._repo.git.check_ref_format("--branch", branch)
+            return True
+        except git.GitCommandError:
+            return False
+
+    def run_git(self, *args: str) -> str:
+        """A git command in this repository; a failure becomes an AutoEnvError naming the command."""
+        try:
+            return self._repo.git.execute(["git", *args])
+        except git.GitCommandError as e:
+            raise AutoEnvError(f"`git {' '.join(args)}` failed: {str(e.stderr).strip() or e}", where=str(self.root),
+                               fix="fix what git says, then run again") from None
+
+    def commit_all(self, paths: list[str], message: str) -> str:
+        """Stage `paths` (forced past .gitignore), commit them with `message`; the new commit's SHA."""
+        self.run_git("add", "-f", "--", *paths)
+        reader = self._repo.config_reader()
+        # the user's identity when git has one; a scratch repository gets the harness's
+        identity = [] if reader.has_option("user", "name") and reader.has_option("user", "email") else \
+            ["-c", "user.name=AutoEnv", "-c", "user.email=autoenv@autoenv.invalid"]
+        self.run_git(*identity, "commit", "-q", "--no-verify", "-m", message)
+        return self.resolve("HEAD")

@@ -1,5 +1,8 @@
 """One evaluation, top to bottom: preflight, install, gates, rollouts, stats, verdict, judge, record.
 
+Preflight compares the protected files with the run's base (autoenv.runbase): a commit
+that changed the rules is recorded as `tampered` straight away, without any model call.
+
 Read `evaluate` from the top to see the whole pipeline; each stage is a function below
 it. Failures before any work (config, git state, a missing API key) raise and record
 nothing: they are the user's to fix. A failure after preflight is the candidate's: it is
@@ -36,6 +39,7 @@ from autoenv.paths import spec_warnings
 from autoenv.record import ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel
 from autoenv.report import render, write_report
 from autoenv.rollouts import Worker
+from autoenv.runbase import NO_BASE, RulesCheck, check_rules, refuse
 from autoenv.stats import model_stats
 from autoenv.traces import read_rollouts
 from autoenv.verdict import baseline_of, decide, reference_missing, rl_readiness
@@ -65,6 +69,7 @@ class Context:
     candidate: CandidateInfo = field(default_factory=CandidateInfo)
     gates: GateReport | None = None
     warnings: list[str] = field(default_factory=list)
+    rules: RulesCheck = field(default_factory=RulesCheck)
 
 
 @dataclass
@@ -79,6 +84,8 @@ class Outcome:
 def evaluate(options: EvalOptions) -> Entry:
     """Run one evaluation and return the ledger entry it recorded."""
     ctx = preflight(options)
+    if ctx.rules.changed:  # judged by rules the agent changed: nothing runs, no model is called
+        return record(ctx, verdict(ctx, Outcome()))
     outcome = run_stages(ctx)
     entry = verdict(ctx, outcome)
     if outcome.error is None:
@@ -164,7 +171,15 @@ def preflight(options: EvalOptions) -> Context:
                 where=f"{config.root / CONFIG_NAME} [paths] candidate",
                 fix="create candidate/ (see program.md) or point paths.candidate at it",
             )
-        if not options.offline:
+        rules = check_rules(repo, head)
+        if rules.changed:
+            display.tampered(rules.changed)
+            if rules.on_tamper == "refuse":
+                raise refuse(rules)
+        elif rules.base is None:
+            display.warn(NO_BASE + f" (branch {head.branch or '(detached HEAD)'} has no .autoenv/run.toml; "
+                         "start runs with autoenv new <tag>)")
+        if not options.offline and not rules.changed:
             check_keys(config)
         check_runtime_ready(config.runtime.type, config.root / CONFIG_NAME)
         out = config.path("outputs") / head.commit
@@ -175,7 +190,8 @@ def preflight(options: EvalOptions) -> Context:
             display.warn(warning)
         if options.offline:
             display.note(f"offline: target = {config.offline.target}, strong = {config.offline.strong} (scripted)")
-    return Context(config=config, repo=repo, head=head, options=options, run_id=stamp(), out=out, warnings=warnings)
+    return Context(config=config, repo=repo, head=head, options=options, run_id=stamp(), out=out, warnings=warnings,
+                   rules=rules)
 
 
 def harness_paths(config: Config) -> list[Path]:
@@ -287,12 +303,13 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
     stats = outcome.stats
     offline = ctx.options.offline
     readiness = rl_readiness(stats, config.bands) if success else None
-    kept = baseline_of(read_entries(config.path("log_file")), stats, branch=ctx.head.branch, offline=offline)
+    kept = baseline_of(read_entries(config.path("log_file")), stats, branch=ctx.head.branch, offline=offline,
+                       run_base=ctx.rules.base)
     decision = decide(stats, config.bands, kept, eval_success=success,
                       error=outcome.error.what.splitlines()[0] if outcome.error else None,
                       gates_failed=ctx.gates.failed if ctx.gates else None,
                       no_reference=reference_missing(stats, ctx.candidate, offline), run=ctx.head.branch,
-                      confidence=config.verdict.confidence, seed=config.seed)
+                      confidence=config.verdict.confidence, seed=config.seed, tampered=ctx.rules.changed)
     strong = stats.get("strong")
     return Entry(
         commit=ctx.head.commit,
@@ -315,6 +332,9 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         failed_stage=outcome.failed_stage,
         error=str(outcome.error) if outcome.error else None,
         warnings=ctx.warnings,
+        run_base=ctx.rules.base,
+        rules=ctx.rules.summary,
+        tampered=list(ctx.rules.changed),
     )
 
 

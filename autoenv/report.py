@@ -20,6 +20,7 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None) 
         f"- evaluated: {entry.timestamp}{' — OFFLINE (scripted policies, not real models)' if entry.offline else ''}",
         f"- description (the agent's claim): {entry.description or '–'}",
         f"- verdict: **{verdict.verdict}** — {verdict.reason}",
+        *([f"- rules: {entry.rules}"] if entry.rules else []),
         *(f"- **warning**: {warning}" for warning in entry.warnings),
         "",
     ]
