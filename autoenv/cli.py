@@ -1,4 +1,4 @@
-"""The `autoenv` command: eval, new, rebase-rules, check, probe, feedback, judge, serve, demo, setup.
+"""The `autoenv` command: eval, new, rebase-rules, verify, check, probe, feedback, judge, serve, demo, setup.
 
 Nothing here imports verifiers (it costs seconds): only the worker processes do.
 Exit codes: 0 done, 1 the evaluation crashed (recorded), 2 bad input (nothing recorded),
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from autoenv import __version__, display, vendor
-from autoenv.commands import audit_only, recompute, rejudge
+from autoenv.commands import audit_only, recompute, rejudge, verify
 from autoenv.demo import make_run_repo
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults, load_oracle, serve_forever
@@ -93,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="from_ref", default="HEAD", help="commit to start the run from (default: HEAD)")
     p.add_argument("--worktree", type=Path, default=None, help="put the run in a new git worktree at this path")
     p.set_defaults(func=cmd_new)
+
+    p = sub.add_parser("verify", help="check feedback_log.jsonl's hash chain against the git notes")
+    p.add_argument("--rebuild", action="store_true", help="restore a lost ledger from the notes and outputs/")
+    p.add_argument("--config", type=Path, default=None)
+    p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("rebase-rules", help="make the protected files as they are now the run's rules (a commit)")
     p.add_argument("-m", "--message", required=True, help="why the rules change (the commit's subject)")
@@ -196,6 +201,15 @@ def cmd_new(args) -> int:
     display.result_block({"run": f"autoenv/{args.tag}", "root": str(root), "run_base": ".autoenv/run.toml",
                           "next": f"cd {root} && bash evaluate.sh -d 'baseline'"})
     return 0
+
+
+def cmd_verify(args) -> int:
+    problems, entries = verify(Path.cwd(), args.config, restore=args.rebuild)
+    for problem in problems:
+        display.console.print(f"PROBLEM {problem}", markup=False)
+    display.result_block({"ledger": "broken" if problems else "intact", "problems": len(problems),
+                          "entries": entries if entries >= 0 else None})
+    return 1 if problems else 0
 
 
 def cmd_rebase_rules(args) -> int:

@@ -85,6 +85,15 @@ class Repo:
         """Attach (replace) this evaluation's note on `commit` under refs/notes/autoenv."""
         self._repo.git.notes("--ref", NOTES_REF, "add", "-f", "-m", text, commit)
 
+    def notes(self) -> dict[str, str]:
+        """Every note under refs/notes/autoenv, by annotated commit."""
+        try:
+            listing = self._repo.git.notes("--ref", NOTES_REF, "list")
+        except git.GitCommandError:
+            return {}
+        pairs = [line.split() for line in listing.splitlines() if line.strip()]
+        return {commit: self._repo.git.cat_file("-p", blob) for blob, commit in pairs}
+
     def resolve(self, rev: str) -> str:
         try:
             return self._repo.commit(rev).hexsha

@@ -33,7 +33,10 @@ from autoenv.job import AuditPlan, Job, RolloutPlan, SamplingSpec, Seat
 from autoenv.judge.render import render as judge_render
 from autoenv.judge.run import run_judge
 from autoenv.judge.workspace import build
-from autoenv.ledger import append_entry, read_entries, temp_files
+from autoenv.integrity import STORED, note_fields
+from autoenv.integrity import check as check_integrity
+from autoenv.integrity import summary as integrity_summary
+from autoenv.ledger import append_entry, line_hash, raw_lines, read_entries, temp_files
 from autoenv.ledger import verify as verify_ledger
 from autoenv.paths import spec_warnings
 from autoenv.record import ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel
@@ -70,6 +73,7 @@ class Context:
     gates: GateReport | None = None
     warnings: list[str] = field(default_factory=list)
     rules: RulesCheck = field(default_factory=RulesCheck)
+    ledger_check: str = ""
 
 
 @dataclass
@@ -162,6 +166,7 @@ def preflight(options: EvalOptions) -> Context:
         config = load_config(options.config or repo.root / CONFIG_NAME)
         for message in verify_ledger(config.path("log_file")):
             display.note(message)
+        ledger_check = verify_notes(repo, config)
         head = repo.head()
         repo.require_clean(harness_paths(config), head.commit)
         candidate = config.path("candidate")
@@ -191,7 +196,17 @@ def preflight(options: EvalOptions) -> Context:
         if options.offline:
             display.note(f"offline: target = {config.offline.target}, strong = {config.offline.strong} (scripted)")
     return Context(config=config, repo=repo, head=head, options=options, run_id=stamp(), out=out, warnings=warnings,
-                   rules=rules)
+                   rules=rules, ledger_check=ledger_check)
+
+
+def verify_notes(repo: Repo, config: Config) -> str:
+    """`autoenv verify` before any work: the ledger against the git notes; what it found, for the entry."""
+    log = config.path("log_file")
+    notes = repo.notes()
+    problems = check_integrity(log, notes)
+    for problem in problems:
+        display.warn(f"ledger: {problem}")
+    return integrity_summary(log, notes, problems)
 
 
 def harness_paths(config: Config) -> list[Path]:
@@ -335,6 +350,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         run_base=ctx.rules.base,
         rules=ctx.rules.summary,
         tampered=list(ctx.rules.changed),
+        ledger_check=ctx.ledger_check,
     )
 
 
@@ -368,8 +384,14 @@ def record(ctx: Context, entry: Entry) -> Entry:
     with display.stage("record", "ledger entry, feedback file, git note"):
         report_path = config.path("feedback") / f"{ctx.head.commit}.md"
         write_report(report_path, render(entry, config.bands, [judge_render(entry.judge)] if entry.judge else []))
-        entry = append_entry(config.path("log_file"), entry)
-        ctx.repo.add_note(ctx.head.commit, note_text(entry))
+        log = config.path("log_file")
+        entry = append_entry(log, entry)
+        line = entry.to_json()
+        ctx.out.mkdir(parents=True, exist_ok=True)
+        with open(ctx.out / STORED, "a", encoding="utf-8") as stored:  # what `autoenv verify --rebuild` reads
+            stored.write(line + "\n")
+        ctx.repo.add_note(ctx.head.commit,
+                          note_text(entry) + "\n" + note_fields(line_hash(line), line_hash(raw_lines(log)[0])))
         shown = report_path.relative_to(config.root) if report_path.is_relative_to(config.root) else report_path
         display.note(f"feedback: {shown}")
     return entry

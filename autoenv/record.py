@@ -10,8 +10,8 @@ read the ledger; a test keeps it current.
 History: version 1 (the first landed harness) stored per-task rows as positional
 `[sum, n, disagree]` lists, an empty `rl_readiness` on failures, and `passed`/`failed`
 beside the gate findings. Version 2 had no `baseline` verdict (a first evaluation was
-`keep`). Version 3 had no run base (`run_base`, `rules`, `tampered`) and no `tampered`
-verdict. `Entry.from_json` upgrades older entries on read; the line on disk is never
+`keep`). Version 3 had no run base (`run_base`, `rules`, `tampered`), no `tampered`
+verdict and no `ledger_check`. `Entry.from_json` upgrades older entries on read; the line on disk is never
 rewritten (the hash chain covers it).
 """
 
@@ -317,6 +317,7 @@ class Entry(Part):
     rules: str = Field("", description="What the tamper check found, in words (\"no run base: rules not checked\").")
     tampered: list[str] = Field(default_factory=list,
                                 description="Protected files that differ from the run base, `path (how)`.")
+    ledger_check: str = Field("", description="What `autoenv verify` found before this evaluation (chain and notes).")
     judge: JudgeResult | None = Field(None, description="The judge's findings and spend; None for crashes.")
     prev_hash: str = Field("", description="SHA-256 of the previous ledger line (hash chain).")
 
