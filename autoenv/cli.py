@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--description", "-d", default="", help="what this commit changed (recorded as the agent's claim)")
     p.add_argument("--offline", action="store_true", help="scripted policies on the built-in endpoint; no key needed")
     p.add_argument("--config", type=Path, default=None, help="config file (default: config.toml at the repo root)")
+    p.add_argument("--force", action="store_true", help="evaluate even when the cache holds this candidate's result")
     p.set_defaults(func=cmd_eval)
 
     for name, text in (("check", "model-free checks of the candidate and its dataset (no key)"),
@@ -115,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_eval(args) -> int:
-    entry = evaluate(EvalOptions(cwd=Path.cwd(), config=args.config, description=args.description, offline=args.offline))
+    entry = evaluate(EvalOptions(cwd=Path.cwd(), config=args.config, description=args.description, offline=args.offline,
+                                 force=args.force))
     print_result(entry)
     return 0
 
@@ -132,6 +134,8 @@ def print_result(entry: Entry) -> None:
         fields[f"{role}_errors"] = s.errors.total if s else 0
     fields["offline"] = entry.offline
     fields["rules"] = entry.rules or None
+    if entry.cached_from:
+        fields["cached_from"] = entry.cached_from
     fields["reason"] = entry.verdict.reason
     if entry.warnings:
         fields["warnings"] = "; ".join(entry.warnings)

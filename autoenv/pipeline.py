@@ -2,6 +2,8 @@
 
 Preflight compares the protected files with the run's base (autoenv.runbase): a commit
 that changed the rules is recorded as `tampered` straight away, without any model call.
+An evaluation whose cache key (autoenv.cache) matches a finished one of the run is
+recorded again from it, `cached_from` that commit, without any model call either.
 
 Read `evaluate` from the top to see the whole pipeline; each stage is a function below
 it. Failures before any work (config, git state, a missing API key) raise and record
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Iterator
 
 from autoenv import display
+from autoenv.cache import cache_key, cached
 from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config
 from autoenv.errors import AutoEnvError
 from autoenv.formats import iso_now, stamp
@@ -56,6 +59,8 @@ class EvalOptions:
     config: Path | None = None
     description: str = ""
     offline: bool = False
+    force: bool = False
+    """Evaluate even when the cache holds an evaluation with the same key."""
 
 
 @dataclass
@@ -74,6 +79,7 @@ class Context:
     warnings: list[str] = field(default_factory=list)
     rules: RulesCheck = field(default_factory=RulesCheck)
     ledger_check: str = ""
+    cache_key: str | None = None
 
 
 @dataclass
@@ -90,6 +96,10 @@ def evaluate(options: EvalOptions) -> Entry:
     ctx = preflight(options)
     if ctx.rules.changed:  # judged by rules the agent changed: nothing runs, no model is called
         return record(ctx, verdict(ctx, Outcome()))
+    hit = None if options.force else cached(read_entries(ctx.config.path("log_file")), ctx.cache_key,
+                                            branch=ctx.head.branch, run_base=ctx.rules.base)
+    if hit is not None:
+        return record(ctx, reuse(ctx, hit))
     outcome = run_stages(ctx)
     entry = verdict(ctx, outcome)
     if outcome.error is None:
@@ -196,7 +206,7 @@ def preflight(options: EvalOptions) -> Context:
         if options.offline:
             display.note(f"offline: target = {config.offline.target}, strong = {config.offline.strong} (scripted)")
     return Context(config=config, repo=repo, head=head, options=options, run_id=stamp(), out=out, warnings=warnings,
-                   rules=rules, ledger_check=ledger_check)
+                   rules=rules, ledger_check=ledger_check, cache_key=cache_key(repo, head, config, options.offline))
 
 
 def verify_notes(repo: Repo, config: Config) -> str:
@@ -351,7 +361,23 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         rules=ctx.rules.summary,
         tampered=list(ctx.rules.changed),
         ledger_check=ctx.ledger_check,
+        cache_key=ctx.cache_key,
     )
+
+
+def reuse(ctx: Context, hit: Entry) -> Entry:
+    """The cached evaluation `hit` recorded for this commit: same statistics, verdict and findings, no model call."""
+    source = hit.cached_from or hit.commit
+    with timed(ctx, "cache"), display.stage("cache", f"same candidate tree, spec, config and models as {source[:12]}"):
+        display.note("no model called; bash evaluate.sh --force evaluates anyway")
+        reason = f"cached from {source[:12]} (same candidate tree, spec.md, config and models): {hit.verdict.reason}"
+        entry = hit.model_copy(update={
+            "commit": ctx.head.commit, "timestamp": iso_now(), "description": ctx.options.description,
+            "run_id": ctx.run_id, "branch": ctx.head.branch, "cached_from": source,
+            "warnings": ctx.warnings, "run_base": ctx.rules.base, "rules": ctx.rules.summary, "tampered": [],
+            "ledger_check": ctx.ledger_check, "cache_key": ctx.cache_key,
+            "verdict": hit.verdict.model_copy(update={"reason": reason})})
+    return entry.model_copy(update={"timings": dict(ctx.timings)})
 
 
 def judge(ctx: Context, entry: Entry, backend: str | None = None, entries: list[Entry] | None = None) -> Entry:
@@ -407,4 +433,6 @@ def note_text(entry: Entry) -> str:
             parts.append(f"{role} {s.mean if s.mean is not None else '–'} ({s.model})")
     if entry.offline:
         parts.append("offline")
+    if entry.cached_from:
+        parts.append(f"cached from {entry.cached_from[:12]}")
     return " | ".join(parts) + f"\n{entry.verdict.reason}"

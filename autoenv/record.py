@@ -11,7 +11,7 @@ History: version 1 (the first landed harness) stored per-task rows as positional
 `[sum, n, disagree]` lists, an empty `rl_readiness` on failures, and `passed`/`failed`
 beside the gate findings. Version 2 had no `baseline` verdict (a first evaluation was
 `keep`). Version 3 had no run base (`run_base`, `rules`, `tampered`), no `tampered`
-verdict and no `ledger_check`. `Entry.from_json` upgrades older entries on read; the line on disk is never
+verdict, no `ledger_check` and no eval cache (`cache_key`, `cached_from`). `Entry.from_json` upgrades older entries on read; the line on disk is never
 rewritten (the hash chain covers it).
 """
 
@@ -318,6 +318,10 @@ class Entry(Part):
     tampered: list[str] = Field(default_factory=list,
                                 description="Protected files that differ from the run base, `path (how)`.")
     ledger_check: str = Field("", description="What `autoenv verify` found before this evaluation (chain and notes).")
+    cache_key: str | None = Field(None, description="SHA-256 of the candidate's git tree, spec.md, the effective "
+                                                    "config and the models (autoenv.cache).")
+    cached_from: str | None = Field(None, description="Commit whose evaluation this entry reuses (same cache key); "
+                                                      "no model was called.")
     judge: JudgeResult | None = Field(None, description="The judge's findings and spend; None for crashes.")
     prev_hash: str = Field("", description="SHA-256 of the previous ledger line (hash chain).")
 
