@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--offline", action="store_true", help="scripted policies on the built-in endpoint; no key needed")
     p.add_argument("--config", type=Path, default=None, help="config file (default: config.toml at the repo root)")
     p.add_argument("--force", action="store_true", help="evaluate even when the cache holds this candidate's result")
+    p.add_argument("--restart", action="store_true",
+                   help="start over instead of resuming an interrupted evaluation of this commit")
     p.set_defaults(func=cmd_eval)
 
     for name, text in (("check", "model-free checks of the candidate and its dataset (no key)"),
@@ -117,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_eval(args) -> int:
     entry = evaluate(EvalOptions(cwd=Path.cwd(), config=args.config, description=args.description, offline=args.offline,
-                                 force=args.force))
+                                 force=args.force, restart=args.restart))
     print_result(entry)
     return 0
 
@@ -136,6 +138,8 @@ def print_result(entry: Entry) -> None:
     fields["rules"] = entry.rules or None
     if entry.cached_from:
         fields["cached_from"] = entry.cached_from
+    if entry.reused_rollouts:
+        fields["reused_rollouts"] = entry.reused_rollouts
     fields["reason"] = entry.verdict.reason
     if entry.warnings:
         fields["warnings"] = "; ".join(entry.warnings)

@@ -3,7 +3,9 @@
 Preflight compares the protected files with the run's base (autoenv.runbase): a commit
 that changed the rules is recorded as `tampered` straight away, without any model call.
 An evaluation whose cache key (autoenv.cache) matches a finished one of the run is
-recorded again from it, `cached_from` that commit, without any model call either.
+recorded again from it, `cached_from` that commit, without any model call either. An
+evaluation of the commit that was interrupted (SIGINT, SIGTERM, a killed machine) left its
+finished rollouts in outputs/<commit>/: the rerun continues from them (`--restart`: not).
 
 Read `evaluate` from the top to see the whole pipeline; each stage is a function below
 it. Failures before any work (config, git state, a missing API key) raise and record
@@ -47,7 +49,7 @@ from autoenv.report import render, write_report
 from autoenv.rollouts import Worker
 from autoenv.runbase import NO_BASE, RulesCheck, check_rules, refuse
 from autoenv.stats import model_stats
-from autoenv.traces import read_rollouts
+from autoenv.traces import finished_episodes, read_rollouts, trim_partial_line
 from autoenv.verdict import baseline_of, decide, reference_missing, rl_readiness
 
 Stats = dict[Role, ModelStats]
@@ -61,6 +63,8 @@ class EvalOptions:
     offline: bool = False
     force: bool = False
     """Evaluate even when the cache holds an evaluation with the same key."""
+    restart: bool = False
+    """Start over instead of resuming an interrupted evaluation of this commit."""
 
 
 @dataclass
@@ -80,6 +84,9 @@ class Context:
     rules: RulesCheck = field(default_factory=RulesCheck)
     ledger_check: str = ""
     cache_key: str | None = None
+    resuming: bool = False
+    """An interrupted evaluation's outputs are kept and continued (same run id, only missing rollouts)."""
+    reused: int = 0
 
 
 @dataclass
@@ -198,14 +205,20 @@ def preflight(options: EvalOptions) -> Context:
             check_keys(config)
         check_runtime_ready(config.runtime.type, config.root / CONFIG_NAME)
         out = config.path("outputs") / head.commit
-        archive_previous(out)
+        interrupted = None if options.restart else unfinished_run(out, read_entries(config.path("log_file")))
+        if interrupted is None:
+            archive_previous(out)
+        else:
+            display.note(f"resuming the interrupted evaluation {interrupted} from its finished rollouts "
+                         "(--restart to start over)")
         display.note(f"commit {head.commit[:12]} on {head.branch or '(detached HEAD)'}: {head.subject}")
         warnings = spec_warnings(config.root)
         for warning in warnings:
             display.warn(warning)
         if options.offline:
             display.note(f"offline: target = {config.offline.target}, strong = {config.offline.strong} (scripted)")
-    return Context(config=config, repo=repo, head=head, options=options, run_id=stamp(), out=out, warnings=warnings,
+    return Context(config=config, repo=repo, head=head, options=options, run_id=interrupted or stamp(), out=out,
+                   warnings=warnings, resuming=interrupted is not None,
                    rules=rules, ledger_check=ledger_check, cache_key=cache_key(repo, head, config, options.offline))
 
 
@@ -236,6 +249,17 @@ def check_keys(config: Config) -> None:
             )
 
 
+def unfinished_run(out: Path, entries: list[Entry]) -> str | None:
+    """The run id of an evaluation of this commit that stopped after some rollouts and recorded nothing."""
+    try:
+        run_id = json.loads((out / "run.json").read_text())["run_id"]
+    except (OSError, ValueError, KeyError):
+        return None
+    if any(e.run_id == run_id for e in entries) or not (out / "job.json").is_file():
+        return None
+    return run_id if any(finished_episodes(out / role) for role in ROLES) else None
+
+
 def archive_previous(out: Path) -> None:
     """Never delete results: an earlier run on this commit moves under previous/<run_id>/."""
     if not out.is_dir() or not any(p.name != "previous" for p in out.iterdir()):
@@ -257,10 +281,30 @@ def install(ctx: Context) -> None:
 
 
 def start_worker(ctx: Context) -> Worker:
-    """The evaluation's child process, with run.json beside its job so an archived run keeps its id."""
+    """The evaluation's child process, with run.json beside its job so an archived run keeps its id.
+
+    Resuming, the stored episodes are kept when the interrupted job ran the same plan (same
+    tasks, rollouts and models); otherwise they are archived and the evaluation starts over."""
+    job = worker_job(ctx)
+    if ctx.resuming:
+        try:
+            old: Job | None = Job.read(ctx.out / "job.json")
+        except (OSError, ValueError):
+            old = None
+        if old is None or old.rollouts is None or old.seed != job.seed \
+                or old.rollouts.model_copy(update={"reuse": True}) != job.rollouts:
+            display.note("the interrupted evaluation ran another plan: starting over")
+            archive_previous(ctx.out)
+            ctx.resuming, ctx.run_id = False, stamp()
+            job = worker_job(ctx)
+        else:
+            for role in (*ROLES, "smoke"):
+                trim_partial_line(ctx.out / role)
+            ctx.reused = sum(sum(finished_episodes(ctx.out / role).values()) for role in ROLES)
+            display.note(f"{ctx.reused} finished rollouts reused")
     ctx.out.mkdir(parents=True, exist_ok=True)
     (ctx.out / "run.json").write_text(json.dumps({"run_id": ctx.run_id, "commit": ctx.head.commit}))
-    return Worker(worker_job(ctx))
+    return Worker(job)
 
 
 def inspect(ctx: Context, worker: Worker) -> None:
@@ -296,7 +340,8 @@ def worker_job(ctx: Context) -> Job:
             roles[role] = Seat(model=model.model, base_url=model.base_url, api_key_var=model.api_key_var,
                                sampling=sampling)
     return config_job(c, ctx.out, audit=audit_plan(c),
-                      rollouts=RolloutPlan(examples=b.examples, rollouts=b.rollouts_per_example, roles=roles, smoke=True))
+                      rollouts=RolloutPlan(examples=b.examples, rollouts=b.rollouts_per_example, roles=roles, smoke=True,
+                                           reuse=ctx.resuming))
 
 
 def config_job(config: Config, out: Path, audit: AuditPlan | None = None, rollouts: RolloutPlan | None = None) -> Job:
@@ -362,6 +407,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         tampered=list(ctx.rules.changed),
         ledger_check=ctx.ledger_check,
         cache_key=ctx.cache_key,
+        reused_rollouts=ctx.reused,
     )
 
 

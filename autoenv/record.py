@@ -11,7 +11,7 @@ History: version 1 (the first landed harness) stored per-task rows as positional
 `[sum, n, disagree]` lists, an empty `rl_readiness` on failures, and `passed`/`failed`
 beside the gate findings. Version 2 had no `baseline` verdict (a first evaluation was
 `keep`). Version 3 had no run base (`run_base`, `rules`, `tampered`), no `tampered`
-verdict, no `ledger_check` and no eval cache (`cache_key`, `cached_from`). `Entry.from_json` upgrades older entries on read; the line on disk is never
+verdict, no `ledger_check` and no eval cache (`cache_key`, `cached_from`) and no resume (`reused_rollouts`). `Entry.from_json` upgrades older entries on read; the line on disk is never
 rewritten (the hash chain covers it).
 """
 
@@ -320,6 +320,8 @@ class Entry(Part):
     ledger_check: str = Field("", description="What `autoenv verify` found before this evaluation (chain and notes).")
     cache_key: str | None = Field(None, description="SHA-256 of the candidate's git tree, spec.md, the effective "
                                                     "config and the models (autoenv.cache).")
+    reused_rollouts: int = Field(0, description="Rollouts kept from an interrupted evaluation of this commit "
+                                               "(resumed, not run again).")
     cached_from: str | None = Field(None, description="Commit whose evaluation this entry reuses (same cache key); "
                                                       "no model was called.")
     judge: JudgeResult | None = Field(None, description="The judge's findings and spend; None for crashes.")
