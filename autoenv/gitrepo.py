@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,8 +84,18 @@ class Repo:
         return next((o for o in (p.resolve() for p in owned) if path == o or path.is_relative_to(o)), None)
 
     def add_note(self, commit: str, text: str) -> None:
-        """Attach (replace) this evaluation's note on `commit` under refs/notes/autoenv."""
-        self._repo.git.notes("--ref", NOTES_REF, "add", "-f", "-m", text, commit)
+        """Attach (replace) this evaluation's note on `commit` under refs/notes/autoenv.
+
+        Runs in several worktrees share the notes ref: a write that finds it locked by another
+        run's is tried again rather than lost."""
+        for attempt in range(20):
+            try:
+                self._repo.git.notes("--ref", NOTES_REF, "add", "-f", "-m", text, commit)
+                return
+            except git.GitCommandError as e:
+                if "lock" not in str(e.stderr) or attempt == 19:
+                    raise
+                time.sleep(0.1 + random.random() * 0.2)
 
     def notes(self) -> dict[str, str]:
         """Every note under refs/notes/autoenv, by annotated commit."""
