@@ -122,6 +122,11 @@ class Repo:
         return Head(commit=sha, branch=head.branch if head.commit == sha else None,
                     subject=self._repo.commit(sha).summary)
 
+    @property
+    def git_dir(self) -> Path:
+        """This worktree's own git directory (never part of the tree)."""
+        return Path(self._repo.git_dir).resolve()
+
     def tracked_files(self) -> list[str]:
         """Paths git tracks, relative to the root."""
         return [p for p in self._repo.git.ls_files("-z").split("\0") if p]

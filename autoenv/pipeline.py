@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import fcntl
 import json
 import os
 import shutil
@@ -100,6 +101,28 @@ class Outcome:
 
 def evaluate(options: EvalOptions) -> Entry:
     """Run one evaluation and return the ledger entry it recorded."""
+    repo = Repo(options.cwd)
+    with one_at_a_time(repo, repo.head().commit):
+        return evaluate_locked(options)
+
+
+@contextmanager
+def one_at_a_time(repo: Repo, commit: str) -> Iterator[None]:
+    """Refuse a second evaluation of `commit` in this worktree while one runs (they would share outputs/<commit>/)."""
+    path = repo.git_dir / f"autoenv-eval-{commit}.lock"
+    with open(path, "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise AutoEnvError(f"another evaluation of commit {commit[:12]} is running in this worktree",
+                               where=str(path), fix="wait for it to finish; its entry is the result") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def evaluate_locked(options: EvalOptions) -> Entry:
     ctx = preflight(options)
     if ctx.rules.changed:  # judged by rules the agent changed: nothing runs, no model is called
         return record(ctx, verdict(ctx, Outcome()))

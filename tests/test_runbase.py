@@ -12,7 +12,7 @@ from autoenv.errors import AutoEnvError
 from autoenv.gitrepo import Repo
 from autoenv.ledger import read_entries
 from autoenv.lifecycle import new_run, rebase_rules
-from autoenv.pipeline import EvalOptions, Outcome, evaluate, preflight, record, verdict
+from autoenv.pipeline import EvalOptions, Outcome, evaluate, one_at_a_time, preflight, record, verdict
 from autoenv.runbase import NO_BASE, REF_PREFIX, RUN_FILE, RunBase, check_rules
 from conftest import autoenv, commit_all, head, small_config
 from test_pipeline import stats
@@ -209,3 +209,12 @@ def test_cli_new_refuses_an_existing_tag_with_exit_2(tmp_path):
     assert autoenv("new", "one", cwd=root).returncode == 0
     result = autoenv("new", "one", cwd=root)
     assert result.returncode == 2 and "the run autoenv/one exists already" in result.stderr
+
+
+def test_a_second_evaluation_of_the_same_commit_is_refused_while_one_runs(run_repo):
+    root = run_repo("arithmetic")
+    repo = Repo(root)
+    with one_at_a_time(repo, head(root)):
+        with pytest.raises(AutoEnvError, match="another evaluation of commit .* is running"):
+            evaluate(EvalOptions(cwd=root, offline=True))
+    assert not (root / "feedback_log.jsonl").exists() and not (root / "outputs").exists()
