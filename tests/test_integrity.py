@@ -7,14 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import autoenv, commit_all
+from test_pipeline import stats
 
 from autoenv.commands import verify
 from autoenv.errors import AutoEnvError
 from autoenv.gitrepo import Repo
 from autoenv.integrity import check
 from autoenv.pipeline import EvalOptions, Outcome, preflight, record, verdict
-from conftest import autoenv, commit_all
-from test_pipeline import stats
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_an_edited_entry_is_named(evaluated):
 def test_an_edited_last_entry_is_named(evaluated):
     old = lines(evaluated)
     write(evaluated, [*old[:2], old[2].replace('"description": ""', '"description": "x"')])
-    assert [p for p in problems(evaluated) if "was edited" in p][0].startswith("line 3 (commit ")
+    assert next(p for p in problems(evaluated) if "was edited" in p).startswith("line 3 (commit ")
 
 
 def test_reordered_entries_are_named(evaluated):
@@ -82,8 +82,8 @@ def test_a_deleted_last_entry_is_named_and_recorded_by_the_next_evaluation(evalu
     write(evaluated, old[:2])
     last = json.loads(old[2])["commit"]
     entry_hash = hashlib.sha256(old[2].encode()).hexdigest()
-    assert problems(evaluated) == [f"the entry of commit {last[:12]} was deleted: its git note records entry "
-                                   f"{entry_hash[:12]}, which is not in feedback_log.jsonl"]
+    assert problems(evaluated) == [(f"the entry of commit {last[:12]} was deleted: its git note records entry "
+                                   f"{entry_hash[:12]}, which is not in feedback_log.jsonl")]
     result = autoenv("verify", cwd=evaluated)
     assert result.returncode == 1 and f"the entry of commit {last[:12]} was deleted" in result.stdout
     ctx = preflight(EvalOptions(cwd=evaluated, offline=True))

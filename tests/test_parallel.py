@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ledger, small_config
 
 from autoenv.demo import make_run_repo
 from autoenv.install import install_candidate
 from autoenv.lifecycle import new_run
 from autoenv.rollouts import child_env
-from conftest import ledger, small_config
 
 
 @pytest.fixture
@@ -58,6 +58,7 @@ def test_two_worktree_runs_evaluate_their_own_candidates_at_the_same_time(two_ru
         assert entry["branch"] == f"autoenv/{root.name[-1]}" and entry["rules"].startswith("checked against")
         run = json.loads((root / "outputs" / entry["commit"] / "run.json").read_text())
         assert run["commit"] == entry["commit"]
-    notes = subprocess.run(["git", "notes", "--ref", "autoenv", "list"], cwd=a, capture_output=True, text=True).stdout
+    notes = subprocess.run(["git", "notes", "--ref", "autoenv", "list"], cwd=a, capture_output=True, text=True,
+                           check=True).stdout
     assert len(notes.splitlines()) == 2  # both notes landed in the shared ref
     print(f"two runs side by side: {time.time() - started:.1f} s")

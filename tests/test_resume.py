@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import autoenv, head, ledger, small_config
 
 from autoenv.demo import make_run_repo
 from autoenv.pipeline import unfinished_run
 from autoenv.traces import finished_episodes, trim_partial_line
-from conftest import autoenv, head, ledger, small_config
 
 pytestmark = pytest.mark.e2e
 
