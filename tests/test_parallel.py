@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import ledger, small_config
+from conftest import commit_all, ledger, small_config
 
 from autoenv.demo import make_run_repo
 from autoenv.install import install_candidate
 from autoenv.lifecycle import new_run
+from autoenv.paths import PROJECT
 from autoenv.rollouts import child_env
 
 
@@ -62,3 +64,18 @@ def test_two_worktree_runs_evaluate_their_own_candidates_at_the_same_time(two_ru
                            check=True).stdout
     assert len(notes.splitlines()) == 2  # both notes landed in the shared ref
     print(f"two runs side by side: {time.time() - started:.1f} s")
+
+
+def test_evaluate_sh_in_a_run_worktree_uses_the_main_checkouts_venv(tmp_path):
+    main = make_run_repo("arithmetic", tmp_path / "repo", small_config(), run_base=False)
+    shutil.copy(PROJECT / "evaluate.sh", main / "evaluate.sh")
+    commit_all(main, "the harness's evaluate.sh")
+    (main / ".venv").symlink_to(Path(sys.executable).parent.parent)  # the venv lives in the main checkout only
+    with open(main / ".git" / "info" / "exclude", "a") as exclude:
+        exclude.write(".venv\n")
+    run = new_run(main, "side", worktree=tmp_path / "run-side")
+    result = subprocess.run(["bash", "evaluate.sh", "--help"], cwd=run, capture_output=True, text=True, check=False)
+    assert result.returncode == 0 and "usage: autoenv eval" in result.stdout, result.stderr
+    (main / ".venv").unlink()
+    result = subprocess.run(["bash", "evaluate.sh", "--help"], cwd=run, capture_output=True, text=True, check=False)
+    assert result.returncode == 2 and "run: bash setup.sh" in result.stderr
