@@ -308,17 +308,19 @@ class Config:
         return {"target": self.target, "strong": self.strong}
 
 
-def load_config(path: Path) -> Config:
-    """Read and validate `path`; raise AutoEnvError naming the line and key on any fault."""
+def load_config(path: Path, text: str | None = None) -> Config:
+    """Read and validate `path` (or `text`, read from it at another commit); raise AutoEnvError naming
+    the line and key on any fault."""
     path = Path(path)
-    if not path.is_file():
+    if text is None and not path.is_file():
         raise AutoEnvError(
             f"no config file at {path}",
             where=str(path),
             fix="run from the repository root, or pass --config PATH "
             "(a fresh clone has config.toml at its top level)",
         )
-    text = path.read_text(encoding="utf-8")
+    if text is None:
+        text = path.read_text(encoding="utf-8")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

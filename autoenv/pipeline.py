@@ -203,7 +203,7 @@ def timed(ctx: Context, name: str) -> Iterator[None]:
 def preflight(options: EvalOptions) -> Context:
     with display.stage("preflight", "config, git state, keys"):
         repo = Repo(options.cwd)
-        config = load_config(options.config or repo.root / CONFIG_NAME)
+        config = run_config(repo, options)
         for message in verify_ledger(config.path("log_file")):
             display.note(message)
         ledger_check = verify_notes(repo, config)
@@ -243,6 +243,21 @@ def preflight(options: EvalOptions) -> Context:
     return Context(config=config, repo=repo, head=head, options=options, run_id=interrupted or stamp(), out=out,
                    warnings=warnings, resuming=interrupted is not None,
                    rules=rules, ledger_check=ledger_check, cache_key=cache_key(repo, head, config, options.offline))
+
+
+def run_config(repo: Repo, options: EvalOptions) -> Config:
+    """config.toml; when it no longer loads and the run base says it was changed, the base's own
+    config.toml, so the commit is still recorded as tampered rather than refused."""
+    path = options.config or repo.root / CONFIG_NAME
+    try:
+        return load_config(path)
+    except AutoEnvError:
+        rules = None if options.config else check_rules(repo, repo.head())
+        if rules is None or rules.base is None or f"{CONFIG_NAME} (modified)" not in rules.changed \
+                and f"{CONFIG_NAME} (deleted)" not in rules.changed:
+            raise
+        display.warn(f"{CONFIG_NAME} does not load; the run base's {CONFIG_NAME} (commit {rules.base[:12]}) is used")
+        return load_config(path, text=repo.run_git("show", f"{rules.base}:{CONFIG_NAME}") + "\n")
 
 
 def verify_notes(repo: Repo, config: Config) -> str:

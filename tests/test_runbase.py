@@ -217,3 +217,17 @@ def test_a_second_evaluation_of_the_same_commit_is_refused_while_one_runs(run_re
     with one_at_a_time(repo, head(root)), pytest.raises(AutoEnvError, match="another evaluation of commit .* is"):
         evaluate(EvalOptions(cwd=root, offline=True))
     assert not (root / "feedback_log.jsonl").exists() and not (root / "outputs").exists()
+
+
+@pytest.mark.parametrize("damage", ["broken", "deleted"])
+def test_a_config_that_no_longer_loads_is_still_recorded_as_tampering(checkout, damage):
+    root = new_run(checkout, "t")
+    if damage == "broken":
+        (root / "config.toml").write_text("[bands\ntarget_min = 0\n")
+    else:
+        (root / "config.toml").unlink()
+    sha = commit_all(root, f"config {damage}")
+    entry = evaluate(EvalOptions(cwd=root, offline=True))
+    assert entry.verdict.verdict == "tampered" and entry.commit == sha
+    assert entry.tampered == [f"config.toml ({'modified' if damage == 'broken' else 'deleted'})"]
+    assert (root / "feedback" / f"{sha}.md").is_file()
