@@ -2,13 +2,14 @@
 
 Nothing here imports verifiers (it costs seconds): only the worker processes do.
 Exit codes: 0 done, 1 the evaluation crashed (recorded), 2 bad input (nothing recorded),
-130 interrupted.
+130 interrupted (Ctrl-C or SIGTERM).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from pathlib import Path
 
@@ -33,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    # SIGTERM ends a command as Ctrl-C does: the child process is stopped, nothing is recorded,
+    # finished rollouts are kept for the next evaluation of the commit to resume from
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:
@@ -41,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     except AutoEnvError as error:
         display.show_error(error)
         return 1 if isinstance(error, EvaluationCrashed) else 2
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def build_parser() -> argparse.ArgumentParser:

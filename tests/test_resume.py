@@ -34,7 +34,8 @@ def stored(out: Path) -> int:
     return sum(sum(finished_episodes(out / role).values()) for role in ("target", "strong"))
 
 
-def test_a_sigint_then_rerun_reuses_the_finished_rollouts(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_stopped_evaluation_rerun_reuses_the_finished_rollouts(tmp_path, stop):
     root = make_run_repo("arithmetic", tmp_path / "run", slow_config())
     commit = head(root)
     out = root / "outputs" / commit
@@ -45,7 +46,7 @@ def test_a_sigint_then_rerun_reuses_the_finished_rollouts(tmp_path):
     while stored(out) < 6 and proc.poll() is None and time.time() < deadline:
         time.sleep(0.2)
     assert proc.poll() is None, proc.communicate()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert ledger(root) == [] and unfinished_run(out, []) is not None
@@ -61,7 +62,8 @@ def test_a_sigint_then_rerun_reuses_the_finished_rollouts(tmp_path):
     for role in ("target", "strong"):
         assert entry["stats"][role]["rollouts"] == EXAMPLES * ROLLOUTS
         assert all(n == ROLLOUTS for n in finished_episodes(out / role).values())
-    print(f"resume: {kept} of {TOTAL} rollouts reused ({kept / TOTAL:.0%})")
+    print(f"resume after {stop.name}: {kept} of {TOTAL} rollouts reused ({kept / TOTAL:.0%})")
+    assert f"- resumed: {kept} finished rollouts" in (root / "feedback" / f"{commit}.md").read_text()
     assert autoenv("eval", "--offline", "--restart", "--force", cwd=root).returncode == 0
     assert len(ledger(root)) == 2 and (out / "previous").is_dir()
 
