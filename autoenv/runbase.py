@@ -145,10 +145,12 @@ def check_rules(repo: Repo, head: Head) -> RulesCheck:
     """Compare the protected files with the run's base (see the module docstring)."""
     tag = run_tag(head.branch)
     on_disk = repo.root / RUN_FILE
-    if tag is None or not on_disk.is_file():
+    if tag is None:
         return RulesCheck()
     ref = REF_PREFIX + tag
     base = repo.ref(ref)
+    if not on_disk.is_file():  # a run that `autoenv new` started cannot lose its base unnoticed
+        return RulesCheck() if base is None else RulesCheck(base=base, changed=[f"{RUN_FILE} (deleted)"])
     if base is None:
         return RulesCheck(changed=[f"{RUN_FILE} (no {ref}: the run base was not written by `autoenv new`)"])
     if repo.blob(base, RUN_FILE) != repo.blob(head.commit, RUN_FILE):

@@ -84,6 +84,9 @@ def test_added_deleted_and_hand_edited_base_are_named(checkout):
     (root / RUN_FILE).write_text(text.replace('on_tamper = "record"', 'on_tamper = "record" '))
     commit_all(root, "hide it")
     assert check_rules(repo, repo.head()).changed == [f"{RUN_FILE} (modified by hand)"]
+    (root / RUN_FILE).unlink()
+    commit_all(root, "no rules at all")
+    assert check_rules(repo, repo.head()).changed == [f"{RUN_FILE} (deleted)"]
 
 
 def test_a_tampered_commit_is_recorded_red_never_kept_and_runs_nothing(checkout):
