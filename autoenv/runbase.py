@@ -29,8 +29,9 @@ RUN_FILE = ".autoenv/run.toml"
 REF_PREFIX = "refs/autoenv/runs/"
 BRANCH_PREFIX = "autoenv/"
 PROTECTED = ("evaluate.sh", "feedback.py", "setup.sh", "config.toml", "spec.md", "program.md", "pyproject.toml",
-             "autoenv/*", "tests/*")
-"""Files the agent may not change during a run (fnmatch patterns; `*` crosses folders)."""
+             ".gitignore", "autoenv/*", "tests/*")
+"""Files the agent may not change during a run (fnmatch patterns; `*` crosses folders). The top-level
+.gitignore too: a new ignored file under autoenv/ would otherwise escape the check."""
 ON_TAMPER = ("record", "refuse")
 NO_BASE = "no run base: rules not checked"
 

@@ -19,7 +19,7 @@ from autoenv.runbase import NO_BASE, REF_PREFIX, RUN_FILE, RunBase, check_rules
 
 # one file of every protected kind, as a full AutoEnv checkout has them
 PROTECTED_KINDS = ["evaluate.sh", "feedback.py", "setup.sh", "config.toml", "spec.md", "program.md",
-                   "pyproject.toml", "autoenv/verdict.py", "tests/test_verdict.py"]
+                   "pyproject.toml", ".gitignore", "autoenv/verdict.py", "tests/test_verdict.py"]
 
 
 def git(root: Path, *args: str) -> str:
