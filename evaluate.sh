@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Evaluate the candidate at HEAD: bash evaluate.sh --description "what changed" [--offline]
-# All logic lives in the harness (autoenv eval); this only finds the project's venv.
+# All logic lives in the harness (autoenv eval); this only finds the project's venv: this
+# checkout's, or for a run in its own worktree (autoenv new --worktree) the main checkout's.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 autoenv="$here/.venv/bin/autoenv"
-[ -x "$autoenv" ] || { echo "evaluate.sh: $autoenv not found; run: bash setup.sh" >&2; exit 2; }
+if [ ! -x "$autoenv" ]; then
+  common="$(git -C "$here" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)"
+  [ -n "$common" ] && autoenv="$(dirname "$common")/.venv/bin/autoenv"
+fi
+[ -x "$autoenv" ] || { echo "evaluate.sh: $here/.venv/bin/autoenv not found; run: bash setup.sh" >&2; exit 2; }
 exec "$autoenv" eval "$@"

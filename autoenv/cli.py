@@ -1,19 +1,21 @@
-"""The `autoenv` command: eval, serve, feedback, demo, setup; and the review commands (autoenv.review.cli).
+"""The `autoenv` command: eval, new, rebase-rules, verify, check, probe, feedback, judge, serve, demo, setup;
+and the review commands (autoenv.review.cli).
 
 Nothing here imports verifiers (it costs seconds): only the worker processes do.
 Exit codes: 0 done, 1 the evaluation crashed (recorded), 2 bad input (nothing recorded),
-130 interrupted.
+130 interrupted (Ctrl-C or SIGTERM).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from pathlib import Path
 
 from autoenv import __version__, display, vendor
-from autoenv.commands import audit_only, recompute, rejudge
+from autoenv.commands import audit_only, recompute, rejudge, verify
 from autoenv.demo import make_run_repo
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults, load_oracle, serve_forever
@@ -21,6 +23,7 @@ from autoenv.errors import AutoEnvError
 from autoenv.gitrepo import Repo
 from autoenv.install import install_candidate
 from autoenv.judge.registry import CHOICES
+from autoenv.lifecycle import new_run, rebase_rules
 from autoenv.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
 from autoenv.pipeline import EvalOptions, EvaluationCrashed, evaluate
 from autoenv.record import ROLES, Entry
@@ -34,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    # SIGTERM ends a command as Ctrl-C does: the child process is stopped, nothing is recorded,
+    # finished rollouts are kept for the next evaluation of the commit to resume from
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:
@@ -42,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     except AutoEnvError as error:
         display.show_error(error)
         return 1 if isinstance(error, EvaluationCrashed) else 2
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--description", "-d", default="", help="what this commit changed (recorded as the agent's claim)")
     p.add_argument("--offline", action="store_true", help="scripted policies on the built-in endpoint; no key needed")
     p.add_argument("--config", type=Path, default=None, help="config file (default: config.toml at the repo root)")
+    p.add_argument("--force", action="store_true", help="evaluate even when the cache holds this candidate's result")
+    p.add_argument("--restart", action="store_true",
+                   help="start over instead of resuming an interrupted evaluation of this commit")
     p.set_defaults(func=cmd_eval)
 
     for name, text in (("check", "model-free checks of the candidate and its dataset (no key)"),
@@ -86,6 +99,24 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(f"--rate-{name}", type=float, default=0.0, help=f"share of requests that get a {name} fault")
     p.set_defaults(func=cmd_serve)
 
+    p = sub.add_parser("new", help="start a run: branch autoenv/<tag> with spec.md and the run base committed")
+    p.add_argument("tag", help="the run's name; its branch is autoenv/<tag>")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--spec", type=Path, default=None, help="spec.md for the run (default: the one committed)")
+    source.add_argument("--example", default=None, help="start from an example: it becomes candidate/ and spec.md")
+    p.add_argument("--from", dest="from_ref", default="HEAD", help="commit to start the run from (default: HEAD)")
+    p.add_argument("--worktree", type=Path, default=None, help="put the run in a new git worktree at this path")
+    p.set_defaults(func=cmd_new)
+
+    p = sub.add_parser("verify", help="check feedback_log.jsonl's hash chain against the git notes")
+    p.add_argument("--rebuild", action="store_true", help="restore a lost ledger from the notes and outputs/")
+    p.add_argument("--config", type=Path, default=None)
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("rebase-rules", help="make the protected files as they are now the run's rules (a commit)")
+    p.add_argument("-m", "--message", required=True, help="why the rules change (the commit's subject)")
+    p.set_defaults(func=cmd_rebase_rules)
+
     p = sub.add_parser("demo", help="evaluate an example offline on a throwaway run branch (no key needed)")
     p.add_argument("--example", default="arithmetic")
     p.add_argument("--dir", type=Path, default=None, help="where to build the scratch repository (default: a temp dir)")
@@ -99,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_eval(args) -> int:
-    entry = evaluate(EvalOptions(cwd=Path.cwd(), config=args.config, description=args.description, offline=args.offline))
+    entry = evaluate(EvalOptions(cwd=Path.cwd(), config=args.config, description=args.description, offline=args.offline,
+                                 force=args.force, restart=args.restart))
     print_result(entry, Repo(Path.cwd()).root)
     return 0
 
@@ -117,6 +149,11 @@ def print_result(entry: Entry, root: Path | None = None) -> None:
         fields[f"{role}_solve_rate"] = s.solve_rate if s else None
         fields[f"{role}_errors"] = s.errors.total if s else 0
     fields["offline"] = entry.offline
+    fields["rules"] = entry.rules or None
+    if entry.cached_from:
+        fields["cached_from"] = entry.cached_from
+    if entry.reused_rollouts:
+        fields["reused_rollouts"] = entry.reused_rollouts
     fields["reason"] = entry.verdict.reason
     if entry.warnings:
         fields["warnings"] = "; ".join(entry.warnings)
@@ -179,6 +216,29 @@ def cmd_demo(args) -> int:
     print_result(entry, root)
     display.console.print(f"results: {root}/feedback/{entry.commit}.md, {root}/outputs/{entry.commit}/, "
                           f"{root}/feedback_log.jsonl")
+    return 0
+
+
+def cmd_new(args) -> int:
+    root = new_run(Path.cwd(), args.tag, spec=args.spec, example=args.example, from_ref=args.from_ref,
+                   worktree=args.worktree)
+    display.result_block({"run": f"autoenv/{args.tag}", "root": str(root), "run_base": ".autoenv/run.toml",
+                          "next": f"cd {root} && bash evaluate.sh -d 'baseline'"})
+    return 0
+
+
+def cmd_verify(args) -> int:
+    problems, entries = verify(Path.cwd(), args.config, restore=args.rebuild)
+    for problem in problems:
+        display.console.print(f"PROBLEM {problem}", markup=False)
+    display.result_block({"ledger": "broken" if problems else "intact", "problems": len(problems),
+                          "entries": entries if entries >= 0 else None})
+    return 1 if problems else 0
+
+
+def cmd_rebase_rules(args) -> int:
+    commit, changed = rebase_rules(Path.cwd(), args.message)
+    display.result_block({"run_base": commit, "rules_changed": "; ".join(changed) or "none"})
     return 0
 
 

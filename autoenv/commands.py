@@ -4,7 +4,8 @@
   traces, recorded as a fresh entry;
 - `rejudge` (`autoenv judge <commit>`): the judge stage again on an evaluated commit;
 - `audit_only` (`autoenv check` / `autoenv probe`): the model-free gates on the candidate as
-  it is on disk, recording nothing.
+  it is on disk, recording nothing;
+- `verify` (`autoenv verify [--rebuild]`): the ledger against the git notes (autoenv.integrity).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from autoenv.formats import stamp
 from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.gitrepo import Repo
 from autoenv.install import inspect_candidate, install_candidate
+from autoenv.integrity import check as check_integrity
+from autoenv.integrity import rebuild
 from autoenv.job import Job
 from autoenv.judge.render import render as judge_render
 from autoenv.ledger import read_entries
@@ -30,6 +33,7 @@ from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, confi
 from autoenv.record import CandidateInfo, Entry, GateReport
 from autoenv.report import render, write_report
 from autoenv.rollouts import Worker
+from autoenv.runbase import RulesCheck
 
 
 def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = None, log_file: Path | None = None,
@@ -66,6 +70,7 @@ def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = 
     ctx = Context(config=cfg, repo=repo, head=head, run_id=run_id, out=out,
                   options=EvalOptions(cwd=cwd, description=description, offline=offline),
                   candidate=recorded.candidate if recorded is not None else CandidateInfo(),
+                  rules=RulesCheck(base=recorded.run_base if recorded is not None else None),
                   warnings=spec_warnings(cfg.root))
     if not eval_success:
         error = AutoEnvError("recorded as failed (feedback --eval-success false)")
@@ -133,3 +138,16 @@ def audit_only(cwd: Path, config: Path | None = None, probes: bool = True) -> Ga
     for table in tables if probes else tables[:1]:
         display.console.print(table)
     return report
+
+
+def verify(cwd: Path, config: Path | None = None, restore: bool = False) -> tuple[list[str], int]:
+    """`autoenv verify`: the problems found in the ledger and the notes, and its entries (after `restore`)."""
+    repo = Repo(cwd)
+    cfg = load_config(config or repo.root / CONFIG_NAME)
+    log = cfg.path("log_file")
+    notes = repo.notes()
+    if restore:
+        count = rebuild(log, cfg.path("outputs"), notes)
+        display.note(f"rebuilt {log.name}: {count} entries from {cfg.path('outputs')} and the git notes")
+    problems = check_integrity(log, notes)
+    return problems, len(read_entries(log)) if not problems else -1

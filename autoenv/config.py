@@ -263,6 +263,17 @@ class Offline:
 
 
 @dataclass(frozen=True)
+class Run:
+    """What a run does when the agent changed its rules (see autoenv.runbase)."""
+
+    on_tamper: str = "record"
+    """record: the evaluation is recorded with the verdict `tampered`, no model called | refuse: exit 2."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        return [] if self.on_tamper in ("record", "refuse") else [("on_tamper", 'must be "record" or "refuse"')]
+
+
+@dataclass(frozen=True)
 class Paths:
     """Where things live, relative to the repository root."""
 
@@ -286,6 +297,7 @@ class Config:
     judge: Judge = field(default_factory=Judge)
     offline: Offline = field(default_factory=Offline)
     runtime: Runtime = field(default_factory=Runtime)
+    run: Run = field(default_factory=Run)
     root: Path = field(default=Path("."), compare=False)
     """Directory holding config.toml; every relative path is resolved against it."""
 
@@ -296,17 +308,19 @@ class Config:
         return {"target": self.target, "strong": self.strong}
 
 
-def load_config(path: Path) -> Config:
-    """Read and validate `path`; raise AutoEnvError naming the line and key on any fault."""
+def load_config(path: Path, text: str | None = None) -> Config:
+    """Read and validate `path` (or `text`, read from it at another commit); raise AutoEnvError naming
+    the line and key on any fault."""
     path = Path(path)
-    if not path.is_file():
+    if text is None and not path.is_file():
         raise AutoEnvError(
             f"no config file at {path}",
             where=str(path),
             fix="run from the repository root, or pass --config PATH "
             "(a fresh clone has config.toml at its top level)",
         )
-    text = path.read_text(encoding="utf-8")
+    if text is None:
+        text = path.read_text(encoding="utf-8")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

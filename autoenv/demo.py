@@ -1,8 +1,9 @@
 """`autoenv demo`: evaluate an example offline on a throwaway run branch in a scratch repo.
 
-It builds what a real run has — a git repository on `autoenv/demo-<example>` with
-config.toml, spec.md and the example as candidate/ — and runs the ordinary offline
-evaluation there, so the user's own checkout is never touched.
+It builds what a real run has — a git repository with config.toml, spec.md and the
+example as candidate/, and a run `autoenv/demo-<example>` started on it with `autoenv new`
+(so the run base is there) — and runs the ordinary offline evaluation there, so the
+user's own checkout is never touched.
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from pathlib import Path
 import git
 
 from autoenv.errors import AutoEnvError
+from autoenv.lifecycle import new_run
 from autoenv.paths import EXAMPLES, PROJECT, examples
 
 
-def make_run_repo(example: str, directory: Path | None = None, config_text: str | None = None) -> Path:
-    """A fresh git repository on branch autoenv/demo-<example> holding the example as candidate/."""
+def make_run_repo(example: str, directory: Path | None = None, config_text: str | None = None,
+                  run_base: bool = True) -> Path:
+    """A fresh git repository on branch autoenv/demo-<example> holding the example as candidate/;
+    with `run_base`, the branch is made by `autoenv new` from a `main` holding the same files."""
     source = EXAMPLES / example
     if not (source / "pyproject.toml").is_file():
         raise AutoEnvError(
@@ -34,10 +38,12 @@ def make_run_repo(example: str, directory: Path | None = None, config_text: str 
     shutil.copy(source / "spec.md", root / "spec.md")
     (root / "config.toml").write_text(config_text or (PROJECT / "config.toml").read_text())
     shutil.copy(PROJECT / ".gitignore", root / ".gitignore")
-    repo = git.Repo.init(root, initial_branch=f"autoenv/demo-{example}")
+    repo = git.Repo.init(root, initial_branch="main" if run_base else f"autoenv/demo-{example}")
     with repo.config_writer() as cw:
         cw.set_value("user", "name", "AutoEnv demo")
         cw.set_value("user", "email", "demo@autoenv.invalid")
     repo.git.add("-A")
     repo.index.commit(f"demo: {example} example as the candidate")
+    if run_base:
+        new_run(root, f"demo-{example}")
     return root

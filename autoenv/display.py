@@ -79,6 +79,13 @@ def warn(message: str) -> None:
     console.print(Text(f"  ! {message}", style="yellow"))
 
 
+def tampered(changes: list[str]) -> None:
+    """Protected files that differ from the run base, file by file, in red."""
+    console.print(Text("  ✗ tampered: protected files differ from the run base", style="bold red"))
+    for change in changes:
+        console.print(Text(f"    {change}", style="red"))
+
+
 def show_error(error: AutoEnvError) -> None:
     err_console.print(Text.assemble(("error:", "bold red"), f" {error.what}"))
     if error.where:
@@ -120,7 +127,12 @@ def result_block(fields: dict) -> None:
     console.print("---")
     width = max(len(k) for k in fields)
     for key, value in fields.items():
-        console.print(f"{key + ':':<{width + 1}} {number(value, 4)}")
+        line = Text(f"{key + ':':<{width + 1}} ")
+        line.append(number(value, 4), style=VERDICT_STYLE.get(str(value), "") if key == "verdict" else "")
+        console.print(line)
+
+
+VERDICT_STYLE = {"tampered": "bold red", "crash": "red", "discard": "yellow", "keep": "green", "baseline": "green"}
 
 
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}

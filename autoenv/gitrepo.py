@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,8 +85,38 @@ class Repo:
         return next((o for o in (p.resolve() for p in owned) if path == o or path.is_relative_to(o)), None)
 
     def add_note(self, commit: str, text: str) -> None:
-        """Attach (replace) this evaluation's note on `commit` under refs/notes/autoenv."""
-        self._repo.git.notes("--ref", NOTES_REF, "add", "-f", "-m", text, commit)
+        """Attach (replace) this evaluation's note on `commit` under refs/notes/autoenv.
+
+        Runs in several worktrees share the notes ref: a write that finds it locked by another
+        run's is tried again rather than lost."""
+        for attempt in range(20):
+            try:
+                self._repo.git.notes("--ref", NOTES_REF, "add", "-f", "-m", text, commit)
+                return
+            except git.GitCommandError as e:
+                if "lock" not in str(e.stderr) or attempt == 19:
+                    raise
+                time.sleep(0.1 + random.random() * 0.2)
+
+    def notes(self) -> dict[str, str]:
+        """Every note under refs/notes/autoenv, by annotated commit."""
+        try:
+            listing = self._repo.git.notes("--ref", NOTES_REF, "list")
+        except git.GitCommandError:
+            return {}
+        pairs = [line.split() for line in listing.splitlines() if line.strip()]
+        if not pairs:
+            return {}
+        # one `git cat-file --batch` for all notes: an overnight run has hundreds
+        batch = subprocess.run(["git", "cat-file", "--batch"], input="".join(f"{blob}\n" for blob, _ in pairs).encode(),
+                               cwd=self.root, capture_output=True, check=True).stdout
+        texts, at = [], 0
+        for _ in pairs:
+            end = batch.index(b"\n", at)
+            size = int(batch[at:end].split()[2])
+            texts.append(batch[end + 1:end + 1 + size].decode("utf-8", errors="replace"))
+            at = end + 1 + size + 1
+        return {commit: text for (_, commit), text in zip(pairs, texts)}
 
     def resolve(self, rev: str) -> str:
         try:
@@ -100,6 +133,60 @@ class Repo:
         head = self.head()
         return Head(commit=sha, branch=head.branch if head.commit == sha else None,
                     subject=self._repo.commit(sha).summary)
+
+    @property
+    def git_dir(self) -> Path:
+        """This worktree's own git directory (never part of the tree)."""
+        return Path(self._repo.git_dir).resolve()
+
+    def tracked_files(self) -> list[str]:
+        """Paths git tracks, relative to the root."""
+        return [p for p in self._repo.git.ls_files("-z").split("\0") if p]
+
+    def ref(self, name: str) -> str | None:
+        """The commit `name` (a full ref such as refs/autoenv/runs/<tag>) points at, None when it does not exist."""
+        try:
+            return self._repo.git.rev_parse("--verify", "--quiet", name + "^{commit}")
+        except git.GitCommandError:
+            return None
+
+    def set_ref(self, name: str, commit: str) -> None:
+        self._repo.git.update_ref(name, commit)
+
+    def blob(self, commit: str, path: str) -> str | None:
+        """Object id of `path` in `commit`, None when it is not there."""
+        try:
+            return self._repo.git.rev_parse("--verify", "--quiet", f"{commit}:{path}")
+        except git.GitCommandError:
+            return None
+
+    def branch_exists(self, branch: str) -> bool:
+        return self.ref(f"refs/heads/{branch}") is not None
+
+    def valid_branch(self, branch: str) -> bool:
+        try:
+            self._repo.git.check_ref_format("--branch", branch)
+            return True
+        except git.GitCommandError:
+            return False
+
+    def run_git(self, *args: str) -> str:
+        """A git command in this repository; a failure becomes an AutoEnvError naming the command."""
+        try:
+            return self._repo.git.execute(["git", *args])
+        except git.GitCommandError as e:
+            raise AutoEnvError(f"`git {' '.join(args)}` failed: {str(e.stderr).strip() or e}", where=str(self.root),
+                               fix="fix what git says, then run again") from None
+
+    def commit_all(self, paths: list[str], message: str) -> str:
+        """Stage `paths` (forced past .gitignore), commit them with `message`; the new commit's SHA."""
+        self.run_git("add", "-f", "--", *paths)
+        reader = self._repo.config_reader()
+        # the user's identity when git has one; a scratch repository gets the harness's
+        identity = [] if reader.has_option("user", "name") and reader.has_option("user", "email") else \
+            ["-c", "user.name=AutoEnv", "-c", "user.email=autoenv@autoenv.invalid"]
+        self.run_git(*identity, "commit", "-q", "--no-verify", "-m", message)
+        return self.resolve("HEAD")
 
     def has_branch(self, name: str) -> bool:
         return name in {head.name for head in self._repo.heads}

@@ -54,6 +54,8 @@ class RolloutPlan(_Part):
     rollouts: int = Field(description="Rollouts per task and role.")
     roles: dict[str, Seat]
     smoke: bool = Field(True, description="One target rollout first; a failed smoke stops the worker.")
+    reuse: bool = Field(False, description="Resume: keep the episodes already in out_dir and run only the missing "
+                                           "rollouts of each task and role (a stored smoke rollout is not rerun).")
 
 
 class AuditPlan(_Part):

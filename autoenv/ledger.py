@@ -77,6 +77,13 @@ def append_entry(path: Path, entry: Entry) -> Entry:
     return entry
 
 
+def raw_lines(path: Path) -> list[str]:
+    """The ledger's non-blank lines as written (none when the file is missing)."""
+    if not path.is_file():
+        return []
+    return [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+
+
 def _objects(path: Path) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """(line number, line, JSON object) for each non-blank line; AutoEnvError names a bad one."""
     if not path.is_file():

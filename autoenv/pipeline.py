@@ -1,5 +1,12 @@
 """One evaluation, top to bottom: preflight, install, gates, rollouts, stats, verdict, judge, record.
 
+Preflight compares the protected files with the run's base (autoenv.runbase): a commit
+that changed the rules is recorded as `tampered` straight away, without any model call.
+An evaluation whose cache key (autoenv.cache) matches a finished one of the run is
+recorded again from it, `cached_from` that commit, without any model call either. An
+evaluation of the commit that was interrupted (SIGINT, SIGTERM, a killed machine) left its
+finished rollouts in outputs/<commit>/: the rerun continues from them (`--restart`: not).
+
 Read `evaluate` from the top to see the whole pipeline; each stage is a function below
 it. Failures before any work (config, git state, a missing API key) raise and record
 nothing: they are the user's to fix. A failure after preflight is the candidate's: it is
@@ -10,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import fcntl
 import json
 import os
 import shutil
@@ -20,6 +28,7 @@ from pathlib import Path
 from typing import Iterator
 
 from autoenv import display
+from autoenv.cache import cache_key, cached
 from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config
 from autoenv.errors import AutoEnvError
 from autoenv.formats import iso_now, stamp
@@ -30,7 +39,10 @@ from autoenv.job import AuditPlan, Job, RolloutPlan, SamplingSpec, Seat
 from autoenv.judge.render import render as judge_render
 from autoenv.judge.run import run_judge
 from autoenv.judge.workspace import build
-from autoenv.ledger import append_entry, read_entries, temp_files
+from autoenv.integrity import STORED, note_fields
+from autoenv.integrity import check as check_integrity
+from autoenv.integrity import summary as integrity_summary
+from autoenv.ledger import append_entry, line_hash, raw_lines, read_entries, temp_files
 from autoenv.ledger import verify as verify_ledger
 from autoenv.paths import spec_warnings
 from autoenv.record import ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel
@@ -38,8 +50,9 @@ from autoenv.report import render, write_report
 from autoenv.review.plot import plot_run
 from autoenv.review.run import Project, run_so_far
 from autoenv.rollouts import Worker
+from autoenv.runbase import NO_BASE, RulesCheck, check_rules, refuse
 from autoenv.stats import model_stats
-from autoenv.traces import read_rollouts
+from autoenv.traces import finished_episodes, read_rollouts, trim_partial_line
 from autoenv.verdict import baseline_of, decide, reference_missing, rl_readiness
 
 Stats = dict[Role, ModelStats]
@@ -51,6 +64,10 @@ class EvalOptions:
     config: Path | None = None
     description: str = ""
     offline: bool = False
+    force: bool = False
+    """Evaluate even when the cache holds an evaluation with the same key."""
+    restart: bool = False
+    """Start over instead of resuming an interrupted evaluation of this commit."""
 
 
 @dataclass
@@ -67,6 +84,12 @@ class Context:
     candidate: CandidateInfo = field(default_factory=CandidateInfo)
     gates: GateReport | None = None
     warnings: list[str] = field(default_factory=list)
+    rules: RulesCheck = field(default_factory=RulesCheck)
+    ledger_check: str = ""
+    cache_key: str | None = None
+    resuming: bool = False
+    """An interrupted evaluation's outputs are kept and continued (same run id, only missing rollouts)."""
+    reused: int = 0
 
 
 @dataclass
@@ -80,7 +103,35 @@ class Outcome:
 
 def evaluate(options: EvalOptions) -> Entry:
     """Run one evaluation and return the ledger entry it recorded."""
+    repo = Repo(options.cwd)
+    with one_at_a_time(repo, repo.head().commit):
+        return evaluate_locked(options)
+
+
+@contextmanager
+def one_at_a_time(repo: Repo, commit: str) -> Iterator[None]:
+    """Refuse a second evaluation of `commit` in this worktree while one runs (they would share outputs/<commit>/)."""
+    path = repo.git_dir / f"autoenv-eval-{commit}.lock"
+    with open(path, "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise AutoEnvError(f"another evaluation of commit {commit[:12]} is running in this worktree",
+                               where=str(path), fix="wait for it to finish; its entry is the result") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def evaluate_locked(options: EvalOptions) -> Entry:
     ctx = preflight(options)
+    if ctx.rules.changed:  # judged by rules the agent changed: nothing runs, no model is called
+        return record(ctx, verdict(ctx, Outcome()))
+    hit = None if options.force else cached(read_entries(ctx.config.path("log_file")), ctx.cache_key,
+                                            branch=ctx.head.branch, run_base=ctx.rules.base)
+    if hit is not None:
+        return record(ctx, reuse(ctx, hit))
     outcome = run_stages(ctx)
     entry = verdict(ctx, outcome)
     if outcome.error is None:
@@ -154,9 +205,10 @@ def timed(ctx: Context, name: str) -> Iterator[None]:
 def preflight(options: EvalOptions) -> Context:
     with display.stage("preflight", "config, git state, keys"):
         repo = Repo(options.cwd)
-        config = load_config(options.config or repo.root / CONFIG_NAME)
+        config = run_config(repo, options)
         for message in verify_ledger(config.path("log_file")):
             display.note(message)
+        ledger_check = verify_notes(repo, config)
         head = repo.head()
         repo.require_clean(harness_paths(config), head.commit)
         candidate = config.path("candidate")
@@ -166,18 +218,58 @@ def preflight(options: EvalOptions) -> Context:
                 where=f"{config.root / CONFIG_NAME} [paths] candidate",
                 fix="create candidate/ (see program.md) or point paths.candidate at it",
             )
-        if not options.offline:
+        rules = check_rules(repo, head)
+        if rules.changed:
+            display.tampered(rules.changed)
+            if rules.on_tamper == "refuse":
+                raise refuse(rules)
+        elif rules.base is None:
+            display.warn(NO_BASE + f" (branch {head.branch or '(detached HEAD)'} has no .autoenv/run.toml; "
+                         "start runs with autoenv new <tag>)")
+        if not options.offline and not rules.changed:
             check_keys(config)
         check_runtime_ready(config.runtime.type, config.root / CONFIG_NAME)
         out = config.path("outputs") / head.commit
-        archive_previous(out)
+        interrupted = None if options.restart else unfinished_run(out, read_entries(config.path("log_file")))
+        if interrupted is None:
+            archive_previous(out)
+        else:
+            display.note(f"resuming the interrupted evaluation {interrupted} from its finished rollouts "
+                         "(--restart to start over)")
         display.note(f"commit {head.commit[:12]} on {head.branch or '(detached HEAD)'}: {head.subject}")
         warnings = spec_warnings(config.root)
         for warning in warnings:
             display.warn(warning)
         if options.offline:
             display.note(f"offline: target = {config.offline.target}, strong = {config.offline.strong} (scripted)")
-    return Context(config=config, repo=repo, head=head, options=options, run_id=stamp(), out=out, warnings=warnings)
+    return Context(config=config, repo=repo, head=head, options=options, run_id=interrupted or stamp(), out=out,
+                   warnings=warnings, resuming=interrupted is not None,
+                   rules=rules, ledger_check=ledger_check, cache_key=cache_key(repo, head, config, options.offline))
+
+
+def run_config(repo: Repo, options: EvalOptions) -> Config:
+    """config.toml; when it no longer loads and the run base says it was changed, the base's own
+    config.toml, so the commit is still recorded as tampered rather than refused."""
+    path = options.config or repo.root / CONFIG_NAME
+    try:
+        return load_config(path)
+    except AutoEnvError:
+        rules = None if options.config else check_rules(repo, repo.head())
+        if rules is None or rules.base is None or f"{CONFIG_NAME} (modified)" not in rules.changed \
+                and f"{CONFIG_NAME} (deleted)" not in rules.changed:
+            raise
+        display.warn(f"{CONFIG_NAME} does not load; the run base's {CONFIG_NAME} (commit {rules.base[:12]}) is used")
+        return load_config(path, text=repo.run_git("show", f"{rules.base}:{CONFIG_NAME}") + "\n")
+
+
+def verify_notes(repo: Repo, config: Config) -> str:
+    """`autoenv verify` before any work: the ledger against the git notes; what it found, for the entry."""
+    log = config.path("log_file")
+    notes = repo.notes()
+    problems = check_integrity(log, notes)
+    for problem in problems:
+        display.warn(f"ledger: {problem}")
+    return integrity_summary(log, notes, problems)
 
 
 def harness_paths(config: Config) -> list[Path]:
@@ -195,6 +287,17 @@ def check_keys(config: Config) -> None:
                 fix=f"export {model.api_key_var}=... (never write the key into a file), "
                 "or run offline with scripted policies: bash evaluate.sh --offline",
             )
+
+
+def unfinished_run(out: Path, entries: list[Entry]) -> str | None:
+    """The run id of an evaluation of this commit that stopped after some rollouts and recorded nothing."""
+    try:
+        run_id = json.loads((out / "run.json").read_text())["run_id"]
+    except (OSError, ValueError, KeyError):
+        return None
+    if any(e.run_id == run_id for e in entries) or not (out / "job.json").is_file():
+        return None
+    return run_id if any(finished_episodes(out / role) for role in ROLES) else None
 
 
 def archive_previous(out: Path) -> None:
@@ -218,10 +321,30 @@ def install(ctx: Context) -> None:
 
 
 def start_worker(ctx: Context) -> Worker:
-    """The evaluation's child process, with run.json beside its job so an archived run keeps its id."""
+    """The evaluation's child process, with run.json beside its job so an archived run keeps its id.
+
+    Resuming, the stored episodes are kept when the interrupted job ran the same plan (same
+    tasks, rollouts and models); otherwise they are archived and the evaluation starts over."""
+    job = worker_job(ctx)
+    if ctx.resuming:
+        try:
+            old: Job | None = Job.read(ctx.out / "job.json")
+        except (OSError, ValueError):
+            old = None
+        if old is None or old.rollouts is None or old.seed != job.seed \
+                or old.rollouts.model_copy(update={"reuse": True}) != job.rollouts:
+            display.note("the interrupted evaluation ran another plan: starting over")
+            archive_previous(ctx.out)
+            ctx.resuming, ctx.run_id = False, stamp()
+            job = worker_job(ctx)
+        else:
+            for role in (*ROLES, "smoke"):
+                trim_partial_line(ctx.out / role)
+            ctx.reused = sum(sum(finished_episodes(ctx.out / role).values()) for role in ROLES)
+            display.note(f"{ctx.reused} finished rollouts reused")
     ctx.out.mkdir(parents=True, exist_ok=True)
     (ctx.out / "run.json").write_text(json.dumps({"run_id": ctx.run_id, "commit": ctx.head.commit}))
-    return Worker(worker_job(ctx))
+    return Worker(job)
 
 
 def inspect(ctx: Context, worker: Worker) -> None:
@@ -257,7 +380,8 @@ def worker_job(ctx: Context) -> Job:
             roles[role] = Seat(model=model.model, base_url=model.base_url, api_key_var=model.api_key_var,
                                sampling=sampling)
     return config_job(c, ctx.out, audit=audit_plan(c),
-                      rollouts=RolloutPlan(examples=b.examples, rollouts=b.rollouts_per_example, roles=roles, smoke=True))
+                      rollouts=RolloutPlan(examples=b.examples, rollouts=b.rollouts_per_example, roles=roles, smoke=True,
+                                           reuse=ctx.resuming))
 
 
 def config_job(config: Config, out: Path, audit: AuditPlan | None = None, rollouts: RolloutPlan | None = None) -> Job:
@@ -289,12 +413,13 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
     stats = outcome.stats
     offline = ctx.options.offline
     readiness = rl_readiness(stats, config.bands) if success else None
-    kept = baseline_of(read_entries(config.path("log_file")), stats, branch=ctx.head.branch, offline=offline)
+    kept = baseline_of(read_entries(config.path("log_file")), stats, branch=ctx.head.branch, offline=offline,
+                       run_base=ctx.rules.base)
     decision = decide(stats, config.bands, kept, eval_success=success,
                       error=outcome.error.what.splitlines()[0] if outcome.error else None,
                       gates_failed=ctx.gates.failed if ctx.gates else None,
                       no_reference=reference_missing(stats, ctx.candidate, offline), run=ctx.head.branch,
-                      confidence=config.verdict.confidence, seed=config.seed)
+                      confidence=config.verdict.confidence, seed=config.seed, tampered=ctx.rules.changed)
     strong = stats.get("strong")
     return Entry(
         commit=ctx.head.commit,
@@ -317,7 +442,28 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         failed_stage=outcome.failed_stage,
         error=str(outcome.error) if outcome.error else None,
         warnings=ctx.warnings,
+        run_base=ctx.rules.base,
+        rules=ctx.rules.summary,
+        tampered=list(ctx.rules.changed),
+        ledger_check=ctx.ledger_check,
+        cache_key=ctx.cache_key,
+        reused_rollouts=ctx.reused,
     )
+
+
+def reuse(ctx: Context, hit: Entry) -> Entry:
+    """The cached evaluation `hit` recorded for this commit: same statistics, verdict and findings, no model call."""
+    source = hit.cached_from or hit.commit
+    with timed(ctx, "cache"), display.stage("cache", f"same candidate tree, spec, config and models as {source[:12]}"):
+        display.note("no model called; bash evaluate.sh --force evaluates anyway")
+        reason = f"cached from {source[:12]} (same candidate tree, spec.md, config and models): {hit.verdict.reason}"
+        entry = hit.model_copy(update={
+            "commit": ctx.head.commit, "timestamp": iso_now(), "description": ctx.options.description,
+            "run_id": ctx.run_id, "branch": ctx.head.branch, "cached_from": source,
+            "warnings": ctx.warnings, "run_base": ctx.rules.base, "rules": ctx.rules.summary, "tampered": [],
+            "ledger_check": ctx.ledger_check, "cache_key": ctx.cache_key,
+            "verdict": hit.verdict.model_copy(update={"reason": reason})})
+    return entry.model_copy(update={"timings": dict(ctx.timings)})
 
 
 def judge(ctx: Context, entry: Entry, backend: str | None = None, entries: list[Entry] | None = None) -> Entry:
@@ -352,8 +498,14 @@ def record(ctx: Context, entry: Entry) -> Entry:
         plot = draw_run(ctx, entry)
         write_report(report_path, render(entry, config.bands, [judge_render(entry.judge)] if entry.judge else [],
                                          plot=plot, where=report_path.parent))
-        entry = append_entry(config.path("log_file"), entry)
-        ctx.repo.add_note(ctx.head.commit, note_text(entry))
+        log = config.path("log_file")
+        entry = append_entry(log, entry)
+        line = entry.to_json()
+        ctx.out.mkdir(parents=True, exist_ok=True)
+        with open(ctx.out / STORED, "a", encoding="utf-8") as stored:  # what `autoenv verify --rebuild` reads
+            stored.write(line + "\n")
+        ctx.repo.add_note(ctx.head.commit,
+                          note_text(entry) + "\n" + note_fields(line_hash(line), line_hash(raw_lines(log)[0])))
         shown = report_path.relative_to(config.root) if report_path.is_relative_to(config.root) else report_path
         display.note(f"feedback: {shown}")
     return entry
@@ -379,4 +531,6 @@ def note_text(entry: Entry) -> str:
             parts.append(f"{role} {s.mean if s.mean is not None else '–'} ({s.model})")
     if entry.offline:
         parts.append("offline")
+    if entry.cached_from:
+        parts.append(f"cached from {entry.cached_from[:12]}")
     return " | ".join(parts) + f"\n{entry.verdict.reason}"

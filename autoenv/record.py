@@ -10,7 +10,8 @@ read the ledger; a test keeps it current.
 History: version 1 (the first landed harness) stored per-task rows as positional
 `[sum, n, disagree]` lists, an empty `rl_readiness` on failures, and `passed`/`failed`
 beside the gate findings. Version 2 had no `baseline` verdict (a first evaluation was
-`keep`). `Entry.from_json` upgrades older entries on read; the line on disk is never
+`keep`). Version 3 had no run base (`run_base`, `rules`, `tampered`), no `tampered`
+verdict, no `ledger_check` and no eval cache (`cache_key`, `cached_from`) and no resume (`reused_rollouts`). `Entry.from_json` upgrades older entries on read; the line on disk is never
 rewritten (the hash chain covers it).
 """
 
@@ -23,12 +24,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SCHEMA_FILE = Path(__file__).parent / "schema" / "entry.schema.json"
 
 Role = Literal["target", "strong"]
 ROLES: tuple[Role, Role] = ("target", "strong")
-VerdictKind = Literal["baseline", "keep", "discard", "inconclusive", "crash"]
+VerdictKind = Literal["baseline", "keep", "discard", "inconclusive", "crash", "tampered"]
 KEPT: tuple[VerdictKind, ...] = ("baseline", "keep")
 """Verdicts that make an entry a reference later evaluations of its run are compared with."""
 Outcome = Literal["ok", "provider_error", "timeout", "env_error"]
@@ -120,7 +121,8 @@ class Verdict(Part):
     """The decision against the run's last kept entry (or the run's baseline) and why."""
 
     verdict: VerdictKind = Field(
-        description="baseline (the run's first evaluation: its reference), keep, discard, inconclusive, or crash.")
+        description="baseline (the run's first evaluation: its reference), keep, discard, inconclusive, crash, or "
+                    "tampered (protected files differ from the run base; never kept, no model called).")
     reason: str = Field(description="One paragraph a person can read, with the intervals behind the decision.")
     compared_to: str | None = Field(None, description="Commit of the kept entry of the same run this one was compared with.")
 
@@ -296,7 +298,7 @@ class Entry(Part):
     stats: dict[Role, ModelStats] = Field(default_factory=dict, description="Per role; empty when no model ran.")
     rl_readiness: Readiness | None = Field(None, description="Where it stands against the wanted state; None for crashes.")
     strong_model: StrongModel = Field(default_factory=StrongModel, description="The seed's strong-model summary.")
-    verdict: Verdict = Field(description="baseline / keep / discard / inconclusive / crash, and why.")
+    verdict: Verdict = Field(description="baseline / keep / discard / inconclusive / crash / tampered, and why.")
     run_id: str = Field("", description="Time-based id of this evaluation run.")
     branch: str | None = Field(None, description="Branch checked out at evaluation (autoenv/<tag>).")
     offline: bool = Field(False, description="Scripted policies stood in for the models.")
@@ -310,6 +312,18 @@ class Entry(Part):
     warnings: list[str] = Field(default_factory=list,
                                 description="What was wrong around the candidate, shown in the feedback "
                                             "(spec.md missing or empty).")
+    run_base: str | None = Field(None, description="Commit that wrote the run base the rules were checked against "
+                                                   "(refs/autoenv/runs/<tag>); None: no run base.")
+    rules: str = Field("", description="What the tamper check found, in words (\"no run base: rules not checked\").")
+    tampered: list[str] = Field(default_factory=list,
+                                description="Protected files that differ from the run base, `path (how)`.")
+    ledger_check: str = Field("", description="What `autoenv verify` found before this evaluation (chain and notes).")
+    cache_key: str | None = Field(None, description="SHA-256 of the candidate's git tree, spec.md, the effective "
+                                                    "config and the models (autoenv.cache).")
+    reused_rollouts: int = Field(0, description="Rollouts kept from an interrupted evaluation of this commit "
+                                               "(resumed, not run again).")
+    cached_from: str | None = Field(None, description="Commit whose evaluation this entry reuses (same cache key); "
+                                                      "no model was called.")
     judge: JudgeResult | None = Field(None, description="The judge's findings and spend; None for crashes.")
     prev_hash: str = Field("", description="SHA-256 of the previous ledger line (hash chain).")
 

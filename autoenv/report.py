@@ -24,6 +24,9 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
         f"- evaluated: {entry.timestamp}{' — OFFLINE (scripted policies, not real models)' if entry.offline else ''}",
         f"- description (the agent's claim): {entry.description or '–'}",
         f"- verdict: **{verdict.verdict}** — {verdict.reason}",
+        *([f"- rules: {entry.rules}"] if entry.rules else []),
+        *([f"- resumed: {entry.reused_rollouts} finished rollouts of an interrupted evaluation were reused"]
+          if entry.reused_rollouts else []),
         *(f"- **warning**: {warning}" for warning in entry.warnings),
         "",
     ]

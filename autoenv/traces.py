@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -69,6 +70,29 @@ def iter_traces(directory: Path) -> Iterator[tuple[dict | None, dict]]:
             for trace in traces:
                 if (trace.get("agent") or {}).get("trainable", True):
                     yield trace, episode
+
+
+def finished_episodes(directory: Path) -> Counter[str]:
+    """Episodes stored in `directory/traces.jsonl`, by task key (what a resumed evaluation need not run again)."""
+    path = Path(directory) / TRACES_FILE
+    counts: Counter[str] = Counter()
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                counts[str((json.loads(line).get("task") or {}).get("key") or "")] += 1
+            except (json.JSONDecodeError, AttributeError):
+                continue  # the line a killed worker left incomplete
+    return counts
+
+
+def trim_partial_line(directory: Path) -> None:
+    """Drop what follows the last newline of `directory/traces.jsonl` (a write cut by a kill), so
+    episodes appended by a resumed evaluation start on a line of their own."""
+    path = Path(directory) / TRACES_FILE
+    if path.is_file():
+        data = path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            path.write_bytes(data[: data.rfind(b"\n") + 1])
 
 
 def episode_failure(episode: dict) -> Rollout:

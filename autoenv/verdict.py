@@ -16,7 +16,9 @@ evaluations share tasks):
 - inconclusive: the difference is inside the noise at this budget (the reason says how
   big a change the budget can resolve), too many provider errors, or the scripted
   reference could not play (offline, a candidate without an oracle hook);
-- crash: the evaluation failed.
+- crash: the evaluation failed;
+- tampered: protected files differ from the run's base (autoenv.runbase): no model was
+  called and the entry is never kept.
 
 The baseline is looked up only within the run (`same_run`): several `autoenv/<tag>`
 branches can share one clone and one ledger, and comparing one environment with
@@ -75,20 +77,22 @@ def error_rates(stats: ModelStats) -> dict[str, float]:
     return {kind: stats.error_rate(kind) for kind in ("provider_error", "timeout", "env_error")}
 
 
-def same_run(entry: Entry, branch: str | None) -> bool:
-    """Whether `entry` belongs to the run evaluated on `branch` (one `autoenv/<tag>` branch).
+def same_run(entry: Entry, branch: str | None, run_base: str | None = None) -> bool:
+    """Whether `entry` belongs to the run evaluated on `branch` (one `autoenv/<tag>` branch)
+    under the run base `run_base` (the commit that wrote its rules; None: no run base).
 
-    The one place that says what a run is: when runs have a base, its hash joins the
-    test here. An evaluation on a detached HEAD belongs to no run and is compared with
-    nothing.
+    The one place that says what a run is. A new run base (`autoenv rebase-rules`) starts
+    a new comparison: entries judged under other rules are not a reference. An evaluation
+    on a detached HEAD belongs to no run and is compared with nothing.
     """
-    return branch is not None and entry.branch == branch
+    return branch is not None and entry.branch == branch and entry.run_base == run_base
 
 
-def baseline_of(entries: list[Entry], stats: Stats, *, branch: str | None, offline: bool) -> Entry | None:
+def baseline_of(entries: list[Entry], stats: Stats, *, branch: str | None, offline: bool,
+                run_base: str | None = None) -> Entry | None:
     """The entry an evaluation is judged against: the newest kept entry of the same run,
     with the same models, in the same mode (offline or not)."""
-    return last_kept(entries, lambda e: same_run(e, branch) and comparable(e, stats, offline))
+    return last_kept(entries, lambda e: same_run(e, branch, run_base) and comparable(e, stats, offline))
 
 
 def reference_missing(stats: Stats, candidate: CandidateInfo, offline: bool) -> str | None:
@@ -133,10 +137,17 @@ def decide(
     run: str | None = None,
     confidence: float = 0.95,
     seed: int = 0,
+    tampered: list[str] | None = None,
 ) -> Verdict:
     """The verdict for an evaluation with `stats` on branch `run`, against the `kept` entry of
     the same run (None: this is the run's first); `no_reference` says why the scripted
-    models could not play (see `reference_missing`)."""
+    models could not play (see `reference_missing`); `tampered` names protected files that
+    differ from the run base."""
+    if tampered:
+        return Verdict(verdict="tampered", reason=(
+            "protected files differ from the run base, so this commit is not judged by the run's rules and no "
+            "model was called: " + "; ".join(tampered) + ". Revert them (edit only candidate/); a deliberate "
+            "change of rules is `autoenv rebase-rules -m 'why'`, a commit of its own"))
     if not eval_success:
         return Verdict(verdict="crash", reason=f"the evaluation failed: {error or 'see the report'}")
     if gates_failed:

@@ -11,9 +11,11 @@ The job is an `autoenv.job.Job` with a `rollouts` plan.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import time
+from collections import Counter
 from pathlib import Path
 
 from autoenv.endpoint.policies import Policies
@@ -23,7 +25,7 @@ from autoenv.gates.oracle import OracleBook
 from autoenv.job import Job
 from autoenv.sampling import TaskRef, choose_tasks
 from autoenv.tasks import all_tasks, build_env, task_row
-from autoenv.traces import to_rollout
+from autoenv.traces import finished_episodes, to_rollout
 
 NO_KEY_VAR = "AUTOENV_NO_KEY"
 LOCAL_KEY_VAR = "AUTOENV_LOCAL_KEY"
@@ -68,7 +70,10 @@ async def run(job: Job) -> None:
     lock = asyncio.Lock()
     rollouts = plan.rollouts
     total = {role: len(chosen) * rollouts for role in contexts}
-    done = {role: 0 for role in contexts}
+    # a resumed evaluation keeps the episodes stored by the interrupted one: same tasks (same seed), fewer slots
+    have = {role: finished_episodes(out / role) if plan.reuse else Counter() for role in contexts}
+    wanted = {role: {t.key: max(0, rollouts - have[role][t.key]) for t in chosen} for role in contexts}
+    done = {role: total[role] - sum(wanted[role].values()) for role in contexts}
 
     async def play(role: str, slot, directory: Path) -> None:
         async def saved(episode) -> None:
@@ -80,7 +85,7 @@ async def run(job: Job) -> None:
 
     try:
         async with env.serving():
-            if plan.smoke:
+            if plan.smoke and not (plan.reuse and finished_episodes(out / "smoke")):
                 # One rollout on the target model first: a broken candidate costs one rollout.
                 (out / "smoke").mkdir(exist_ok=True)
                 slot = env.slots(chosen[0], 1)[0]
@@ -94,13 +99,12 @@ async def run(job: Job) -> None:
                 (out / role).mkdir(parents=True, exist_ok=True)
             emit("planned", total=total)
             # Interleave the models so both progress together and share the machine fairly.
-            plan = [
-                (role, slot)
-                for task in chosen
-                for slot_group in zip(*(env.slots(task, rollouts) for _ in contexts))
-                for role, slot in zip(contexts, slot_group)
-            ]
-            await asyncio.gather(*(play(role, slot, out / role) for role, slot in plan))
+            slots = []
+            for task in chosen:
+                groups = [[(role, s) for s in env.slots(task, n)] if (n := wanted[role][task.key]) else []
+                          for role in contexts]
+                slots += [pair for row in itertools.zip_longest(*groups) for pair in row if pair is not None]
+            await asyncio.gather(*(play(role, slot, out / role) for role, slot in slots))
     finally:
         if endpoint is not None:
             await endpoint.stop()

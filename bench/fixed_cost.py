@@ -63,7 +63,7 @@ def children(example: str, per_stage: bool) -> float:
 
 def shipped(root: Path) -> float:
     started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "autoenv.cli", "eval", "--offline"], cwd=root,
+    result = subprocess.run([sys.executable, "-m", "autoenv.cli", "eval", "--offline", "--force"], cwd=root,
                             capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
     seconds = time.perf_counter() - started
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]

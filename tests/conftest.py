@@ -52,10 +52,11 @@ def commit_all(root: Path, message: str) -> str:
 
 @pytest.fixture
 def run_repo(tmp_path):
-    """Factory: a git repository on autoenv/demo-<example> with that example as candidate/."""
+    """Factory: a git repository on autoenv/demo-<example> with that example as candidate/
+    (`run_base=True`: started with `autoenv new`, as `autoenv demo` does)."""
 
-    def make(example: str = "arithmetic", config_text: str | None = None) -> Path:
-        return make_run_repo(example, tmp_path / f"run-{example}", config_text or small_config())
+    def make(example: str = "arithmetic", config_text: str | None = None, run_base: bool = False) -> Path:
+        return make_run_repo(example, tmp_path / f"run-{example}", config_text or small_config(), run_base=run_base)
 
     return make
 

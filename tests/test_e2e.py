@@ -85,7 +85,7 @@ def test_reevaluation_archives_then_feedback_recomputes(run_repo):
     commit = head(root)
     assert autoenv("eval", "--offline", cwd=root).returncode == 0
     first_run = json.loads((root / "outputs" / commit / "run.json").read_text())["run_id"]
-    assert autoenv("eval", "--offline", "-d", "again", cwd=root).returncode == 0
+    assert autoenv("eval", "--offline", "--force", "-d", "again", cwd=root).returncode == 0  # past the cache
     archived = root / "outputs" / commit / "previous" / first_run
     assert lines(archived / "target" / "traces.jsonl") == 6  # never deleted
     first, second = ledger(root)

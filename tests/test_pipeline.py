@@ -64,7 +64,8 @@ def test_record_writes_the_feedback_the_ledger_line_and_the_note(ctx, capsys):
     assert "- verdict: **baseline** — first evaluation of the run" in feedback
     assert "| target (wanted 0.2–0.7) | small |" in feedback
     shown = note(ctx, ctx.head.commit)
-    assert shown.strip() == note_text(entry).strip() and shown.startswith("autoenv: baseline | target 0.4167 (small)")
+    assert shown.startswith(note_text(entry)) and "\nentry: " in shown  # the entry's hash: autoenv verify
+    assert shown.startswith("autoenv: baseline | target 0.4167 (small)")
     capsys.readouterr()
     print_result(entry)
     block = capsys.readouterr().out

@@ -33,7 +33,8 @@ def test_the_schema_documents_every_field():
 
 def test_verdicts_and_statuses_are_closed_sets():
     schema = json_schema()
-    assert set(schema["$defs"]["Verdict"]["properties"]["verdict"]["enum"]) == {"baseline", "keep", "discard", "inconclusive", "crash"}
+    verdicts = {"baseline", "keep", "discard", "inconclusive", "crash", "tampered"}
+    assert set(schema["$defs"]["Verdict"]["properties"]["verdict"]["enum"]) == verdicts
     assert set(schema["$defs"]["GateFinding"]["properties"]["status"]["enum"]) == {"pass", "warn", "fail", "skip"}
     with pytest.raises(ValueError):
         Verdict(verdict="maybe", reason="-")

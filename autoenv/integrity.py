@@ -1,0 +1,144 @@
+"""The ledger against the git notes: `autoenv verify`, and the check every evaluation records.
+
+The hash chain in feedback_log.jsonl shows an edited, inserted or reordered line, but not
+a deleted *last* line: nothing comes after it to notice. So the git note of each evaluated
+commit carries the hash of its entry's line (`entry: <sha256>`) and of the ledger's first
+line (`ledger: <sha256>`, so notes written for another ledger, e.g. another worktree's
+or one moved aside, are told apart). `check` compares the two and names each problem by
+line and commit. Every recorded line is also appended to `outputs/<commit>/entries.jsonl`,
+so `rebuild` can restore a lost ledger from the notes and the stored outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from autoenv.errors import AutoEnvError
+from autoenv.ledger import GENESIS, atomic_write, line_hash, raw_lines
+
+ENTRY_FIELD = re.compile(r"(?m)^entry: ([0-9a-f]{64})$")
+LEDGER_FIELD = re.compile(r"(?m)^ledger: ([0-9a-f]{64})$")
+STORED = "entries.jsonl"
+
+
+def note_fields(entry_hash: str, ledger_id: str) -> str:
+    """The lines a note carries so `check` can find its entry."""
+    return f"entry: {entry_hash}\nledger: {ledger_id}"
+
+
+@dataclass(frozen=True)
+class Noted:
+    commit: str
+    entry: str
+    ledger: str | None
+
+
+def parse_notes(notes: dict[str, str]) -> list[Noted]:
+    """Notes that carry an entry hash (older harnesses wrote none)."""
+    out = []
+    for commit, text in notes.items():
+        entry, ledger = ENTRY_FIELD.search(text), LEDGER_FIELD.search(text)
+        if entry:
+            out.append(Noted(commit, entry.group(1), ledger.group(1) if ledger else None))
+    return out
+
+
+def check(path: Path, notes: dict[str, str]) -> list[str]:
+    """Every problem found, each naming the line or commit (empty when ledger and notes agree)."""
+    lines = raw_lines(path)
+    hashes = [line_hash(line) for line in lines]
+    where = {h: i + 1 for i, h in enumerate(hashes)}
+    commits = [_commit(line) for line in lines]
+    ledger_id = hashes[0] if hashes else None
+    noted = [n for n in parse_notes(notes) if ledger_id is None or n.ledger in (None, ledger_id)]
+    by_hash = {n.entry: n for n in noted}
+    problems: list[str] = []
+    if not lines:
+        if noted:
+            problems.append(f"{path.name} is missing or empty but {len(noted)} evaluated commit(s) have git notes: "
+                            "the ledger was lost or deleted (autoenv verify --rebuild restores it)")
+        return problems
+    prevs = [_prev_hash(line) for line in lines]
+    # a line whose predecessor stands after it: the lines were reordered (a skip is then no insertion)
+    reordered = [i + 1 for i, p in enumerate(prevs) if p in where and where[p] > i]
+    for i, prev in enumerate(prevs):
+        number = i + 1
+        expected = GENESIS if i == 0 else hashes[i - 1]
+        if prev == expected or (reordered and prev in where):
+            if number in reordered:
+                problems.append(f"line {number} is out of order: its entry came after line {where[prev]}'s "
+                                "(reordered)")
+            continue
+        if prev in where:
+            problems.append(f"line(s) {where[prev] + 1}–{number - 1} were inserted: line {number} continues the "
+                            f"chain from line {where[prev]}")
+        elif prev in by_hash and by_hash[prev].commit not in commits:
+            problems.append(f"the entry of commit {by_hash[prev].commit[:12]} before line {number} was deleted")
+        elif prev == GENESIS:
+            problems.append(f"line {number} starts a new chain: the lines before it do not belong to this ledger")
+        elif i == 0:
+            problems.append("line 1 is not the first entry: the lines before it were deleted")
+        else:
+            problems.append(f"line {number - 1} was edited, or an entry before line {number} was deleted")
+    for note in noted:
+        if note.entry in where:
+            last = max(i for i, c in enumerate(commits) if c == note.commit) + 1 if note.commit in commits else None
+            if last is not None and last != where[note.entry]:
+                problems.append(f"line {last} (commit {note.commit[:12]}) is not the entry its git note records "
+                                f"(line {where[note.entry]}): inserted by hand")
+            continue
+        mine = [i + 1 for i, c in enumerate(commits) if c == note.commit]
+        if mine:
+            problems.append(f"line {mine[-1]} (commit {note.commit[:12]}) was edited: its hash is not the one its "
+                            "git note records")
+        elif not any(p.startswith(f"the entry of commit {note.commit[:12]}") for p in problems):
+            problems.append(f"the entry of commit {note.commit[:12]} was deleted: its git note records entry "
+                            f"{note.entry[:12]}, which is not in {path.name}")
+    return problems
+
+
+def summary(path: Path, notes: dict[str, str], problems: list[str]) -> str:
+    """One line for the entry and the terminal."""
+    if problems:
+        return f"{len(problems)} problem(s): " + "; ".join(problems)
+    return f"intact: {len(raw_lines(path))} entries, the hash chain and the git notes agree"
+
+
+def rebuild(path: Path, outputs: Path, notes: dict[str, str]) -> int:
+    """Restore a lost ledger from the lines stored under `outputs` and the git notes; the number of entries."""
+    if raw_lines(path):
+        raise AutoEnvError(f"{path.name} exists and is not empty: rebuild only restores a lost ledger",
+                           where=str(path), fix=f"move it aside first (mv {path.name} {path.name}.damaged), then "
+                           "run autoenv verify --rebuild")
+    stored = {line_hash(line): line for f in sorted(outputs.rglob(STORED)) for line in raw_lines(f)}
+    heads = [stored[n.entry] for n in parse_notes(notes) if n.entry in stored]
+    if not heads:
+        raise AutoEnvError("no git note points at an entry stored under the outputs", where=str(outputs),
+                           fix="nothing to rebuild from: the next evaluation starts a new ledger")
+    pointed = {_prev_hash(line) for line in stored.values()}
+    tips = [line for line in heads if line_hash(line) not in pointed] or heads  # nothing recorded after them
+    chain = [max(tips, key=lambda line: json.loads(line).get("timestamp", ""))]
+    while (prev := _prev_hash(chain[-1])) != GENESIS:
+        if prev not in stored:
+            raise AutoEnvError(f"the entry before {_commit(chain[-1])[:12]} is not stored under {outputs}",
+                               where=str(outputs), fix="restore the outputs folder from a backup")
+        chain.append(stored[prev])
+    atomic_write(path, "".join(line + "\n" for line in reversed(chain)))
+    return len(chain)
+
+
+def _prev_hash(line: str) -> str:
+    try:
+        return str(json.loads(line).get("prev_hash", ""))
+    except (ValueError, AttributeError):
+        return ""
+
+
+def _commit(line: str) -> str:
+    try:
+        return str(json.loads(line).get("commit", ""))
+    except (ValueError, AttributeError):
+        return ""

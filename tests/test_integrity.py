@@ -1,0 +1,101 @@
+"""autoenv verify: the ledger's hash chain against the git notes, on real repositories (no worker)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from conftest import autoenv, commit_all
+from test_pipeline import stats
+
+from autoenv.commands import verify
+from autoenv.errors import AutoEnvError
+from autoenv.gitrepo import Repo
+from autoenv.integrity import check
+from autoenv.pipeline import EvalOptions, Outcome, preflight, record, verdict
+
+
+@pytest.fixture
+def evaluated(run_repo) -> Path:
+    """A run with three evaluated commits recorded in-process."""
+    root = run_repo("arithmetic", run_base=True)
+    for i in range(3):
+        if i:
+            (root / "candidate" / "README.md").write_text(f"iteration {i}\n")
+            commit_all(root, f"iteration {i}")
+        ctx = preflight(EvalOptions(cwd=root, offline=True))
+        record(ctx, verdict(ctx, Outcome(stats=stats())))
+    return root
+
+
+def lines(root: Path) -> list[str]:
+    return (root / "feedback_log.jsonl").read_text().splitlines()
+
+
+def write(root: Path, new: list[str]) -> None:
+    (root / "feedback_log.jsonl").write_text("".join(line + "\n" for line in new))
+
+
+def problems(root: Path) -> list[str]:
+    return check(root / "feedback_log.jsonl", Repo(root).notes())
+
+
+def test_an_intact_ledger_has_no_problems_and_each_note_carries_its_entry(evaluated):
+    assert problems(evaluated) == []
+    assert verify(evaluated) == ([], 3)
+    assert all("\nentry: " in text and "\nledger: " in text for text in Repo(evaluated).notes().values())
+
+
+def test_an_edited_entry_is_named(evaluated):
+    old = lines(evaluated)
+    data = json.loads(old[1])
+    data["description"] = "a better story"
+    write(evaluated, [old[0], json.dumps(data), old[2]])
+    found = problems(evaluated)
+    assert any(p.startswith("line 2 (commit ") and "was edited" in p for p in found), found
+
+
+def test_an_edited_last_entry_is_named(evaluated):
+    old = lines(evaluated)
+    write(evaluated, [*old[:2], old[2].replace('"description": ""', '"description": "x"')])
+    assert next(p for p in problems(evaluated) if "was edited" in p).startswith("line 3 (commit ")
+
+
+def test_reordered_entries_are_named(evaluated):
+    old = lines(evaluated)
+    write(evaluated, [old[0], old[2], old[1]])
+    found = problems(evaluated)
+    assert found == ["line 2 is out of order: its entry came after line 3's (reordered)"], found
+
+
+def test_an_inserted_entry_is_named(evaluated):
+    old = lines(evaluated)
+    fake = json.loads(old[1]) | {"description": "never evaluated"}
+    write(evaluated, [old[0], json.dumps(fake), *old[1:]])
+    assert "line(s) 2–2 were inserted: line 3 continues the chain from line 1" in problems(evaluated)
+
+
+def test_a_deleted_last_entry_is_named_and_recorded_by_the_next_evaluation(evaluated):
+    old = lines(evaluated)
+    write(evaluated, old[:2])
+    last = json.loads(old[2])["commit"]
+    entry_hash = hashlib.sha256(old[2].encode()).hexdigest()
+    assert problems(evaluated) == [(f"the entry of commit {last[:12]} was deleted: its git note records entry "
+                                   f"{entry_hash[:12]}, which is not in feedback_log.jsonl")]
+    result = autoenv("verify", cwd=evaluated)
+    assert result.returncode == 1 and f"the entry of commit {last[:12]} was deleted" in result.stdout
+    ctx = preflight(EvalOptions(cwd=evaluated, offline=True))
+    entry = record(ctx, verdict(ctx, Outcome(stats=stats())))
+    assert entry.ledger_check.startswith("1 problem(s): the entry of commit")
+
+
+def test_a_lost_ledger_is_rebuilt_from_the_notes_and_outputs(evaluated):
+    old = lines(evaluated)
+    (evaluated / "feedback_log.jsonl").unlink()
+    assert problems(evaluated)[0].startswith("feedback_log.jsonl is missing or empty but 3 evaluated commit(s)")
+    assert verify(evaluated, restore=True) == ([], 3)
+    assert lines(evaluated) == old
+    with pytest.raises(AutoEnvError, match="exists and is not empty"):
+        verify(evaluated, restore=True)

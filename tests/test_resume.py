@@ -1,0 +1,76 @@
+"""Resume: an evaluation stopped by SIGINT continues from its finished rollouts when run again."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import autoenv, head, ledger, small_config
+
+from autoenv.demo import make_run_repo
+from autoenv.pipeline import unfinished_run
+from autoenv.traces import finished_episodes, trim_partial_line
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLES, ROLLOUTS = 6, 2
+TOTAL = EXAMPLES * ROLLOUTS * 2
+
+
+def slow_config() -> str:
+    """Enough rollouts, slowly enough answered, that a SIGINT lands in the middle of them."""
+    config = small_config(examples=EXAMPLES, rollouts_per_example=ROLLOUTS, max_concurrent=2)
+    return re.sub(r"(?m)^latency = [^\n#]*", "latency = 0.4  ", config)
+
+
+def stored(out: Path) -> int:
+    return sum(sum(finished_episodes(out / role).values()) for role in ("target", "strong"))
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_stopped_evaluation_rerun_reuses_the_finished_rollouts(tmp_path, stop):
+    root = make_run_repo("arithmetic", tmp_path / "run", slow_config())
+    commit = head(root)
+    out = root / "outputs" / commit
+    env = {**os.environ, "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "autoenv.cli", "eval", "--offline"], cwd=root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while stored(out) < 6 and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(stop)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert ledger(root) == [] and unfinished_run(out, []) is not None
+    kept = stored(out)
+    tasks = (out / "tasks.json").read_text()
+    result = autoenv("eval", "--offline", cwd=root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (entry,) = ledger(root)  # one entry for the one evaluation
+    assert entry["reused_rollouts"] == kept and 6 <= kept < TOTAL
+    assert re.search(rf"(?m)^reused_rollouts:\s+{kept}$", result.stdout)
+    assert (out / "tasks.json").read_text() == tasks  # the same tasks
+    assert not (out / "previous").exists()  # continued, not archived
+    for role in ("target", "strong"):
+        assert entry["stats"][role]["rollouts"] == EXAMPLES * ROLLOUTS
+        assert all(n == ROLLOUTS for n in finished_episodes(out / role).values())
+    print(f"resume after {stop.name}: {kept} of {TOTAL} rollouts reused ({kept / TOTAL:.0%})")
+    assert f"- resumed: {kept} finished rollouts" in (root / "feedback" / f"{commit}.md").read_text()
+    assert autoenv("eval", "--offline", "--restart", "--force", cwd=root).returncode == 0
+    assert len(ledger(root)) == 2 and (out / "previous").is_dir()
+
+
+def test_a_cut_last_line_is_trimmed(tmp_path):
+    path = tmp_path / "traces.jsonl"
+    path.write_text(json.dumps({"task": {"key": "a"}}) + "\n" + '{"task": {"ke')
+    assert finished_episodes(tmp_path) == {"a": 1}
+    trim_partial_line(tmp_path)
+    assert path.read_text() == json.dumps({"task": {"key": "a"}}) + "\n"
