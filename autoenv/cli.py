@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -82,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--latency", type=float, default=0.0, help="seconds added before every reply")
     for name in ("429", "500", "hang", "cut"):
         p.add_argument(f"--rate-{name}", type=float, default=0.0, help=f"share of requests that get a {name} fault")
+    p.add_argument("--key-var", default="", help="require `Authorization: Bearer $KEY_VAR` on every request, "
+                   "as a real provider does (the key is read from that environment variable)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("demo", help="evaluate an example offline on a throwaway run branch (no key needed)")
@@ -150,8 +153,12 @@ def cmd_serve(args) -> int:
                         rate_cut=args.rate_cut, latency=args.latency, seed=args.seed)
     except ValueError as e:
         raise AutoEnvError(str(e), where="--rate-* flags", fix="use rates between 0 and 1 that sum to at most 1")
+    key = os.environ.get(args.key_var, "") if args.key_var else None
+    if key == "":
+        raise AutoEnvError(f"--key-var names ${args.key_var}, which is not set", where="--key-var",
+                           fix=f"export {args.key_var}=... first, or leave --key-var out to serve without a key")
     oracle = load_oracle(args.candidate)
-    endpoint = Endpoint(Policies(oracle, seed=args.seed), faults, port=args.port)
+    endpoint = Endpoint(Policies(oracle, seed=args.seed), faults, port=args.port, api_key=key)
 
     def ready(ep):
         display.console.print(f"serving {', '.join(ep.policies.names())} at {ep.base_url}"

@@ -23,6 +23,7 @@ from autoenv import display
 from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config
 from autoenv.errors import AutoEnvError
 from autoenv.formats import iso_now, stamp
+from autoenv.forwarder import forwarding
 from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.gitrepo import Head, Repo
 from autoenv.install import inspect_candidate, install_candidate
@@ -215,11 +216,18 @@ def install(ctx: Context) -> None:
     display.note("installed (editable)" if changed else "already installed; code edits are picked up")
 
 
-def start_worker(ctx: Context) -> Worker:
-    """The evaluation's child process, with run.json beside its job so an archived run keeps its id."""
+@contextmanager
+def start_worker(ctx: Context) -> Iterator[Worker]:
+    """The evaluation's child process, with run.json beside its job so an archived run keeps its id.
+
+    Real models are reached through the harness's forwarder (autoenv.forwarder): the child
+    gets a token for it and an environment without the keys.
+    """
     ctx.out.mkdir(parents=True, exist_ok=True)
     (ctx.out / "run.json").write_text(json.dumps({"run_id": ctx.run_id, "commit": ctx.head.commit}))
-    return Worker(worker_job(ctx))
+    keys = [model.api_key_var for model in ctx.config.models().values() if model.api_key_var]
+    with forwarding(worker_job(ctx)) as (job, env), Worker(job, env=env, hide=keys) as worker:
+        yield worker
 
 
 def inspect(ctx: Context, worker: Worker) -> None:

@@ -15,11 +15,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from autoenv import display
+from autoenv.environ import RUNTIME_KEYS, scrubbed
 from autoenv.errors import AutoEnvError
 from autoenv.events import parse
 from autoenv.job import Job, RolloutPlan, RuntimeSpec, Seat
@@ -49,9 +51,10 @@ class WorkerFailed(AutoEnvError):
     pass
 
 
-def child_env(candidate_dir: Path) -> dict[str, str]:
-    """Environment for child processes: this venv's tools first, this candidate's code first."""
-    env = dict(os.environ)
+def child_env(candidate_dir: Path, hide: Iterable[str] = (), runtime: str = "subprocess") -> dict[str, str]:
+    """Environment for child processes: no secrets (autoenv.environ; `hide` names more) but the
+    `runtime`'s own credentials, this venv's tools first, this candidate's code first."""
+    env = scrubbed(drop=hide, keep=RUNTIME_KEYS.get(runtime, ()))
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(candidate_dir), env.get("PYTHONPATH", "")] if p)
     env["PYTHONUNBUFFERED"] = "1"
@@ -69,13 +72,15 @@ def deadline_seconds(job: Job, stage: str) -> float:
 class Worker:
     """The evaluation's one child process (autoenv.child); `run(stage)` runs a stage in it.
 
+    Its environment is child_env's, no secret in it, plus `env` (the forwarder's token).
     Use it as a context manager: leaving the block ends the child (end of stdin, then
     SIGKILL to its whole process group), so no candidate process outlives the evaluation,
     and an exception or interrupt in the harness kills it at once.
     """
 
-    def __init__(self, job: Job):
+    def __init__(self, job: Job, env: dict[str, str] | None = None, hide: Iterable[str] = ()):
         self.job = job
+        self.env = {**child_env(Path(job.candidate_dir), hide, job.runtime.type), **(env or {})}
         self.stderr_path = job.out / "worker.stderr"
         self.proc: subprocess.Popen | None = None
         self.expired: str | None = None
@@ -90,7 +95,7 @@ class Worker:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", CHILD_MODULE, str(job_path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-            env=child_env(candidate_dir), cwd=candidate_dir, start_new_session=True,
+            env=self.env, cwd=candidate_dir, start_new_session=True,
         )
         return self
 
