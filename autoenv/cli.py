@@ -25,6 +25,7 @@ from autoenv.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
 from autoenv.pipeline import EvalOptions, EvaluationCrashed, evaluate
 from autoenv.record import ROLES, Entry
 from autoenv.rollouts import warm
+from autoenv.sandbox import choose
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,6 +116,7 @@ def print_result(entry: Entry) -> None:
         fields[f"{role}_solve_rate"] = s.solve_rate if s else None
         fields[f"{role}_errors"] = s.errors.total if s else 0
     fields["offline"] = entry.offline
+    fields["sandbox"] = entry.sandbox
     fields["reason"] = entry.verdict.reason
     if entry.warnings:
         fields["warnings"] = "; ".join(entry.warnings)
@@ -190,6 +192,12 @@ def cmd_setup(args) -> int:
     if not args.skip_warm:
         with display.stage("warm-up", "one scripted rollout, so uv prepares verifiers' chat program now"):
             display.note(warm())
+    with display.stage("sandbox", "bubblewrap for candidate processes"):
+        sandbox = choose()
+        if sandbox.kind == "bwrap":
+            display.note(f"candidates run in bubblewrap ({sandbox.binary})")
+        else:
+            display.warn(f"candidates will run unconfined: {sandbox.reason}")
     return 0
 
 

@@ -37,6 +37,7 @@ from autoenv.paths import spec_warnings
 from autoenv.record import ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel
 from autoenv.report import render, write_report
 from autoenv.rollouts import Worker
+from autoenv.sandbox import choose
 from autoenv.stats import model_stats
 from autoenv.traces import read_rollouts
 from autoenv.verdict import baseline_of, decide, reference_missing, rl_readiness
@@ -66,6 +67,7 @@ class Context:
     candidate: CandidateInfo = field(default_factory=CandidateInfo)
     gates: GateReport | None = None
     warnings: list[str] = field(default_factory=list)
+    sandbox: str | None = None
 
 
 @dataclass
@@ -221,12 +223,18 @@ def start_worker(ctx: Context) -> Iterator[Worker]:
     """The evaluation's child process, with run.json beside its job so an archived run keeps its id.
 
     Real models are reached through the harness's forwarder (autoenv.forwarder): the child
-    gets a token for it and an environment without the keys.
+    gets a token for it and an environment without the keys. It runs in the sandbox
+    (autoenv.sandbox) when this machine has one; when not, that is said here, once.
     """
     ctx.out.mkdir(parents=True, exist_ok=True)
     (ctx.out / "run.json").write_text(json.dumps({"run_id": ctx.run_id, "commit": ctx.head.commit}))
     keys = [model.api_key_var for model in ctx.config.models().values() if model.api_key_var]
-    with forwarding(worker_job(ctx)) as (job, env), Worker(job, env=env, hide=keys) as worker:
+    sandbox = choose()
+    ctx.sandbox = sandbox.kind
+    if sandbox.kind == "none":
+        display.warn(f"the candidate runs unconfined (sandbox: none): {sandbox.reason}; its code can write "
+                     "every file the harness can, the ledger and config.toml included")
+    with forwarding(worker_job(ctx)) as (job, env), Worker(job, env=env, hide=keys, sandbox=sandbox) as worker:
         yield worker
 
 
@@ -323,6 +331,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         failed_stage=outcome.failed_stage,
         error=str(outcome.error) if outcome.error else None,
         warnings=ctx.warnings,
+        sandbox=ctx.sandbox,
     )
 
 

@@ -21,6 +21,8 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None) 
         f"- description (the agent's claim): {entry.description or '–'}",
         f"- verdict: **{verdict.verdict}** — {verdict.reason}",
         *(f"- **warning**: {warning}" for warning in entry.warnings),
+        *(["- sandbox: none — the candidate ran unconfined (no bubblewrap sandbox on this machine)"]
+          if entry.sandbox == "none" else []),
         "",
     ]
     gates = entry.gates

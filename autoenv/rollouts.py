@@ -26,6 +26,7 @@ from autoenv.errors import AutoEnvError
 from autoenv.events import parse
 from autoenv.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.paths import EXAMPLES
+from autoenv.sandbox import Sandbox, choose, repository_of, runtime_files, writable_paths
 from autoenv.traces import read_rollouts
 
 
@@ -72,14 +73,17 @@ def deadline_seconds(job: Job, stage: str) -> float:
 class Worker:
     """The evaluation's one child process (autoenv.child); `run(stage)` runs a stage in it.
 
-    Its environment is child_env's, no secret in it, plus `env` (the forwarder's token).
+    Its environment is child_env's, no secret in it, plus `env` (the forwarder's token);
+    it runs in `sandbox` (default: bubblewrap when it works here, autoenv.sandbox).
     Use it as a context manager: leaving the block ends the child (end of stdin, then
     SIGKILL to its whole process group), so no candidate process outlives the evaluation,
     and an exception or interrupt in the harness kills it at once.
     """
 
-    def __init__(self, job: Job, env: dict[str, str] | None = None, hide: Iterable[str] = ()):
+    def __init__(self, job: Job, env: dict[str, str] | None = None, hide: Iterable[str] = (),
+                 sandbox: Sandbox | None = None):
         self.job = job
+        self.sandbox = sandbox or choose()
         self.env = {**child_env(Path(job.candidate_dir), hide, job.runtime.type), **(env or {})}
         self.stderr_path = job.out / "worker.stderr"
         self.proc: subprocess.Popen | None = None
@@ -92,8 +96,11 @@ class Worker:
         job_path = out / "job.json"
         self.job.write(job_path)
         self._stderr = open(self.stderr_path, "w")
+        cmd = self.sandbox.wrap([sys.executable, "-m", CHILD_MODULE, str(job_path)],
+                                readable=[repository_of(candidate_dir), candidate_dir, *runtime_files(self.job)],
+                                writable=writable_paths(out, candidate_dir))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", CHILD_MODULE, str(job_path)],
+            cmd,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
             env=self.env, cwd=candidate_dir, start_new_session=True,
         )
@@ -167,11 +174,11 @@ class Worker:
         self.proc = None
 
 
-def run_worker(job: Job) -> WorkerResult:
+def run_worker(job: Job, sandbox: Sandbox | None = None) -> WorkerResult:
     """The job's audit and/or rollouts in a child process of their own; the last stage's result."""
     stages = [name for name, plan in (("audit", job.audit), ("rollouts", job.rollouts)) if plan is not None]
     result = WorkerResult()
-    with Worker(job) as worker:
+    with Worker(job, sandbox=sandbox) as worker:
         for stage in stages:
             result = worker.run(stage)
     return result
@@ -254,8 +261,9 @@ def warm() -> str:
     candidate = EXAMPLES / "arithmetic"
     with tempfile.TemporaryDirectory(prefix="autoenv-warm-") as tmp:
         started = time.time()
-        # The stock harness, so uv prepares the chat program a `harness = "stock"` run needs.
-        run_worker(oracle_job(candidate, Path(tmp), examples=1, harness="stock"))
+        # The stock harness, so uv prepares the chat program a `harness = "stock"` run needs;
+        # unconfined, as the caches it fills are read-only in the sandbox (our own example runs).
+        run_worker(oracle_job(candidate, Path(tmp), examples=1, harness="stock"), sandbox=Sandbox("none", "warm-up"))
         rollouts = read_rollouts(Path(tmp) / "target")
         if not rollouts or rollouts[0].outcome != "ok":
             detail = rollouts[0].error if rollouts else "no trace was written"

@@ -1,0 +1,120 @@
+"""Where candidate processes run: a bubblewrap sandbox when it works on this machine, else unconfined.
+
+The candidate's code (its import, its rewards, its tools) runs in the evaluation's child
+process; unconfined, it once appended a forged `keep` entry to feedback_log.jsonl with a
+correct hash. In the sandbox the whole file system is read-only, /tmp and $HOME are empty
+private folders (the Python install, the venv, the repository, uv's cache and verifiers'
+prepared programs shown read-only; verifiers' per-rollout folders land in the private $HOME), and only the evaluation's own output folder and the candidate's existing
+build folders are writable. Processes, IPC and users get their own namespaces, and the
+sandbox dies with the harness. The network is shared: the child reaches the harness's
+forwarder (autoenv.forwarder) and the embedded endpoint on 127.0.0.1, and holds no key.
+
+Without bwrap, or where it cannot create namespaces (some containers), or with
+AUTOENV_SANDBOX=none, the candidate runs unconfined: the evaluation says so once and
+records `sandbox: none` in its entry.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from autoenv.job import Job
+from autoenv.paths import PROJECT
+
+SANDBOX_VAR = "AUTOENV_SANDBOX"
+BUILD_DIRS = ("build", "dist")
+PROBE_SECONDS = 20
+NAMESPACES = ["--unshare-all", "--share-net", "--die-with-parent", "--new-session"]
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """`kind` is "bwrap" or "none"; `reason` says why none."""
+
+    kind: str
+    reason: str = ""
+    binary: str = ""
+
+    def wrap(self, cmd: list[str], readable: Iterable[Path], writable: Iterable[Path]) -> list[str]:
+        """`cmd` run inside the sandbox: `readable` shown read-only, `writable` read-write."""
+        if self.kind != "bwrap":
+            return cmd
+        args = [self.binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        home = Path.home()
+        if home != Path("/") and home.is_dir():
+            args += ["--tmpfs", str(home)]
+        for path in [*runtime_paths(), *readable]:
+            if path.exists():
+                args += ["--ro-bind", str(path), str(path)]
+        for path in writable:
+            path.mkdir(parents=True, exist_ok=True)
+            args += ["--bind", str(path), str(path)]
+        return [*args, *NAMESPACES, "--", *cmd]
+
+
+def runtime_paths() -> list[Path]:
+    """What the child needs to see wherever it lives (under $HOME or /tmp): Python, the venv,
+    AutoEnv's source, uv and the caches verifiers prepares its programs in."""
+    paths = [Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve().parent, PROJECT]
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    if uv:
+        paths.append(Path(uv).resolve().parent)
+    cache_home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    # verifiers' prepared chat programs; its per-rollout folders go to the private $HOME instead.
+    paths += [Path(os.environ.get("UV_CACHE_DIR") or cache_home / "uv"), cache_home / "verifiers" / "runtimes" / "scripts"]
+    return [p.resolve() for p in paths]
+
+
+# Where a remote runtime's client keeps its login, under $HOME (shown read-only when it is the runtime).
+RUNTIME_FILES = {"modal": (".modal.toml",), "prime": (".prime",)}
+
+
+def runtime_files(job: Job) -> list[Path]:
+    return [Path.home() / name for name in RUNTIME_FILES.get(job.runtime.type, ())]
+
+
+def writable_paths(out: Path, candidate_dir: Path) -> list[Path]:
+    """The evaluation's output folder and the candidate's build folders that exist."""
+    return [out, *(candidate_dir / d for d in BUILD_DIRS if (candidate_dir / d).is_dir())]
+
+
+def repository_of(path: Path) -> Path:
+    """The git work tree holding `path` (shown read-only: config.toml, spec.md, the ledger), or its parent."""
+    path = path.resolve()
+    for folder in (path, *path.parents):
+        if (folder / ".git").exists():
+            return folder
+    return path.parent
+
+
+def choose() -> Sandbox:
+    """The sandbox for this evaluation: bwrap when it works here, unless AUTOENV_SANDBOX=none."""
+    wanted = os.environ.get(SANDBOX_VAR, "").strip().lower()
+    if wanted == "none":
+        return Sandbox("none", f"{SANDBOX_VAR}=none")
+    return _probe()
+
+
+@cache
+def _probe() -> Sandbox:
+    """Try bwrap once per process: installed is not enough, a container may forbid namespaces."""
+    binary = shutil.which("bwrap")
+    if binary is None:
+        return Sandbox("none", "bubblewrap (bwrap) is not installed; bash setup.sh installs it where apt-get is available")
+    try:
+        proc = subprocess.run([binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *NAMESPACES,
+                               "--", "true"], capture_output=True, text=True, timeout=PROBE_SECONDS)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return Sandbox("none", f"bwrap could not start a sandbox: {e}")
+    if proc.returncode != 0:
+        said = (proc.stderr or "").strip().splitlines()
+        return Sandbox("none", f"bwrap cannot create namespaces here ({said[-1] if said else f'exit {proc.returncode}'}); "
+                       "allow unprivileged user namespaces or run in a container that permits them")
+    return Sandbox("bwrap", binary=binary)
