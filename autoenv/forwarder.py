@@ -7,6 +7,10 @@ in a thread of the harness process) that adds the provider's key itself and pass
 answer back chunk by chunk (server-sent event streams included). The child only holds a
 per-evaluation token for this forwarder, checked on every request and worthless once the
 evaluation ends; the key stays in the harness.
+
+A sandboxed child has no network of its own (autoenv.sandbox), so the forwarder also
+listens on a Unix socket shown in the sandbox, and the child relays the forwarder's
+loopback port to it (`relay`): the URLs in the job are the same either way.
 """
 
 from __future__ import annotations
@@ -15,7 +19,12 @@ import asyncio
 import hmac
 import os
 import secrets
+import shutil
+import socket
+import tempfile
 import threading
+from pathlib import Path
+from urllib.parse import urlsplit
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,6 +61,7 @@ class Forwarder:
         self.token = secrets.token_urlsafe(32)
         self.port = 0
         self.refused = 0
+        self.socket_path = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
@@ -62,6 +72,8 @@ class Forwarder:
         return f"http://{HOST}:{self.port}/{name}"
 
     def __enter__(self) -> Forwarder:
+        # Short and private: a Unix socket path has at most 107 bytes.
+        self.socket_path = str(Path(tempfile.mkdtemp(prefix="autoenv-fw-")) / "forwarder.sock")
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="autoenv-forwarder", daemon=True)
         self._thread.start()
@@ -83,6 +95,7 @@ class Forwarder:
             thread.join(timeout=START_SECONDS)
             loop.close()
             self._loop = self._thread = None
+            shutil.rmtree(Path(self.socket_path).parent, ignore_errors=True)
 
     async def _start(self) -> None:
         # No total timeout: a long stream is the rollout's to bound (rollout_timeout), not ours.
@@ -94,6 +107,7 @@ class Forwarder:
         await self._runner.setup()
         await web.TCPSite(self._runner, HOST, 0).start()
         self.port = self._runner.addresses[0][1]
+        await web.UnixSite(self._runner, self.socket_path).start()
 
     async def _stop(self) -> None:
         if self._runner is not None:
@@ -147,4 +161,43 @@ def forwarding(job: Job) -> Iterator[tuple[Job, dict[str, str]]]:
     with Forwarder({role: Upstream(seat.base_url, seat.api_key_var) for role, seat in real.items()}) as forwarder:
         roles = {**plan.roles, **{role: seat.model_copy(update={"base_url": forwarder.url(role), "api_key_var": TOKEN_VAR})
                                   for role, seat in real.items()}}
-        yield job.model_copy(update={"rollouts": plan.model_copy(update={"roles": roles})}), {TOKEN_VAR: forwarder.token}
+        update = {"rollouts": plan.model_copy(update={"roles": roles}), "forward_socket": forwarder.socket_path}
+        yield job.model_copy(update=update), {TOKEN_VAR: forwarder.token}
+
+
+def relay(job: Job) -> bool:
+    """In the child: when the forwarder's loopback port is free here (a sandbox with its own
+    network), serve it and pipe each connection to the forwarder's Unix socket, in a thread
+    (candidate code that blocks the child's loop must not stall it). False when there is
+    nothing to relay: no forwarded seat, or the network is shared and the forwarder is here."""
+    ports = {urlsplit(seat.base_url).port for seat in job.rollouts.roles.values()
+             if not seat.embedded} if job.rollouts and job.forward_socket else set()
+    if len(ports) != 1:
+        return False
+    try:
+        listener = socket.create_server((HOST, ports.pop()))
+    except OSError:
+        return False
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.close()
+
+    async def connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_unix_connection(job.forward_socket)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer), return_exceptions=True)
+
+    async def serve() -> None:
+        server = await asyncio.start_server(connect, sock=listener)
+        await server.serve_forever()
+
+    threading.Thread(target=asyncio.run, args=(serve(),), name="autoenv-relay", daemon=True).start()
+    return True

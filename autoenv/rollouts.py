@@ -26,7 +26,7 @@ from autoenv.errors import AutoEnvError
 from autoenv.events import parse
 from autoenv.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.paths import EXAMPLES
-from autoenv.sandbox import Sandbox, choose, repository_of, runtime_files, writable_paths
+from autoenv.sandbox import Sandbox, choose, needs_network, repository_of, runtime_files, writable_paths
 from autoenv.traces import read_rollouts
 
 
@@ -98,7 +98,7 @@ class Worker:
         self._stderr = open(self.stderr_path, "w")
         cmd = self.sandbox.wrap([sys.executable, "-m", CHILD_MODULE, str(job_path)],
                                 readable=[repository_of(candidate_dir), candidate_dir, *runtime_files(self.job)],
-                                writable=writable_paths(out, candidate_dir))
+                                writable=writable_paths(self.job), network=needs_network(self.job))
         self.proc = subprocess.Popen(
             cmd,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,

@@ -5,9 +5,13 @@ process; unconfined, it once appended a forged `keep` entry to feedback_log.json
 correct hash. In the sandbox the whole file system is read-only, /tmp and $HOME are empty
 private folders (the Python install, the venv, the repository, uv's cache and verifiers'
 prepared programs shown read-only; verifiers' per-rollout folders land in the private $HOME), and only the evaluation's own output folder and the candidate's existing
-build folders are writable. Processes, IPC and users get their own namespaces, and the
-sandbox dies with the harness. The network is shared: the child reaches the harness's
-forwarder (autoenv.forwarder) and the embedded endpoint on 127.0.0.1, and holds no key.
+build folders are writable. Processes, IPC, users and the network get their own
+namespaces, and the sandbox dies with the harness: with verifiers' subprocess runtime and
+the in-process harness the child has loopback only (its embedded endpoint, its tool
+servers) and reaches real models through the harness's forwarder over a Unix socket
+(autoenv.forwarder.relay). The other runtimes drive a daemon or a cloud from the child, and
+the stock harness's `uv run` resolves packages at PyPI (and locks uv's cache, writable
+then), so those share the network (no key in it).
 
 Without bwrap, or where it cannot create namespaces (some containers), or with
 AUTOENV_SANDBOX=none, the candidate runs unconfined: the evaluation says so once and
@@ -31,7 +35,10 @@ from autoenv.paths import PROJECT
 SANDBOX_VAR = "AUTOENV_SANDBOX"
 BUILD_DIRS = ("build", "dist")
 PROBE_SECONDS = 20
-NAMESPACES = ["--unshare-all", "--share-net", "--die-with-parent", "--new-session"]
+NAMESPACES = ["--unshare-all", "--die-with-parent", "--new-session"]
+# verifiers' own subprocess runtime needs no network beyond loopback; the others reach
+# their daemon or cloud from the child.
+OFFLINE_RUNTIMES = ("subprocess",)
 
 
 @dataclass(frozen=True)
@@ -42,8 +49,9 @@ class Sandbox:
     reason: str = ""
     binary: str = ""
 
-    def wrap(self, cmd: list[str], readable: Iterable[Path], writable: Iterable[Path]) -> list[str]:
-        """`cmd` run inside the sandbox: `readable` shown read-only, `writable` read-write."""
+    def wrap(self, cmd: list[str], readable: Iterable[Path], writable: Iterable[Path], network: bool = True) -> list[str]:
+        """`cmd` run inside the sandbox: `readable` shown read-only, `writable` read-write;
+        without `network`, a network namespace of its own (loopback only)."""
         if self.kind != "bwrap":
             return cmd
         args = [self.binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
@@ -56,7 +64,7 @@ class Sandbox:
         for path in writable:
             path.mkdir(parents=True, exist_ok=True)
             args += ["--bind", str(path), str(path)]
-        return [*args, *NAMESPACES, "--", *cmd]
+        return [*args, *NAMESPACES, *([] if not network else ["--share-net"]), "--", *cmd]
 
 
 def runtime_paths() -> list[Path]:
@@ -66,10 +74,16 @@ def runtime_paths() -> list[Path]:
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
     if uv:
         paths.append(Path(uv).resolve().parent)
-    cache_home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    # verifiers' prepared chat programs; its per-rollout folders go to the private $HOME instead.
-    paths += [Path(os.environ.get("UV_CACHE_DIR") or cache_home / "uv"), cache_home / "verifiers" / "runtimes" / "scripts"]
+    paths.append(uv_cache())
     return [p.resolve() for p in paths]
+
+
+def uv_cache() -> Path:
+    return Path(os.environ.get("UV_CACHE_DIR") or cache_home() / "uv")
+
+
+def cache_home() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 
 
 # Where a remote runtime's client keeps its login, under $HOME (shown read-only when it is the runtime).
@@ -80,9 +94,20 @@ def runtime_files(job: Job) -> list[Path]:
     return [Path.home() / name for name in RUNTIME_FILES.get(job.runtime.type, ())]
 
 
-def writable_paths(out: Path, candidate_dir: Path) -> list[Path]:
-    """The evaluation's output folder and the candidate's build folders that exist."""
-    return [out, *(candidate_dir / d for d in BUILD_DIRS if (candidate_dir / d).is_dir())]
+def writable_paths(job: Job) -> list[Path]:
+    """The evaluation's output folder, the candidate's build folders that exist, the forwarder's socket."""
+    candidate_dir = Path(job.candidate_dir)
+    # The stock harness rewrites verifiers' prepared chat program before each rollout and
+    # runs it with `uv run`, which locks uv's cache: both writable (no overlay in bwrap 0.8).
+    scripts = [cache_home() / "verifiers" / "runtimes" / "scripts", uv_cache()] if job.runtime.harness == "stock" else []
+    return [job.out, *(candidate_dir / d for d in BUILD_DIRS if (candidate_dir / d).is_dir()),
+            *([Path(job.forward_socket).parent] if job.forward_socket else []), *scripts]
+
+
+def needs_network(job: Job) -> bool:
+    """A runtime other than verifiers' subprocess one (docker, modal, prime, e2b) reaches out,
+    and so does the stock harness (`uv run` resolves its chat program's packages at PyPI)."""
+    return job.runtime.type not in OFFLINE_RUNTIMES or job.runtime.harness == "stock"
 
 
 def repository_of(path: Path) -> Path:

@@ -3,13 +3,14 @@
 The hostile candidate (HOSTILE, planted into the arithmetic example) tries, at import time
 and again in its reward: to append a forged entry to feedback_log.jsonl, to edit
 config.toml, to read a file under $HOME, to find the provider key in its environment or
-in its parent's (/proc), and it dumps its environment into the evaluation's outputs (the
+in its parent's (/proc), to reach the provider around the forwarder, and it dumps its environment into the evaluation's outputs (the
 one place it may write). Each attempt reports on stderr, which lands in
 outputs/<commit>/worker.stderr. Run with `-s` to see the table "attack -> what happened".
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -19,11 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from autoenv.forwarder import TOKEN_VAR
-from autoenv.job import Job, RuntimeSpec
-from autoenv.sandbox import SANDBOX_VAR, Sandbox, _probe, choose, runtime_files
+from autoenv.endpoint.policies import Policies
+from autoenv.endpoint.server import Endpoint
+from autoenv.environ import scrubbed
+from autoenv.forwarder import TOKEN_VAR, forwarding, relay
+from autoenv.gates.oracle import OracleBook
+from autoenv.job import Job, RolloutPlan, RuntimeSpec, Seat
+from autoenv.sandbox import SANDBOX_VAR, Sandbox, _probe, choose, needs_network, runtime_files, writable_paths
 from tests.conftest import autoenv, commit_all, head, ledger
 from tests.test_forwarder import KEY, KEY_VAR, keyed_provider  # noqa: F401 (a fixture)
+from tests.test_server import ADD_PROMPT, ANSWER, make_tasks
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -32,7 +38,7 @@ needs_bwrap = pytest.mark.skipif(BWRAP.kind != "bwrap", reason=f"no bubblewrap s
 HOME_SECRET = "home-secret-only-the-user-may-read"
 
 HOSTILE = '''"""Hostile: forge the ledger, edit the config, read $HOME, find the key; report each on stderr."""
-import json, os, sys
+import json, os, re, socket, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,13 +72,22 @@ def key_in_parent_environment():
     return "succeeded" if KEY_PREFIX.encode() in data else "failed (not there)"
 
 
+def reach_provider():
+    """Straight to the provider named in config.toml (readable), around the forwarder."""
+    url = re.search(r'base_url = "http://([^/"]+)', (ROOT / "config.toml").read_text()).group(1)
+    host, port = url.split(":")
+    socket.create_connection((host, int(port)), timeout=5).close()
+    return "succeeded"
+
+
 def dump_environment():
     out = Path(sys.argv[1]).parent  # the child's job.json lies in the evaluation's outputs
     (out / "candidate-env-dump.json").write_text(json.dumps(dict(os.environ)))
     return "written"
 
 
-ATTACKS = [forge_ledger, edit_config, read_home, key_in_environment, key_in_parent_environment, dump_environment]
+ATTACKS = [forge_ledger, edit_config, read_home, key_in_environment, key_in_parent_environment, reach_provider,
+           dump_environment]
 
 
 def attack(when):
@@ -137,11 +152,14 @@ def test_a_hostile_candidate_fails_at_every_attempt_in_the_sandbox(keyed_provide
     result, seen, config_before = hostile_evaluation(root, tmp_path, sandbox="")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     for when in ("import", "reward"):
-        for attack in ("forge-ledger", "edit-config", "read-home", "key-in-environment", "key-in-parent-environment"):
+        for attack in ("forge-ledger", "edit-config", "read-home", "key-in-environment", "key-in-parent-environment",
+                       "reach-provider"):
             assert seen[f"{when} {attack}"].startswith("failed"), (when, attack, seen)
         assert seen[f"{when} dump-environment"] == "written"
     (entry,) = ledger(root)  # no forged line, and the chain verified when the entry was appended
     assert entry["sandbox"] == "bwrap" and entry["eval_success"] is True
+    # The models were reached, from a child without network, through the forwarder's socket.
+    assert entry["stats"]["target"]["scored"] > 0 and entry["stats"]["target"]["errors"]["provider_error"] == 0
     assert (root / "config.toml").read_bytes() == config_before
     out = root / "outputs" / entry["commit"]
     dumped = json.loads((out / "candidate-env-dump.json").read_text())
@@ -165,6 +183,7 @@ def test_unconfined_the_evaluation_says_so_and_the_key_still_stays_out(keyed_pro
         assert seen[f"{when} key-in-environment"].startswith("failed"), seen
     # The harness's own /proc/<pid>/environ still holds the key: only the sandbox's pid namespace hides it.
     assert seen["import key-in-parent-environment"] == "succeeded"
+    assert seen["import reach-provider"] == "succeeded"  # the network is the harness's
     assert leaks_under(root / "outputs") == []
     assert (root / "config.toml").read_bytes() != config_before
 
@@ -219,3 +238,52 @@ def test_a_remote_runtime_sees_its_login_file_and_nothing_else_of_home():
     job = Job(candidate_dir="c", out_dir="o", runtime=RuntimeSpec(type="modal"))
     assert runtime_files(job) == [Path.home() / ".modal.toml"]
     assert runtime_files(Job(candidate_dir="c", out_dir="o")) == []
+
+
+RELAYED = """import json, os, sys
+from pathlib import Path
+from openai import OpenAI
+from autoenv.forwarder import TOKEN_VAR, relay
+from autoenv.job import Job
+
+job = Job.read(Path(sys.argv[1]))
+print(relay(job))
+seat = job.rollouts.roles["target"]
+client = OpenAI(base_url=seat.base_url, api_key=os.environ[TOKEN_VAR], max_retries=0)
+print(client.chat.completions.create(model="oracle", messages=[{"role": "user", "content": sys.argv[2]}])
+      .choices[0].message.content)
+stream = client.chat.completions.create(model="oracle", messages=[{"role": "user", "content": sys.argv[2]}], stream=True)
+print("".join(c.choices[0].delta.content or "" for c in stream if c.choices))
+"""
+
+
+@needs_bwrap
+def test_a_child_without_network_reaches_the_models_through_the_relay(tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_VAR, KEY)
+    out = tmp_path / "out"
+    out.mkdir()
+
+    async def main():
+        async with Endpoint(Policies(OracleBook(make_tasks()), seed=3), api_key=KEY) as ep:
+            seat = Seat(model="oracle", base_url=ep.base_url, api_key_var=KEY_VAR)
+            job = Job(candidate_dir=str(tmp_path), out_dir=str(out),
+                      rollouts=RolloutPlan(examples=1, rollouts=1, roles={"target": seat}))
+            with forwarding(job) as (forwarded, env):
+                assert relay(forwarded) is False  # here the network is shared: the forwarder is on its port
+                forwarded.write(out / "job.json")
+                cmd = BWRAP.wrap([sys.executable, "-c", RELAYED, str(out / "job.json"), ADD_PROMPT],
+                                 readable=[], writable=writable_paths(forwarded), network=False)
+                proc = await asyncio.create_subprocess_exec(*cmd, env={**scrubbed(), **env},
+                                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
+                return proc.returncode, stdout.decode(), stderr.decode(), ep.counts["unauthorized"]
+
+    code, stdout, stderr, unauthorized = asyncio.run(main())
+    assert code == 0, stderr[-2000:]
+    assert stdout.splitlines() == ["True", ANSWER, ANSWER] and unauthorized == 0
+
+
+def test_only_the_subprocess_runtime_with_the_inprocess_harness_goes_without_network():
+    assert not needs_network(Job(candidate_dir="c", out_dir="o"))
+    assert needs_network(Job(candidate_dir="c", out_dir="o", runtime=RuntimeSpec(harness="stock")))
+    assert needs_network(Job(candidate_dir="c", out_dir="o", runtime=RuntimeSpec(type="docker")))
