@@ -23,11 +23,11 @@ import shutil
 import socket
 import tempfile
 import threading
-from pathlib import Path
-from urllib.parse import urlsplit
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -141,7 +141,7 @@ class Forwarder:
                     await response.write(chunk)
                 await response.write_eof()
                 return response
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
+        except (TimeoutError, aiohttp.ClientError, OSError) as e:
             if response is None:
                 return error_response(502, f"the forwarder could not reach {upstream.base_url}: {type(e).__name__}: {e}")
             if request.transport is not None:  # the provider cut the answer short: so do we

@@ -174,11 +174,11 @@ class Worker:
         self.proc = None
 
 
-def run_worker(job: Job, sandbox: Sandbox | None = None) -> WorkerResult:
+def run_worker(job: Job) -> WorkerResult:
     """The job's audit and/or rollouts in a child process of their own; the last stage's result."""
     stages = [name for name, plan in (("audit", job.audit), ("rollouts", job.rollouts)) if plan is not None]
     result = WorkerResult()
-    with Worker(job, sandbox=sandbox) as worker:
+    with Worker(job) as worker:
         for stage in stages:
             result = worker.run(stage)
     return result
@@ -261,9 +261,8 @@ def warm() -> str:
     candidate = EXAMPLES / "arithmetic"
     with tempfile.TemporaryDirectory(prefix="autoenv-warm-") as tmp:
         started = time.time()
-        # The stock harness, so uv prepares the chat program a `harness = "stock"` run needs;
-        # unconfined, as the caches it fills are read-only in the sandbox (our own example runs).
-        run_worker(oracle_job(candidate, Path(tmp), examples=1, harness="stock"), sandbox=Sandbox("none", "warm-up"))
+        # The stock harness, so uv prepares the chat program a `harness = "stock"` run needs.
+        run_worker(oracle_job(candidate, Path(tmp), examples=1, harness="stock"))
         rollouts = read_rollouts(Path(tmp) / "target")
         if not rollouts or rollouts[0].outcome != "ok":
             detail = rollouts[0].error if rollouts else "no trace was written"

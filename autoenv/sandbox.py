@@ -135,7 +135,8 @@ def _probe() -> Sandbox:
         return Sandbox("none", "bubblewrap (bwrap) is not installed; bash setup.sh installs it where apt-get is available")
     try:
         proc = subprocess.run([binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *NAMESPACES,
-                               "--", "true"], capture_output=True, text=True, timeout=PROBE_SECONDS)
+                               "--", "true"], capture_output=True, text=True, timeout=PROBE_SECONDS,
+                              check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
         return Sandbox("none", f"bwrap could not start a sandbox: {e}")
     if proc.returncode != 0:
