@@ -99,8 +99,9 @@ class Forwarder:
 
     async def _start(self) -> None:
         # No total timeout: a long stream is the rollout's to bound (rollout_timeout), not ours.
+        # trust_env: a provider behind $HTTPS_PROXY is reached as the OpenAI client reached it.
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
-                                              auto_decompress=False)
+                                              auto_decompress=False, trust_env=True)
         app = web.Application(client_max_size=64 * 1024**2)
         app.router.add_route("*", "/{name}/{tail:.*}", self._forward)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
