@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-time setup (safe to re-run): .venv with AutoEnv and its dev tools, uv, the readable
-# verifiers/ copy, the candidate installed editable, and the first rollout warmed up.
+# verifiers/ copy, the candidate installed editable, the first rollout warmed up, and
+# bubblewrap (apt-get, when root and it is missing) to sandbox candidate code.
 # The logic lives in Python (`autoenv setup`); this script only finds Python and makes the venv.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -31,6 +32,18 @@ echo "setup.sh: installing AutoEnv and its dependencies into .venv (pip)"
 .venv/bin/python -m pip install -q -e '.[dev]' ||
   fail "pip could not install the project's dependencies (see the error above)" \
        "check that PyPI is reachable (proxy settings, PIP_INDEX_URL), then re-run bash setup.sh"
+
+# bubblewrap sandboxes the candidate's code (autoenv/sandbox.py); without it the candidate
+# runs unconfined and every evaluation says so.
+if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup.sh: installing bubblewrap (apt-get) to sandbox candidate code"
+    { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } ||
+      echo "setup.sh: apt-get could not install bubblewrap; candidates will run unconfined (see README, 'The sandbox')" >&2
+  else
+    echo "setup.sh: bubblewrap is missing; install it to sandbox candidate code: sudo apt-get install bubblewrap" >&2
+  fi
+fi
 
 .venv/bin/autoenv setup "$@"
 echo "setup.sh: done. Next: .venv/bin/autoenv demo   (or see README.md)"

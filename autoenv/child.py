@@ -27,6 +27,7 @@ from pathlib import Path
 
 from autoenv.events import emit
 from autoenv.exports import inspect_module
+from autoenv.forwarder import relay
 from autoenv.gates.audit import audit
 from autoenv.job import CANDIDATE_MODULE, Job
 from autoenv.worker import run as rollouts
@@ -83,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     job.out.mkdir(parents=True, exist_ok=True)
     threading.Thread(target=watch_parent, args=(os.getppid(),), daemon=True).start()
     sys.path.insert(0, job.candidate_dir)
+    relay(job)  # sandboxed without network: real models through the forwarder's socket
     started = time.time()
     import verifiers.v1  # noqa: F401 (deferred: paid once here, while the parent is busy with its own stage)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+import os
 import sys
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from autoenv.pipeline import EvalOptions, EvaluationCrashed, evaluate
 from autoenv.record import ROLES, Entry
 from autoenv.review.cli import add_commands as add_review_commands
 from autoenv.rollouts import warm
+from autoenv.sandbox import choose
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--latency", type=float, default=0.0, help="seconds added before every reply")
     for name in ("429", "500", "hang", "cut"):
         p.add_argument(f"--rate-{name}", type=float, default=0.0, help=f"share of requests that get a {name} fault")
+    p.add_argument("--key-var", default="", help="require `Authorization: Bearer $KEY_VAR` on every request, "
+                   "as a real provider does (the key is read from that environment variable)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("new", help="start a run: branch autoenv/<tag> with spec.md and the run base committed")
@@ -154,6 +158,7 @@ def print_result(entry: Entry, root: Path | None = None) -> None:
         fields["cached_from"] = entry.cached_from
     if entry.reused_rollouts:
         fields["reused_rollouts"] = entry.reused_rollouts
+    fields["sandbox"] = entry.sandbox
     fields["reason"] = entry.verdict.reason
     if entry.warnings:
         fields["warnings"] = "; ".join(entry.warnings)
@@ -194,8 +199,12 @@ def cmd_serve(args) -> int:
                         rate_cut=args.rate_cut, latency=args.latency, seed=args.seed)
     except ValueError as e:
         raise AutoEnvError(str(e), where="--rate-* flags", fix="use rates between 0 and 1 that sum to at most 1")
+    key = os.environ.get(args.key_var, "") if args.key_var else None
+    if key == "":
+        raise AutoEnvError(f"--key-var names ${args.key_var}, which is not set", where="--key-var",
+                           fix=f"export {args.key_var}=... first, or leave --key-var out to serve without a key")
     oracle = load_oracle(args.candidate)
-    endpoint = Endpoint(Policies(oracle, seed=args.seed), faults, port=args.port)
+    endpoint = Endpoint(Policies(oracle, seed=args.seed), faults, port=args.port, api_key=key)
 
     def ready(ep):
         display.console.print(f"serving {', '.join(ep.policies.names())} at {ep.base_url}"
@@ -250,6 +259,12 @@ def cmd_setup(args) -> int:
     if not args.skip_warm:
         with display.stage("warm-up", "one scripted rollout, so uv prepares verifiers' chat program now"):
             display.note(warm())
+    with display.stage("sandbox", "bubblewrap for candidate processes"):
+        sandbox = choose()
+        if sandbox.kind == "bwrap":
+            display.note(f"candidates run in bubblewrap ({sandbox.binary})")
+        else:
+            display.warn(f"candidates will run unconfined: {sandbox.reason}")
     return 0
 
 

@@ -81,6 +81,7 @@ class Job(_Part):
     log_name: str = Field("worker.log", description="verifiers' log, under out_dir.")
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
     embedded_latency: float = Field(0.0, description="Seconds the embedded endpoint waits before each reply.")
+    forward_socket: str = Field("", description="Unix socket of the harness's forwarder, for a child without network.")
     rollouts: RolloutPlan | None = None
     audit: AuditPlan | None = None
 

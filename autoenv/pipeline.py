@@ -32,6 +32,7 @@ from autoenv.cache import cache_key, cached
 from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config
 from autoenv.errors import AutoEnvError
 from autoenv.formats import iso_now, stamp
+from autoenv.forwarder import forwarding
 from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.gitrepo import Head, Repo
 from autoenv.install import inspect_candidate, install_candidate
@@ -51,6 +52,7 @@ from autoenv.review.plot import plot_run
 from autoenv.review.run import Project, run_so_far
 from autoenv.rollouts import Worker
 from autoenv.runbase import NO_BASE, RulesCheck, check_rules, refuse
+from autoenv.sandbox import choose
 from autoenv.stats import model_stats
 from autoenv.traces import finished_episodes, read_rollouts, trim_partial_line
 from autoenv.verdict import baseline_of, decide, reference_missing, rl_readiness
@@ -90,6 +92,7 @@ class Context:
     resuming: bool = False
     """An interrupted evaluation's outputs are kept and continued (same run id, only missing rollouts)."""
     reused: int = 0
+    sandbox: str | None = None
 
 
 @dataclass
@@ -320,11 +323,16 @@ def install(ctx: Context) -> None:
     display.note("installed (editable)" if changed else "already installed; code edits are picked up")
 
 
-def start_worker(ctx: Context) -> Worker:
+@contextmanager
+def start_worker(ctx: Context) -> Iterator[Worker]:
     """The evaluation's child process, with run.json beside its job so an archived run keeps its id.
 
     Resuming, the stored episodes are kept when the interrupted job ran the same plan (same
-    tasks, rollouts and models); otherwise they are archived and the evaluation starts over."""
+    tasks, rollouts and models); otherwise they are archived and the evaluation starts over.
+    Real models are reached through the harness's forwarder (autoenv.forwarder): the child
+    gets a token for it and an environment without the keys. It runs in the sandbox
+    (autoenv.sandbox) when this machine has one; when not, that is said here, once.
+    """
     job = worker_job(ctx)
     if ctx.resuming:
         try:
@@ -332,7 +340,7 @@ def start_worker(ctx: Context) -> Worker:
         except (OSError, ValueError):
             old = None
         if old is None or old.rollouts is None or old.seed != job.seed \
-                or old.rollouts.model_copy(update={"reuse": True}) != job.rollouts:
+                or plan_signature(old.rollouts.model_copy(update={"reuse": True})) != plan_signature(job.rollouts):
             display.note("the interrupted evaluation ran another plan: starting over")
             archive_previous(ctx.out)
             ctx.resuming, ctx.run_id = False, stamp()
@@ -344,7 +352,23 @@ def start_worker(ctx: Context) -> Worker:
             display.note(f"{ctx.reused} finished rollouts reused")
     ctx.out.mkdir(parents=True, exist_ok=True)
     (ctx.out / "run.json").write_text(json.dumps({"run_id": ctx.run_id, "commit": ctx.head.commit}))
-    return Worker(job)
+    keys = [model.api_key_var for model in ctx.config.models().values() if model.api_key_var]
+    sandbox = choose()
+    ctx.sandbox = sandbox.kind
+    if sandbox.kind == "none":
+        display.warn(f"the candidate runs unconfined (sandbox: none): {sandbox.reason}; its code can write "
+                     "every file the harness can, the ledger and config.toml included")
+    with forwarding(job) as (job, env), Worker(job, env=env, hide=keys, sandbox=sandbox) as worker:
+        yield worker
+
+
+def plan_signature(plan: RolloutPlan | None) -> object:
+    """What decides whether stored episodes can be reused: the plan with each seat's model, sampling
+    and kind, not its address (the forwarder serves a real model on a new port every time)."""
+    if plan is None:
+        return None
+    seats = {role: (s.model, s.sampling, s.embedded) for role, s in plan.roles.items()}
+    return (plan.model_copy(update={"roles": {}}), seats)
 
 
 def inspect(ctx: Context, worker: Worker) -> None:
@@ -448,6 +472,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         ledger_check=ctx.ledger_check,
         cache_key=ctx.cache_key,
         reused_rollouts=ctx.reused,
+        sandbox=ctx.sandbox,
     )
 
 

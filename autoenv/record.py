@@ -308,6 +308,8 @@ class Entry(Part):
     gates: GateReport | None = Field(None, description="The model-free gates; None when they did not run.")
     outputs: str = Field("", description="Where traces and logs are, relative to the repository when inside it.")
     failed_stage: str | None = Field(None, description="Stage that failed, for crashes.")
+    sandbox: str | None = Field(None, description="Where the candidate ran: bwrap (read-only repository, "
+                                "$HOME hidden) or none (unconfined); None when it never ran.")
     error: str | None = Field(None, description="The failure, for crashes.")
     warnings: list[str] = Field(default_factory=list,
                                 description="What was wrong around the candidate, shown in the feedback "

@@ -28,6 +28,8 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
         *([f"- resumed: {entry.reused_rollouts} finished rollouts of an interrupted evaluation were reused"]
           if entry.reused_rollouts else []),
         *(f"- **warning**: {warning}" for warning in entry.warnings),
+        *(["- sandbox: none — the candidate ran unconfined (no bubblewrap sandbox on this machine)"]
+          if entry.sandbox == "none" else []),
         "",
     ]
     gates = entry.gates

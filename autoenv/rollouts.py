@@ -15,15 +15,18 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from autoenv import display
+from autoenv.environ import RUNTIME_KEYS, scrubbed
 from autoenv.errors import AutoEnvError
 from autoenv.events import parse
 from autoenv.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.paths import EXAMPLES
+from autoenv.sandbox import Sandbox, choose, needs_network, repository_of, runtime_files, writable_paths
 from autoenv.traces import read_rollouts
 
 
@@ -49,9 +52,10 @@ class WorkerFailed(AutoEnvError):
     pass
 
 
-def child_env(candidate_dir: Path) -> dict[str, str]:
-    """Environment for child processes: this venv's tools first, this candidate's code first."""
-    env = dict(os.environ)
+def child_env(candidate_dir: Path, hide: Iterable[str] = (), runtime: str = "subprocess") -> dict[str, str]:
+    """Environment for child processes: no secrets (autoenv.environ; `hide` names more) but the
+    `runtime`'s own credentials, this venv's tools first, this candidate's code first."""
+    env = scrubbed(drop=hide, keep=RUNTIME_KEYS.get(runtime, ()))
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(candidate_dir), env.get("PYTHONPATH", "")] if p)
     env["PYTHONUNBUFFERED"] = "1"
@@ -69,13 +73,18 @@ def deadline_seconds(job: Job, stage: str) -> float:
 class Worker:
     """The evaluation's one child process (autoenv.child); `run(stage)` runs a stage in it.
 
+    Its environment is child_env's, no secret in it, plus `env` (the forwarder's token);
+    it runs in `sandbox` (default: bubblewrap when it works here, autoenv.sandbox).
     Use it as a context manager: leaving the block ends the child (end of stdin, then
     SIGKILL to its whole process group), so no candidate process outlives the evaluation,
     and an exception or interrupt in the harness kills it at once.
     """
 
-    def __init__(self, job: Job):
+    def __init__(self, job: Job, env: dict[str, str] | None = None, hide: Iterable[str] = (),
+                 sandbox: Sandbox | None = None):
         self.job = job
+        self.sandbox = sandbox or choose()
+        self.env = {**child_env(Path(job.candidate_dir), hide, job.runtime.type), **(env or {})}
         self.stderr_path = job.out / "worker.stderr"
         self.proc: subprocess.Popen | None = None
         self.expired: str | None = None
@@ -87,10 +96,13 @@ class Worker:
         job_path = out / "job.json"
         self.job.write(job_path)
         self._stderr = open(self.stderr_path, "w")
+        cmd = self.sandbox.wrap([sys.executable, "-m", CHILD_MODULE, str(job_path)],
+                                readable=[repository_of(candidate_dir), candidate_dir, *runtime_files(self.job)],
+                                writable=writable_paths(self.job), network=needs_network(self.job))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", CHILD_MODULE, str(job_path)],
+            cmd,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-            env=child_env(candidate_dir), cwd=candidate_dir, start_new_session=True,
+            env=self.env, cwd=candidate_dir, start_new_session=True,
         )
         return self
 

@@ -124,7 +124,7 @@ def main() -> int:
     record = {
         "pid": os.getpid(), "argv": sys.argv[1:], "cwd": str(cwd), "mode": mode,
         "env": {k: os.environ.get(k) for k in ("CLAUDECODE", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
-                                               "CLAUDE_CODE_ENTRYPOINT")},
+                                               "CLAUDE_CODE_ENTRYPOINT", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")},
         "claude_md_found": sorted(str(p.relative_to(cwd)) for p in cwd.rglob("CLAUDE.md")),
     }
     if "-p" not in opts and "--print" not in opts:

@@ -109,7 +109,8 @@ def test_one_evaluation_imports_the_candidate_in_one_child_process(run_repo, tmp
                     "    _f.write(f'{_os.getpid()}\\n')\n" + init.read_text())
     commit_all(root, "record which processes import the candidate")
     pids = tmp_path / "pids"
-    result = autoenv("eval", "--offline", cwd=root, env={"AUTOENV_TEST_PIDS": str(pids)})
+    # Unconfined: the sandbox would (rightly) keep the candidate from writing outside outputs/.
+    result = autoenv("eval", "--offline", cwd=root, env={"AUTOENV_TEST_PIDS": str(pids), "AUTOENV_SANDBOX": "none"})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     imported = pids.read_text().split()
     assert len(imported) == 1, f"the candidate was imported by {len(imported)} processes: {imported}"

@@ -960,7 +960,9 @@ def test_claude_backend_end_to_end(repo, evaluated, fake_bin, tmp_path):
     before = feedback(repo, commit)
     log = tmp_path / "claude.json"
     result = judge_cli(repo, "--backend", "claude", env=claude_env(fake_bin, "ok", log, CLAUDECODE="1",
-                                                                     CLAUDE_CODE_ENTRYPOINT="cli"))
+                                                                     CLAUDE_CODE_ENTRYPOINT="cli",
+                                                                     ANTHROPIC_API_KEY="judge-key",
+                                                                     OPENAI_API_KEY="provider-key"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"(?m)^judge_ok:\s+True$", result.stdout)
     (call,) = json.loads(log.read_text())
@@ -981,6 +983,8 @@ def test_claude_backend_end_to_end(repo, evaluated, fake_bin, tmp_path):
     assert config_dir.is_relative_to((repo / "outputs").resolve())
     assert call["env"]["CLAUDECODE"] is None and call["env"]["CLAUDE_CODE_ENTRYPOINT"] is None
     assert call["env"]["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    # Its own key, and no other secret: the providers' keys are not the judge's.
+    assert call["env"]["ANTHROPIC_API_KEY"] == "judge-key" and call["env"]["OPENAI_API_KEY"] is None
     assert call["claude_md_found"] == []
 
     judged = json.loads((newest / "judge.json").read_text())

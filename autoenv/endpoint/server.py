@@ -1,7 +1,8 @@
 """The built-in OpenAI-compatible endpoint on 127.0.0.1, serving scripted policies.
 
 It is the embedded default for offline runs (no key needed), the engine the probes play
-through, and the test double for real providers. It speaks `/v1/chat/completions`
+through, and the test double for real providers. With an `api_key` it refuses requests without that bearer key, as a provider
+does. It speaks `/v1/chat/completions`
 (server-sent events with a final usage chunk when `stream` is set, one JSON body
 otherwise) and `/v1/models`. Latency and faults (429, 500, a hang, a stream cut short)
 are injected at seeded rates so failure handling downstream can be tested for real.
@@ -53,8 +54,9 @@ def _tokens(text: str) -> int:
 class Endpoint:
     """An aiohttp application serving `policies`; `async with Endpoint(...) as ep` binds a port."""
 
-    def __init__(self, policies: Policies, faults: Faults = Faults(), port: int = 0):
+    def __init__(self, policies: Policies, faults: Faults = Faults(), port: int = 0, api_key: str | None = None):
         self.policies = policies
+        self.api_key = api_key
         self.faults = faults
         self.port = port
         self.counts: Counter[str] = Counter()
@@ -66,7 +68,7 @@ class Endpoint:
         return f"http://{HOST}:{self.port}/v1"
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024**2)
+        app = web.Application(client_max_size=64 * 1024**2, middlewares=[self._check_key])
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/health", self._health)
@@ -91,6 +93,15 @@ class Endpoint:
     async def __aexit__(self, *exc) -> None:
         await self.stop()
 
+    @web.middleware
+    async def _check_key(self, request: web.Request, handler) -> web.StreamResponse:
+        """With an `api_key`, a request without `Authorization: Bearer <key>` is refused, as a provider would."""
+        if self.api_key is not None and request.path != "/health" and \
+                request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            self.counts["unauthorized"] += 1
+            return error_response(401, "invalid or missing API key")
+        return await handler(request)
+
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"ok": True})
 
@@ -114,9 +125,9 @@ class Endpoint:
         try:
             body = await request.json()
         except json.JSONDecodeError:
-            return _error(400, "request body is not JSON")
+            return error_response(400, "request body is not JSON")
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return _error(400, "request needs a `messages` array")
+            return error_response(400, "request needs a `messages` array")
         model = str(body.get("model") or "")
         self.counts["requests"] += 1
         self.counts[f"model:{model}"] += 1
@@ -126,20 +137,20 @@ class Endpoint:
         if fault:
             self.counts[f"fault:{fault}"] += 1
         if fault == "429":
-            return _error(429, "injected rate limit", headers={"Retry-After": "0"})
+            return error_response(429, "injected rate limit", headers={"Retry-After": "0"})
         if fault == "500":
-            return _error(500, "injected server error")
+            return error_response(500, "injected server error")
         if fault == "hang":
             await asyncio.sleep(self.faults.hang_seconds)
-            return _error(504, "injected hang ended")
+            return error_response(504, "injected hang ended")
         session = request.headers.get("X-Session-ID") or uuid.uuid4().hex
         chat = ChatRequest(model=model, messages=body["messages"], tools=body.get("tools") or [], session=session)
         try:
             reply = self.policies.reply(chat)
         except PolicyError as e:
-            return _error(e.status, str(e))
+            return error_response(e.status, str(e))
         except Exception as e:  # a candidate's oracle hook raised: report it, keep serving
-            return _error(500, f"the policy failed: {type(e).__name__}: {e}")
+            return error_response(500, f"the policy failed: {type(e).__name__}: {e}")
         usage = {
             "prompt_tokens": sum(_tokens(message_text(m.get("content"))) for m in chat.messages),
             "completion_tokens": _tokens(reply.content) + sum(_tokens(c.arguments) for c in reply.tool_calls),
@@ -211,8 +222,8 @@ def _completion(model: str, reply: Reply, usage: dict) -> dict:
     }
 
 
-def _error(status: int, message: str, headers: dict | None = None) -> web.Response:
-    kind = {400: "invalid_request_error", 404: "not_found_error", 429: "rate_limit_error"}.get(status, "server_error")
+def error_response(status: int, message: str, headers: dict | None = None) -> web.Response:
+    kind = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error"}.get(status, "server_error")
     return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status, headers=headers)
 
 

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 
 from autoenv.config import Judge
+from autoenv.environ import scrubbed
 from autoenv.judge.base import JudgeCall, JudgeFailed
 from autoenv.judge.schema import findings_schema, prompt, validate
 from autoenv.record import JudgeResult
@@ -33,7 +34,8 @@ def judge(call: JudgeCall) -> JudgeResult:
     if binary is None:
         raise JudgeFailed(f"the Claude Code CLI `{cfg.claude_bin}` is not on PATH (npm install -g @anthropic-ai/claude-code)")
     call.state_dir.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")}
+    # Its own keys and nothing else secret: the providers' keys are not the judge's business.
+    env = {k: v for k, v in scrubbed(keep=KEYS).items() if k not in ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")}
     env.update(CLAUDE_CONFIG_DIR=str(call.state_dir), CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
     cmd = [binary, "-p", prompt(call.workspace), "--output-format", "json", "--json-schema", json.dumps(findings_schema()),
            "--tools", "Read,Grep,Glob", "--permission-mode", "dontAsk", "--bare",
