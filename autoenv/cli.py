@@ -2,7 +2,8 @@
 
 Nothing here imports verifiers (it costs seconds): only the worker processes do.
 Exit codes: 0 done, 1 the evaluation crashed (recorded), 2 bad input (nothing recorded),
-130 interrupted.
+3 a model provider was unavailable (an `inconclusive` entry when found by the smoke
+rollout, nothing when found in preflight), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from autoenv.errors import AutoEnvError
 from autoenv.install import install_candidate
 from autoenv.judge.registry import CHOICES
 from autoenv.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
-from autoenv.pipeline import EvalOptions, EvaluationCrashed, evaluate
+from autoenv.pipeline import EvalOptions, evaluate
 from autoenv.record import ROLES, Entry
 from autoenv.rollouts import warm
 
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except AutoEnvError as error:
         display.show_error(error)
-        return 1 if isinstance(error, EvaluationCrashed) else 2
+        return error.exit_code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--latency", type=float, default=0.0, help="seconds added before every reply")
     for name in ("429", "500", "hang", "cut"):
         p.add_argument(f"--rate-{name}", type=float, default=0.0, help=f"share of requests that get a {name} fault")
+    p.add_argument("--burst", default=None, metavar="KIND:N",
+                   help="the first N chat requests all get the fault KIND (429, 500, hang or cut), e.g. 500:3")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("demo", help="evaluate an example offline on a throwaway run branch (no key needed)")
@@ -146,10 +149,13 @@ def cmd_feedback(args) -> int:
 
 def cmd_serve(args) -> int:
     try:
+        kind, _, count = (args.burst or "").partition(":")
         faults = Faults(rate_429=args.rate_429, rate_500=args.rate_500, rate_hang=args.rate_hang,
-                        rate_cut=args.rate_cut, latency=args.latency, seed=args.seed)
+                        rate_cut=args.rate_cut, latency=args.latency, seed=args.seed,
+                        burst=kind or None, burst_count=int(count or 0))
     except ValueError as e:
-        raise AutoEnvError(str(e), where="--rate-* flags", fix="use rates between 0 and 1 that sum to at most 1")
+        raise AutoEnvError(str(e), where="--rate-* and --burst flags",
+                           fix="use rates between 0 and 1 that sum to at most 1, and a burst like 500:3")
     oracle = load_oracle(args.candidate)
     endpoint = Endpoint(Policies(oracle, seed=args.seed), faults, port=args.port)
 

@@ -54,6 +54,7 @@ class RolloutPlan(_Part):
     rollouts: int = Field(description="Rollouts per task and role.")
     roles: dict[str, Seat]
     smoke: bool = Field(True, description="One target rollout first; a failed smoke stops the worker.")
+    smoke_attempts: int = Field(3, description="Tries of the smoke rollout while it fails at the provider.")
 
 
 class AuditPlan(_Part):
@@ -95,10 +96,16 @@ class Job(_Part):
         """An upper bound on the rollouts of `stage` ("audit" or "rollouts"; None: both), for its deadline."""
         total = 0
         if self.rollouts is not None and stage in (None, "rollouts"):
-            total += len(self.rollouts.roles) * self.rollouts.examples * self.rollouts.rollouts + int(self.rollouts.smoke)
+            total += len(self.rollouts.roles) * self.rollouts.examples * self.rollouts.rollouts
         if self.audit is not None and self.audit.probes and stage in (None, "audit"):
             total += self.audit.rollout_sample * (self.audit.exploits + 1)
         return max(total, 1)
+
+    def serial_rollouts(self, stage: str | None = None) -> int:
+        """Rollouts of `stage` that run one at a time before the others (the smoke's attempts), for its deadline."""
+        if self.rollouts is None or not self.rollouts.smoke or stage not in (None, "rollouts"):
+            return 0
+        return self.rollouts.smoke_attempts
 
     def write(self, path: Path) -> None:
         path.write_text(self.model_dump_json(indent=1))

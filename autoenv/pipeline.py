@@ -3,7 +3,10 @@
 Read `evaluate` from the top to see the whole pipeline; each stage is a function below
 it. Failures before any work (config, git state, a missing API key) raise and record
 nothing: they are the user's to fix. A failure after preflight is the candidate's: it is
-recorded as a `crash` entry with a report, so the agent gets feedback either way.
+recorded as a `crash` entry with a report, so the agent gets feedback either way. The
+provider's failures are nobody's commit: preflight asks each real endpoint before any
+gate runs (autoenv.provider), and a smoke rollout that still fails at the provider after
+its retries ends the evaluation as `inconclusive: provider unavailable` (exit 3).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Iterator
 
 from autoenv import display
 from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config
-from autoenv.errors import AutoEnvError
+from autoenv.errors import AutoEnvError, ProviderUnavailable
 from autoenv.formats import iso_now, stamp
 from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.gitrepo import Head, Repo
@@ -33,11 +36,12 @@ from autoenv.judge.workspace import build
 from autoenv.ledger import append_entry, read_entries, temp_files
 from autoenv.ledger import verify as verify_ledger
 from autoenv.paths import spec_warnings
+from autoenv.provider import api_key, check_endpoint
 from autoenv.record import ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel
 from autoenv.report import render, write_report
 from autoenv.rollouts import Worker
 from autoenv.stats import model_stats
-from autoenv.traces import read_rollouts
+from autoenv.traces import PROVIDER_OUTCOMES, read_rollouts
 from autoenv.verdict import baseline_of, decide, reference_missing, rl_readiness
 
 Stats = dict[Role, ModelStats]
@@ -74,6 +78,10 @@ class Outcome:
     stats: Stats = field(default_factory=dict)
     error: AutoEnvError | None = None
     failed_stage: str | None = None
+
+    @property
+    def provider_unavailable(self) -> bool:
+        return isinstance(self.error, ProviderUnavailable)
 
 
 def evaluate(options: EvalOptions) -> Entry:
@@ -113,12 +121,15 @@ def run_stages(ctx: Context) -> Outcome:
             stage_name = "rollouts"
             with timed(ctx, "rollouts"), display.stage("smoke + rollouts", rollout_plan(ctx)):
                 result = worker.run("rollouts")
+            if result.smoke and result.smoke["outcome"] in PROVIDER_OUTCOMES:
+                stage_name = "smoke"
+                raise smoke_unavailable(ctx, result.smoke)
             if result.smoke and result.smoke["outcome"] != "ok":
                 stage_name = "smoke"
                 raise AutoEnvError(
                     f"the smoke rollout failed ({result.smoke['outcome']}): {result.smoke.get('error')}",
                     where=str(ctx.out / "smoke" / "traces.jsonl"),
-                    fix="a provider_error means the endpoint or key is wrong; an env_error is the candidate's",
+                    fix="an env_error is the candidate's: read the smoke trace's error and fix the candidate",
                 )
         except AutoEnvError as error:
             return Outcome(error=error, failed_stage=stage_name)
@@ -131,12 +142,25 @@ def run_stages(ctx: Context) -> Outcome:
     return Outcome(stats=stats)
 
 
+def smoke_unavailable(ctx: Context, smoke: dict) -> ProviderUnavailable:
+    attempts = smoke.get("attempts", 1)
+    return ProviderUnavailable(
+        f"provider unavailable: the smoke rollout on the target model failed at the provider "
+        f"{attempts} time(s) in a row ({smoke['outcome']}): {smoke.get('error')}",
+        where=f"{ctx.out / 'smoke' / 'traces.jsonl'} (endpoint {ctx.config.target.base_url})",
+        fix="the candidate is not at fault and the verdict is inconclusive: check the provider's status, "
+        "the key and budget.rollout_timeout, then run evaluate.sh again on this commit",
+    )
+
+
 class EvaluationCrashed(AutoEnvError):
-    """The candidate failed after preflight; a crash entry was recorded."""
+    """The evaluation ended early after preflight and an entry was recorded: a crash (exit 1),
+    or an unavailable provider (exit 3, an inconclusive entry)."""
 
     def __init__(self, error: AutoEnvError, entry: Entry):
         super().__init__(error.what, where=error.where, fix=error.fix)
         self.entry = entry
+        self.exit_code = error.exit_code if isinstance(error, ProviderUnavailable) else 1
 
 
 @contextmanager
@@ -166,6 +190,7 @@ def preflight(options: EvalOptions) -> Context:
             )
         if not options.offline:
             check_keys(config)
+            check_endpoints(config)
         check_runtime_ready(config.runtime.type, config.root / CONFIG_NAME)
         out = config.path("outputs") / head.commit
         archive_previous(out)
@@ -193,6 +218,25 @@ def check_keys(config: Config) -> None:
                 fix=f"export {model.api_key_var}=... (never write the key into a file), "
                 "or run offline with scripted policies: bash evaluate.sh --offline",
             )
+
+
+def check_endpoints(config: Config) -> None:
+    """Ask each real model's endpoint before any gate runs: a wrong URL or key is the user's
+    to fix (exit 2), a provider that does not answer is nobody's commit (exit 3)."""
+    for role, model in config.models().items():
+        check = check_endpoint(model.base_url, model.model, api_key(model.api_key_var))
+        where = f"{config.root / CONFIG_NAME} [{role}] base_url = {model.base_url}"
+        if check.ok:
+            display.note(f"{role} endpoint answers ({check.detail})")
+        elif check.fixable:
+            raise AutoEnvError(f"the {role} endpoint refused the request: {check.detail}", where=where,
+                               fix=f"check [{role}] base_url, model and the key in ${model.api_key_var or '(none)'}")
+        else:
+            raise ProviderUnavailable(
+                f"provider unavailable: the {role} endpoint did not answer after {check.attempts} attempts: "
+                f"{check.detail}", where=where,
+                fix="nothing was run or recorded: check the URL and the provider's status, then run evaluate.sh again "
+                "(or bash evaluate.sh --offline to evaluate with scripted models)")
 
 
 def archive_previous(out: Path) -> None:
@@ -292,7 +336,8 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
                       error=outcome.error.what.splitlines()[0] if outcome.error else None,
                       gates_failed=ctx.gates.failed if ctx.gates else None,
                       no_reference=reference_missing(stats, ctx.candidate, offline), run=ctx.head.branch,
-                      confidence=config.verdict.confidence, seed=config.seed)
+                      confidence=config.verdict.confidence, seed=config.seed,
+                      provider_unavailable=outcome.provider_unavailable)
     strong = stats.get("strong")
     return Entry(
         commit=ctx.head.commit,

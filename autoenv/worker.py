@@ -23,8 +23,9 @@ from autoenv.gates.oracle import OracleBook
 from autoenv.job import Job
 from autoenv.sampling import TaskRef, choose_tasks
 from autoenv.tasks import all_tasks, build_env, task_row
-from autoenv.traces import to_rollout
+from autoenv.traces import PROVIDER_OUTCOMES, to_rollout
 
+SMOKE_BACKOFF_SECONDS = 2.0  # before the second attempt; doubled before each later one
 NO_KEY_VAR = "AUTOENV_NO_KEY"
 LOCAL_KEY_VAR = "AUTOENV_LOCAL_KEY"
 
@@ -83,10 +84,18 @@ async def run(job: Job) -> None:
             if plan.smoke:
                 # One rollout on the target model first: a broken candidate costs one rollout.
                 (out / "smoke").mkdir(exist_ok=True)
-                slot = env.slots(chosen[0], 1)[0]
-                episode = await env.run_slot(slot, contexts["target"], semaphore)
-                await append_episode(out / "smoke", episode, lock)
-                smoke = smoke_outcome(episode)
+                for attempt in range(1, plan.smoke_attempts + 1):
+                    slot = env.slots(chosen[0], 1)[0]
+                    episode = await env.run_slot(slot, contexts["target"], semaphore)
+                    await append_episode(out / "smoke", episode, lock)
+                    smoke = {**smoke_outcome(episode), "attempts": attempt}
+                    if smoke["outcome"] not in PROVIDER_OUTCOMES or attempt == plan.smoke_attempts:
+                        break
+                    # The provider failed, not the candidate: try again after a pause.
+                    pause = SMOKE_BACKOFF_SECONDS * 2 ** (attempt - 1)
+                    emit("note", message=f"smoke rollout attempt {attempt} failed at the provider "
+                         f"({smoke['outcome']}: {smoke['error']}); retrying in {pause:g} s")
+                    await asyncio.sleep(pause)
                 emit("smoke", **smoke)
                 if smoke["outcome"] != "ok":
                     return
