@@ -67,6 +67,14 @@ class AuditPlan(_Part):
     exploits: int = Field(description="How many exploit probes exist (for the deadline).")
 
 
+class CallLimits(_Part):
+    """Seconds one call into the candidate may take ([checks]); a breach is an environment error."""
+
+    load_seconds: float = Field(60.0, description="The taskset's load(), each time it is loaded.")
+    reward_seconds: float = Field(30.0, description="One reward or metric call (and one oracle hook call).")
+    tool_seconds: float = Field(60.0, description="One tool call (verifiers' harness tool_timeout).")
+
+
 class Job(_Part):
     """Everything a worker process needs; nothing it needs comes from the environment."""
 
@@ -80,6 +88,7 @@ class Job(_Part):
     log_name: str = Field("worker.log", description="verifiers' log, under out_dir.")
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
     embedded_latency: float = Field(0.0, description="Seconds the embedded endpoint waits before each reply.")
+    limits: CallLimits = Field(default_factory=CallLimits)
     rollouts: RolloutPlan | None = None
     audit: AuditPlan | None = None
 

@@ -29,7 +29,7 @@ from autoenv.formats import iso_now, stamp
 from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.gitrepo import Head, Repo
 from autoenv.install import inspect_candidate, install_candidate
-from autoenv.job import AuditPlan, Job, RolloutPlan, SamplingSpec, Seat
+from autoenv.job import AuditPlan, CallLimits, Job, RolloutPlan, SamplingSpec, Seat
 from autoenv.judge.render import render as judge_render
 from autoenv.judge.run import run_judge
 from autoenv.judge.workspace import build
@@ -304,8 +304,10 @@ def worker_job(ctx: Context) -> Job:
 
 def config_job(config: Config, out: Path, audit: AuditPlan | None = None, rollouts: RolloutPlan | None = None) -> Job:
     """A child job with the config's seed, budget limits and runtime."""
-    b = config.budget
-    return Job(candidate_dir=str(config.path("candidate")), out_dir=str(out), seed=config.seed,
+    b, c = config.budget, config.checks
+    limits = CallLimits(load_seconds=c.max_load_seconds, reward_seconds=c.max_reward_seconds,
+                        tool_seconds=c.max_tool_seconds)
+    return Job(candidate_dir=str(config.path("candidate")), out_dir=str(out), seed=config.seed, limits=limits,
                max_concurrent=b.max_concurrent, rollout_timeout=b.rollout_timeout, max_turns=b.max_turns,
                runtime=config.runtime.job(), embedded_latency=config.offline.latency, audit=audit, rollouts=rollouts)
 

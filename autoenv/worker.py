@@ -22,7 +22,7 @@ from autoenv.events import emit
 from autoenv.gates.oracle import OracleBook
 from autoenv.job import Job
 from autoenv.sampling import TaskRef, choose_tasks
-from autoenv.tasks import all_tasks, build_env, task_row
+from autoenv.tasks import load_tasks, task_row
 from autoenv.traces import PROVIDER_OUTCOMES, to_rollout
 
 SMOKE_BACKOFF_SECONDS = 2.0  # before the second attempt; doubled before each later one
@@ -39,8 +39,7 @@ async def run(job: Job) -> None:
         raise ValueError("the job has no rollout plan")
     out = job.out
     started = time.time()
-    env = build_env(vf, job)
-    tasks = all_tasks(env.taskset)
+    env, tasks = await load_tasks(vf, job, "rollouts")
     if not tasks:
         raise RuntimeError("the candidate's taskset loaded no tasks")
     emit("loaded", tasks=len(tasks), seconds=round(time.time() - started, 3))
