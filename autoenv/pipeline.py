@@ -41,7 +41,7 @@ from autoenv.record import ROLES, Budget, CandidateInfo, Entry, GateReport, Judg
 from autoenv.report import render, write_report
 from autoenv.rollouts import Worker
 from autoenv.stats import model_stats
-from autoenv.traces import PROVIDER_OUTCOMES, read_rollouts
+from autoenv.traces import PROVIDER_OUTCOMES, RETRIES_FILE, read_rollouts
 from autoenv.verdict import baseline_of, decide, reference_missing, rl_readiness
 
 Stats = dict[Role, ModelStats]
@@ -318,9 +318,12 @@ def compute_stats(ctx: Context) -> Stats:
     job = Job.read(job_path) if job_path.is_file() else None
     names = {role: seat.model for role, seat in job.rollouts.roles.items()} if job and job.rollouts else {}
     models = ctx.config.models()
+    retries_path = ctx.out / RETRIES_FILE
+    retries = json.loads(retries_path.read_text()) if retries_path.is_file() else {}
     return {
         role: model_stats(names.get(role, role), read_rollouts(ctx.out / role), ctx.config.bands.solve_threshold,
                           price=None if ctx.options.offline else models[role].price, seed=ctx.config.seed)
+        .model_copy(update={"client_retries": retries.get(role)})
         for role in ROLES if (ctx.out / role).is_dir()
     }
 

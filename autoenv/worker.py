@@ -20,10 +20,13 @@ from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults
 from autoenv.events import emit
 from autoenv.gates.oracle import OracleBook
+from autoenv.inprocess import HARNESS_ID, client_retries
+from autoenv.inprocess import seat as retry_seat
+from autoenv.runtime import choose_harness
 from autoenv.job import Job
 from autoenv.sampling import TaskRef, choose_tasks
 from autoenv.tasks import load_tasks, task_row
-from autoenv.traces import PROVIDER_OUTCOMES, to_rollout
+from autoenv.traces import PROVIDER_OUTCOMES, RETRIES_FILE, to_rollout
 
 SMOKE_BACKOFF_SECONDS = 2.0  # before the second attempt; doubled before each later one
 NO_KEY_VAR = "AUTOENV_NO_KEY"
@@ -76,6 +79,7 @@ async def run(job: Job) -> None:
             done[role] += 1
             emit("rollout", role=role, done=done[role], total=total[role], ok=bool(episode.ok))
 
+        retry_seat.set(role)  # this task's own context: the chat program's client counts its retries under it
         await env.run_slot(slot, contexts[role], semaphore, on_complete=saved)
 
     try:
@@ -85,7 +89,11 @@ async def run(job: Job) -> None:
                 (out / "smoke").mkdir(exist_ok=True)
                 for attempt in range(1, plan.smoke_attempts + 1):
                     slot = env.slots(chosen[0], 1)[0]
-                    episode = await env.run_slot(slot, contexts["target"], semaphore)
+                    token = retry_seat.set("target")
+                    try:
+                        episode = await env.run_slot(slot, contexts["target"], semaphore)
+                    finally:
+                        retry_seat.reset(token)
                     await append_episode(out / "smoke", episode, lock)
                     smoke = {**smoke_outcome(episode), "attempts": attempt}
                     if smoke["outcome"] not in PROVIDER_OUTCOMES or attempt == plan.smoke_attempts:
@@ -112,6 +120,8 @@ async def run(job: Job) -> None:
     finally:
         if endpoint is not None:
             await endpoint.stop()
+        if choose_harness(job.runtime)[0] == HARNESS_ID:  # the stock harness's client runs in a process of its own
+            (out / RETRIES_FILE).write_text(json.dumps({role: client_retries[role] for role in contexts}))
     emit("finished", seconds=round(time.time() - started, 3), done=done)
 
 

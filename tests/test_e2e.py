@@ -190,6 +190,9 @@ def test_smoke_time_fault_burst_is_retried_not_blamed(provider, kind):
     assert entry["eval_success"] is True and entry["verdict"]["verdict"] == "baseline"
     smoke = (root / "outputs" / entry["commit"] / "smoke" / "traces.jsonl")
     assert 2 <= lines(smoke) <= 3, "the first smoke attempt must have met the burst"
+    retries = entry["stats"]["target"]["client_retries"]
+    assert retries is not None and (retries >= 1 if kind != "cut" else retries >= 0)
+    assert entry["stats"]["strong"]["client_retries"] == 0
     assert "failed at the provider" in result.stdout + result.stderr
 
 
@@ -259,3 +262,21 @@ def test_planted_hack_is_discarded_before_any_model_is_called(run_repo):
     report = (root / "feedback" / f"{commit}.md").read_text()
     assert report.index("## Failed gates") < report.index("## Checks and probes")
     assert "probe wrong-answer" in report
+
+
+def test_reward_sleeping_forever_is_a_failed_gate_named_not_a_deadline(run_repo):
+    # It used to be stopped only by the stage deadline (330 s with rollout_timeout = 10), naming nothing.
+    root = run_repo("arithmetic", small_config().replace("max_reward_seconds = 30", "max_reward_seconds = 1"))
+    taskset = root / "candidate" / "candidate_env" / "taskset.py"
+    where = "    async def correct(self, trace: vf.Trace) -> float:\n"
+    taskset.write_text(taskset.read_text().replace(where, where + "        import time; time.sleep(3600)\n"))
+    commit_all(root, "a reward that never returns")
+    started = time.time()
+    result = autoenv("eval", "--offline", cwd=root)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (entry,) = ledger(root)
+    assert entry["verdict"]["verdict"] == "discard" and entry["stats"] == {}
+    hung = next(f for f in entry["gates"]["failed"] if f.startswith("time limits"))
+    assert "reward 'correct' on task idx" in hung and "did not return within 1 s" in hung
+    assert "candidate_env/taskset.py" in hung
+    assert time.time() - started < 150
