@@ -103,3 +103,24 @@ def test_a_load_sleeping_forever_is_stopped_at_its_limit_and_named(tmp_path):
     assert hung.startswith("the taskset's load() in the audit stage (checks.max_load_seconds) did not return within 2 s")
     assert "candidate_env/taskset.py:" in hung and "in load" in hung
     assert "load_seconds" not in audit and "probes" not in audit
+
+
+@pytest.mark.slow
+def test_a_tool_sleeping_forever_is_a_named_environment_error(tmp_path):
+    target = tmp_path / "candidate"
+    shutil.copytree(EXAMPLES / "shopping", target, ignore=shutil.ignore_patterns("__pycache__"))
+    tools = target / "candidate_env" / "tools.py"
+    where = '        """Unit price of a catalog item, e.g. price(item="blue ceramic mug")."""\n'
+    assert where in tools.read_text()
+    tools.write_text(tools.read_text().replace(where, where + "        import time; time.sleep(3600)\n"))
+    plan = AuditPlan(probe_sample=2, rollout_sample=1, near_threshold=0.9, exploits=8)
+    job = Job(candidate_dir=str(target), out_dir=str(tmp_path / "out"), audit=plan, rollout_timeout=60,
+              max_concurrent=4, limits=CallLimits(tool_seconds=3))
+    with Worker(job) as worker:
+        worker.run("audit")
+    audit = json.loads((tmp_path / "out" / "gates" / "audit.json").read_text())
+    oracle = next(r for r in audit["probes"] if r["probe"] == "oracle")
+    assert oracle["outcome"] == "env_error"
+    assert oracle["error"] == (f"tool 'catalog_price' on task idx {oracle['idx']} in the audit stage did not return "
+                               "within 3 s (checks.max_tool_seconds)")
+    assert oracle["error"] in audit["time_limits"]

@@ -199,7 +199,9 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
         for trace, wire_trace in zip(episode.traces, wire.get("traces") or []):
             rollout = to_rollout(wire_trace, wire)
             reply = trace.assistant_messages[-1].content if trace.assistant_messages else ""
-            record = reward_record(trace, probe, task, reply or "", None if rollout.outcome == "ok" else rollout.error)
+            full = " ".join(str(e.get("message", "")) for e in (wire_trace.get("errors") or []) + (wire.get("errors") or []))
+            error = None if rollout.outcome == "ok" else tool_timeout(trace, task, job, full) or rollout.error
+            record = reward_record(trace, probe, task, reply or "", error)
             record["outcome"] = rollout.outcome
             record["tool_calls"] = len(trace.tool_messages)
             records.append(record)
@@ -222,6 +224,23 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
     finally:
         await endpoint.stop()
     return records, all(rescored)
+
+
+_hung_tools: list[str] = []
+
+
+def tool_timeout(trace, task, job: Job, error: str | None) -> str | None:
+    """A rollout that died on a tool call past checks.max_tool_seconds (verifiers' harness
+    tool_timeout: the chat program's MCP client reads a timeout), named by its last tool call."""
+    if not error or "ReadTimeout" not in error:
+        return None
+    calls = [call for message in trace.assistant_messages for call in (getattr(message, "tool_calls", None) or [])]
+    name = calls[-1].name if calls else "(unknown)"
+    message = (f"tool {name!r} on task idx {task.data.idx} in the audit stage did not return within "
+               f"{job.limits.tool_seconds:g} s (checks.max_tool_seconds)")
+    if message not in _hung_tools:
+        _hung_tools.append(message)
+    return message
 
 
 async def audit(job: Job) -> None:
@@ -272,7 +291,7 @@ async def audit(job: Job) -> None:
             records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes)
         result.update(probes=records, deterministic_scoring=deterministic, probe_seconds=round(time.time() - started, 3),
                       probe_tasks=len(sample), probe_names=probes)
-    result["time_limits"] = list(breaches())
+    result["time_limits"] = list(breaches()) + _hung_tools[:3]
     (out / "audit.json").write_text(json.dumps(result, indent=1))
     emit("finished", seconds=round(time.time() - begun, 3), done={})
 

@@ -94,7 +94,7 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
     hung = audit.get("time_limits") or []
     if hung:
         report.add("time limits", "fail", "; ".join(hung) + ": a call into the candidate must return within its "
-                   "limit ([checks] max_load_seconds, max_reward_seconds); a hang is an environment error",
+                   "limit ([checks] max_load_seconds, max_reward_seconds, max_tool_seconds); a hang is an environment error",
                    breaches=hung)
     if hung and "load_seconds" not in audit:  # load() never returned: nothing else was measured
         report.add("load time", "fail", f"load() did not return within the limit of {c.max_load_seconds:g} s "
