@@ -3,7 +3,8 @@ and the review commands (autoenv.review.cli).
 
 Nothing here imports verifiers (it costs seconds): only the worker processes do.
 Exit codes: 0 done, 1 the evaluation crashed (recorded), 2 bad input (nothing recorded),
-130 interrupted (Ctrl-C or SIGTERM).
+3 a model provider was unavailable (an `inconclusive` entry when found by the smoke
+rollout, nothing when found in preflight), 130 interrupted (Ctrl-C or SIGTERM).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from autoenv.install import install_candidate
 from autoenv.judge.registry import CHOICES
 from autoenv.lifecycle import new_run, rebase_rules
 from autoenv.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
-from autoenv.pipeline import EvalOptions, EvaluationCrashed, evaluate
+from autoenv.pipeline import EvalOptions, evaluate
 from autoenv.record import ROLES, Entry
 from autoenv.review.cli import add_commands as add_review_commands
 from autoenv.rollouts import warm
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except AutoEnvError as error:
         display.show_error(error)
-        return 1 if isinstance(error, EvaluationCrashed) else 2
+        return error.exit_code
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -101,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(f"--rate-{name}", type=float, default=0.0, help=f"share of requests that get a {name} fault")
     p.add_argument("--key-var", default="", help="require `Authorization: Bearer $KEY_VAR` on every request, "
                    "as a real provider does (the key is read from that environment variable)")
+    p.add_argument("--burst", default=None, metavar="KIND:N",
+                   help="the first N chat requests all get the fault KIND (429, 500, hang or cut), e.g. 500:3")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("new", help="start a run: branch autoenv/<tag> with spec.md and the run base committed")
@@ -195,10 +198,13 @@ def cmd_feedback(args) -> int:
 
 def cmd_serve(args) -> int:
     try:
+        kind, _, count = (args.burst or "").partition(":")
         faults = Faults(rate_429=args.rate_429, rate_500=args.rate_500, rate_hang=args.rate_hang,
-                        rate_cut=args.rate_cut, latency=args.latency, seed=args.seed)
+                        rate_cut=args.rate_cut, latency=args.latency, seed=args.seed,
+                        burst=kind or None, burst_count=int(count or 0))
     except ValueError as e:
-        raise AutoEnvError(str(e), where="--rate-* flags", fix="use rates between 0 and 1 that sum to at most 1")
+        raise AutoEnvError(str(e), where="--rate-* and --burst flags",
+                           fix="use rates between 0 and 1 that sum to at most 1, and a burst like 500:3")
     key = os.environ.get(args.key_var, "") if args.key_var else None
     if key == "":
         raise AutoEnvError(f"--key-var names ${args.key_var}, which is not set", where="--key-var",

@@ -160,6 +160,11 @@ class Checks:
     max_answer_share: float = 0.25
     """Largest share of tasks allowed to have the same reference answer."""
     max_load_seconds: float = 60.0
+    """A limit: load() running longer is stopped and fails the gates (an environment error)."""
+    max_reward_seconds: float = 30.0
+    """A limit on one reward or metric call (and one oracle hook call)."""
+    max_tool_seconds: float = 60.0
+    """A limit on one tool call."""
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
@@ -168,6 +173,9 @@ class Checks:
                 out.append((name, "must be between 0 and 1"))
         if self.dataset_size < 1:
             out.append(("dataset_size", "must be at least 1"))
+        for name in ("max_load_seconds", "max_reward_seconds", "max_tool_seconds"):
+            if getattr(self, name) <= 0:
+                out.append((name, "must be a positive number of seconds"))
         return out
 
 

@@ -8,8 +8,10 @@ class AutoEnvError(Exception):
 
     Every user-facing error carries three parts so the message is never a bare
     traceback: `what` happened, `where` (a file, a key, a line, a commit) and `fix`
-    (the next thing to try). The CLI prints them and exits non-zero.
+    (the next thing to try). The CLI prints them and exits with `exit_code`.
     """
+
+    exit_code = 2  # bad input: nothing was recorded
 
     def __init__(self, what: str, *, where: str | None = None, fix: str | None = None):
         super().__init__(what)
@@ -24,3 +26,13 @@ class AutoEnvError(Exception):
         if self.fix:
             parts.append(f"fix: {self.fix}")
         return "\n".join(parts)
+
+
+class ProviderUnavailable(AutoEnvError):
+    """A model endpoint did not answer (down, busy, unreachable): the provider's fault, never the candidate's.
+
+    Exit 3. Found in preflight it records nothing; found by the smoke rollout it records an
+    `inconclusive` entry whose reason starts with "provider unavailable".
+    """
+
+    exit_code = 3

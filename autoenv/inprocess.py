@@ -40,6 +40,7 @@ import linecache
 import sys
 import traceback
 import types
+from collections import Counter
 from pathlib import Path
 
 HARNESS_ID = "autoenv-inprocess"
@@ -52,6 +53,10 @@ PROGRAM_PACKAGES = ("openai", "httpx", "httpx2", "tenacity", "certifi", "mcp", "
 _argv: contextvars.ContextVar[list[str]] = contextvars.ContextVar("autoenv_chat_argv")
 _clients: contextvars.ContextVar[list] = contextvars.ContextVar("autoenv_chat_clients")
 _stderr: contextvars.ContextVar[io.StringIO] = contextvars.ContextVar("autoenv_chat_stderr")
+seat: contextvars.ContextVar[str] = contextvars.ContextVar("autoenv_seat", default="")
+"""The role whose rollout runs in this context (set by the rollouts stage), for counting retries."""
+client_retries: Counter[str] = Counter()
+"""Retries the chat program's OpenAI client made (a 429, 5xx or dropped connection sent again), by role."""
 
 
 def unavailable_reason() -> str | None:
@@ -105,6 +110,10 @@ def _rebind(ns: dict) -> None:
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             _clients.get().append(self.close)
+
+        async def _sleep_for_retry(self, *args, **kwargs):  # the openai client's one path to a retry
+            client_retries[seat.get() or "?"] += 1
+            return await super()._sleep_for_retry(*args, **kwargs)
 
     class TrackedAsyncClient(httpx_module.AsyncClient):
         def __init__(self, *args, **kwargs):

@@ -56,6 +56,7 @@ class RolloutPlan(_Part):
     smoke: bool = Field(True, description="One target rollout first; a failed smoke stops the worker.")
     reuse: bool = Field(False, description="Resume: keep the episodes already in out_dir and run only the missing "
                                            "rollouts of each task and role (a stored smoke rollout is not rerun).")
+    smoke_attempts: int = Field(3, description="Tries of the smoke rollout while it fails at the provider.")
 
 
 class AuditPlan(_Part):
@@ -66,6 +67,14 @@ class AuditPlan(_Part):
     rollout_sample: int = Field(description="Tasks probed when probes run as real rollouts.")
     near_threshold: float = Field(description="MinHash similarity counted as a near-duplicate.")
     exploits: int = Field(description="How many exploit probes exist (for the deadline).")
+
+
+class CallLimits(_Part):
+    """Seconds one call into the candidate may take ([checks]); a breach is an environment error."""
+
+    load_seconds: float = Field(60.0, description="The taskset's load(), each time it is loaded.")
+    reward_seconds: float = Field(30.0, description="One reward or metric call (and one oracle hook call).")
+    tool_seconds: float = Field(60.0, description="One tool call (verifiers' harness tool_timeout).")
 
 
 class Job(_Part):
@@ -82,6 +91,7 @@ class Job(_Part):
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
     embedded_latency: float = Field(0.0, description="Seconds the embedded endpoint waits before each reply.")
     forward_socket: str = Field("", description="Unix socket of the harness's forwarder, for a child without network.")
+    limits: CallLimits = Field(default_factory=CallLimits)
     rollouts: RolloutPlan | None = None
     audit: AuditPlan | None = None
 
@@ -98,10 +108,16 @@ class Job(_Part):
         """An upper bound on the rollouts of `stage` ("audit" or "rollouts"; None: both), for its deadline."""
         total = 0
         if self.rollouts is not None and stage in (None, "rollouts"):
-            total += len(self.rollouts.roles) * self.rollouts.examples * self.rollouts.rollouts + int(self.rollouts.smoke)
+            total += len(self.rollouts.roles) * self.rollouts.examples * self.rollouts.rollouts
         if self.audit is not None and self.audit.probes and stage in (None, "audit"):
             total += self.audit.rollout_sample * (self.audit.exploits + 1)
         return max(total, 1)
+
+    def serial_rollouts(self, stage: str | None = None) -> int:
+        """Rollouts of `stage` that run one at a time before the others (the smoke's attempts), for its deadline."""
+        if self.rollouts is None or not self.rollouts.smoke or stage not in (None, "rollouts"):
+            return 0
+        return self.rollouts.smoke_attempts
 
     def write(self, path: Path) -> None:
         path.write_text(self.model_dump_json(indent=1))

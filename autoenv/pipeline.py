@@ -10,7 +10,10 @@ finished rollouts in outputs/<commit>/: the rerun continues from them (`--restar
 Read `evaluate` from the top to see the whole pipeline; each stage is a function below
 it. Failures before any work (config, git state, a missing API key) raise and record
 nothing: they are the user's to fix. A failure after preflight is the candidate's: it is
-recorded as a `crash` entry with a report, so the agent gets feedback either way.
+recorded as a `crash` entry with a report, so the agent gets feedback either way. The
+provider's failures are nobody's commit: preflight asks each real endpoint before any
+gate runs (autoenv.provider), and a smoke rollout that still fails at the provider after
+its retries ends the evaluation as `inconclusive: provider unavailable` (exit 3).
 """
 
 from __future__ import annotations
@@ -30,13 +33,13 @@ from typing import Iterator
 from autoenv import display
 from autoenv.cache import cache_key, cached
 from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config
-from autoenv.errors import AutoEnvError
+from autoenv.errors import AutoEnvError, ProviderUnavailable
 from autoenv.formats import iso_now, stamp
 from autoenv.forwarder import forwarding
 from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.gitrepo import Head, Repo
 from autoenv.install import inspect_candidate, install_candidate
-from autoenv.job import AuditPlan, Job, RolloutPlan, SamplingSpec, Seat
+from autoenv.job import AuditPlan, CallLimits, Job, RolloutPlan, SamplingSpec, Seat
 from autoenv.judge.render import render as judge_render
 from autoenv.judge.run import run_judge
 from autoenv.judge.workspace import build
@@ -46,6 +49,7 @@ from autoenv.integrity import summary as integrity_summary
 from autoenv.ledger import append_entry, line_hash, raw_lines, read_entries, temp_files
 from autoenv.ledger import verify as verify_ledger
 from autoenv.paths import spec_warnings
+from autoenv.provider import api_key, check_endpoint
 from autoenv.record import ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel
 from autoenv.report import render, write_report
 from autoenv.review.plot import plot_run
@@ -54,7 +58,7 @@ from autoenv.rollouts import Worker
 from autoenv.runbase import NO_BASE, RulesCheck, check_rules, refuse
 from autoenv.sandbox import choose
 from autoenv.stats import model_stats
-from autoenv.traces import finished_episodes, read_rollouts, trim_partial_line
+from autoenv.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, read_rollouts, trim_partial_line
 from autoenv.verdict import baseline_of, decide, reference_missing, rl_readiness
 
 Stats = dict[Role, ModelStats]
@@ -102,6 +106,10 @@ class Outcome:
     stats: Stats = field(default_factory=dict)
     error: AutoEnvError | None = None
     failed_stage: str | None = None
+
+    @property
+    def provider_unavailable(self) -> bool:
+        return isinstance(self.error, ProviderUnavailable)
 
 
 def evaluate(options: EvalOptions) -> Entry:
@@ -169,12 +177,15 @@ def run_stages(ctx: Context) -> Outcome:
             stage_name = "rollouts"
             with timed(ctx, "rollouts"), display.stage("smoke + rollouts", rollout_plan(ctx)):
                 result = worker.run("rollouts")
+            if result.smoke and result.smoke["outcome"] in PROVIDER_OUTCOMES:
+                stage_name = "smoke"
+                raise smoke_unavailable(ctx, result.smoke)
             if result.smoke and result.smoke["outcome"] != "ok":
                 stage_name = "smoke"
                 raise AutoEnvError(
                     f"the smoke rollout failed ({result.smoke['outcome']}): {result.smoke.get('error')}",
                     where=str(ctx.out / "smoke" / "traces.jsonl"),
-                    fix="a provider_error means the endpoint or key is wrong; an env_error is the candidate's",
+                    fix="an env_error is the candidate's: read the smoke trace's error and fix the candidate",
                 )
         except AutoEnvError as error:
             return Outcome(error=error, failed_stage=stage_name)
@@ -187,12 +198,25 @@ def run_stages(ctx: Context) -> Outcome:
     return Outcome(stats=stats)
 
 
+def smoke_unavailable(ctx: Context, smoke: dict) -> ProviderUnavailable:
+    attempts = smoke.get("attempts", 1)
+    return ProviderUnavailable(
+        f"provider unavailable: the smoke rollout on the target model failed at the provider "
+        f"{attempts} time(s) in a row ({smoke['outcome']}): {smoke.get('error')}",
+        where=f"{ctx.out / 'smoke' / 'traces.jsonl'} (endpoint {ctx.config.target.base_url})",
+        fix="the candidate is not at fault and the verdict is inconclusive: check the provider's status, "
+        "the key and budget.rollout_timeout, then run evaluate.sh again on this commit",
+    )
+
+
 class EvaluationCrashed(AutoEnvError):
-    """The candidate failed after preflight; a crash entry was recorded."""
+    """The evaluation ended early after preflight and an entry was recorded: a crash (exit 1),
+    or an unavailable provider (exit 3, an inconclusive entry)."""
 
     def __init__(self, error: AutoEnvError, entry: Entry):
         super().__init__(error.what, where=error.where, fix=error.fix)
         self.entry = entry
+        self.exit_code = error.exit_code if isinstance(error, ProviderUnavailable) else 1
 
 
 @contextmanager
@@ -231,6 +255,7 @@ def preflight(options: EvalOptions) -> Context:
                          "start runs with autoenv new <tag>)")
         if not options.offline and not rules.changed:
             check_keys(config)
+            check_endpoints(config)
         check_runtime_ready(config.runtime.type, config.root / CONFIG_NAME)
         out = config.path("outputs") / head.commit
         interrupted = None if options.restart else unfinished_run(out, read_entries(config.path("log_file")))
@@ -301,6 +326,25 @@ def unfinished_run(out: Path, entries: list[Entry]) -> str | None:
     if any(e.run_id == run_id for e in entries) or not (out / "job.json").is_file():
         return None
     return run_id if any(finished_episodes(out / role) for role in ROLES) else None
+
+
+def check_endpoints(config: Config) -> None:
+    """Ask each real model's endpoint before any gate runs: a wrong URL or key is the user's
+    to fix (exit 2), a provider that does not answer is nobody's commit (exit 3)."""
+    for role, model in config.models().items():
+        check = check_endpoint(model.base_url, model.model, api_key(model.api_key_var))
+        where = f"{config.root / CONFIG_NAME} [{role}] base_url = {model.base_url}"
+        if check.ok:
+            display.note(f"{role} endpoint answers ({check.detail})")
+        elif check.fixable:
+            raise AutoEnvError(f"the {role} endpoint refused the request: {check.detail}", where=where,
+                               fix=f"check [{role}] base_url, model and the key in ${model.api_key_var or '(none)'}")
+        else:
+            raise ProviderUnavailable(
+                f"provider unavailable: the {role} endpoint did not answer after {check.attempts} attempts: "
+                f"{check.detail}", where=where,
+                fix="nothing was run or recorded: check the URL and the provider's status, then run evaluate.sh again "
+                "(or bash evaluate.sh --offline to evaluate with scripted models)")
 
 
 def archive_previous(out: Path) -> None:
@@ -410,8 +454,10 @@ def worker_job(ctx: Context) -> Job:
 
 def config_job(config: Config, out: Path, audit: AuditPlan | None = None, rollouts: RolloutPlan | None = None) -> Job:
     """A child job with the config's seed, budget limits and runtime."""
-    b = config.budget
-    return Job(candidate_dir=str(config.path("candidate")), out_dir=str(out), seed=config.seed,
+    b, c = config.budget, config.checks
+    limits = CallLimits(load_seconds=c.max_load_seconds, reward_seconds=c.max_reward_seconds,
+                        tool_seconds=c.max_tool_seconds)
+    return Job(candidate_dir=str(config.path("candidate")), out_dir=str(out), seed=config.seed, limits=limits,
                max_concurrent=b.max_concurrent, rollout_timeout=b.rollout_timeout, max_turns=b.max_turns,
                runtime=config.runtime.job(), embedded_latency=config.offline.latency, audit=audit, rollouts=rollouts)
 
@@ -422,9 +468,12 @@ def compute_stats(ctx: Context) -> Stats:
     job = Job.read(job_path) if job_path.is_file() else None
     names = {role: seat.model for role, seat in job.rollouts.roles.items()} if job and job.rollouts else {}
     models = ctx.config.models()
+    retries_path = ctx.out / RETRIES_FILE
+    retries = json.loads(retries_path.read_text()) if retries_path.is_file() else {}
     return {
         role: model_stats(names.get(role, role), read_rollouts(ctx.out / role), ctx.config.bands.solve_threshold,
                           price=None if ctx.options.offline else models[role].price, seed=ctx.config.seed)
+        .model_copy(update={"client_retries": retries.get(role)})
         for role in ROLES if (ctx.out / role).is_dir()
     }
 
@@ -443,7 +492,8 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
                       error=outcome.error.what.splitlines()[0] if outcome.error else None,
                       gates_failed=ctx.gates.failed if ctx.gates else None,
                       no_reference=reference_missing(stats, ctx.candidate, offline), run=ctx.head.branch,
-                      confidence=config.verdict.confidence, seed=config.seed, tampered=ctx.rules.changed)
+                      confidence=config.verdict.confidence, seed=config.seed, tampered=ctx.rules.changed,
+                      provider_unavailable=outcome.provider_unavailable)
     strong = stats.get("strong")
     return Entry(
         commit=ctx.head.commit,

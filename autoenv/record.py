@@ -96,6 +96,9 @@ class ModelStats(Part):
     input_tokens: int = Field(0, description="Prompt tokens over all rollouts.")
     output_tokens: int = Field(0, description="Completion tokens over all rollouts.")
     cost_usd: float | None = Field(None, description="Priced with [role.price]; None when unpriced or offline.")
+    client_retries: int | None = Field(
+        None, description="Requests the chat program's OpenAI client sent again (429, 5xx, dropped connection), "
+        "smoke attempts included; None when not observed (verifiers' stock harness runs the client in its own process).")
     mean_seconds: float | None = Field(None, description="Mean rollout wall time.")
     p90_seconds: float | None = Field(None, description="90th percentile rollout wall time.")
     per_task: dict[str, TaskRow] | None = Field(

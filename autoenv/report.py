@@ -39,7 +39,11 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
                   + (" and the models were not evaluated." if not entry.stats else "."), ""]
         lines += [f"- **{item.split(':', 1)[0]}**:{item.split(':', 1)[1]}" for item in gates.failed]
         lines.append("")
-    if not entry.eval_success:
+    if not entry.eval_success and verdict.verdict == "inconclusive":
+        lines += ["## The provider was unavailable (not the candidate's fault)", "",
+                  f"Stage: `{entry.failed_stage or '?'}`. Nothing to fix in the candidate: run the evaluation again "
+                  "when the provider answers.", "", "```", (entry.error or "").strip(), "```", ""]
+    elif not entry.eval_success:
         lines += ["## The evaluation failed", "", f"Stage: `{entry.failed_stage or '?'}`", "",
                   "```", (entry.error or "").strip(), "```", ""]
     stats = entry.stats

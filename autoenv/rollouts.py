@@ -66,7 +66,7 @@ def deadline_seconds(job: Job, stage: str) -> float:
     """An outer bound on one stage, so nothing can hang an overnight run forever."""
     if stage == "inspect":
         return STARTUP_SECONDS
-    waves = math.ceil(job.expected_rollouts(stage) / job.max_concurrent) + 1
+    waves = math.ceil(job.expected_rollouts(stage) / job.max_concurrent) + 1 + job.serial_rollouts(stage)
     return STARTUP_SECONDS + waves * job.rollout_timeout * 1.5
 
 

@@ -8,11 +8,13 @@ only child processes that run the candidate pay for it.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Any
 
 from autoenv.events import emit
 from autoenv.job import TASKSET_ID, Job
+from autoenv.limits import limit_hooks, run_limited
 from autoenv.runtime import choose_harness, seat_runtime
 
 INFINITE_LIMIT = 100_000
@@ -36,7 +38,7 @@ def build_env(vf: Any, job: Job) -> Any:
         _told.add(note)
         emit("note", message=note)
     seat = {
-        "harness": {"id": harness},
+        "harness": {"id": harness, "tool_timeout": float(job.limits.tool_seconds)},
         "runtime": seat_runtime(job.runtime),
         "timeout": {"rollout": float(job.rollout_timeout)},
         "max_turns": int(job.max_turns),
@@ -45,6 +47,20 @@ def build_env(vf: Any, job: Job) -> Any:
     for name in seat_names(vf, job.taskset_id):
         raw[name] = dict(seat)
     return vf.load_environment(vf.resolve_env_config(raw))
+
+
+async def load_tasks(vf: Any, job: Job, stage: str) -> tuple[Any, list[Any]]:
+    """The environment and every task, the candidate's load() bounded by job.limits.load_seconds
+    (TimeLimitExceeded names the stage and where load() was stuck); its reward and metric
+    calls are bounded by job.limits.reward_seconds from here on."""
+    def load() -> tuple[Any, list[Any]]:
+        env = build_env(vf, job)
+        return env, all_tasks(env.taskset)
+
+    what = f"the taskset's load() in the {stage} stage (checks.max_load_seconds)"
+    env, tasks = await asyncio.to_thread(run_limited, load, job.limits.load_seconds, what, job.candidate_dir)
+    limit_hooks(type(env.taskset).task_type(), job.limits.reward_seconds, stage, job.candidate_dir)
+    return env, tasks
 
 
 def all_tasks(taskset: Any, limit: int = INFINITE_LIMIT) -> list[Any]:

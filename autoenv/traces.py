@@ -22,6 +22,10 @@ from pathlib import Path
 from typing import Iterator
 
 TRACES_FILE = "traces.jsonl"
+RETRIES_FILE = "client_retries.json"
+"""{role: retries the chat program's OpenAI client made}, written by the rollouts stage."""
+PROVIDER_OUTCOMES = ("provider_error", "timeout")
+"""Outcomes that say the provider failed or was too slow, not the candidate."""
 PROVIDER_ERRORS = {"ProviderError", "InterceptionError", "ModelError", "APIConnectionError", "APIStatusError"}
 
 

@@ -15,8 +15,10 @@ evaluations share tasks):
   gate failed: checks or probes, or too many environment errors;
 - inconclusive: the difference is inside the noise at this budget (the reason says how
   big a change the budget can resolve), too many provider errors, or the scripted
-  reference could not play (offline, a candidate without an oracle hook);
-- crash: the evaluation failed;
+  reference could not play (offline, a candidate without an oracle hook), or the provider
+  was unavailable (the smoke rollout failed at the provider after its retries: the reason
+  starts with "provider unavailable", and the candidate is not blamed);
+- crash: the evaluation failed because of the candidate;
 - tampered: protected files differ from the run's base (autoenv.runbase): no model was
   called and the entry is never kept.
 
@@ -138,6 +140,7 @@ def decide(
     confidence: float = 0.95,
     seed: int = 0,
     tampered: list[str] | None = None,
+    provider_unavailable: bool = False,
 ) -> Verdict:
     """The verdict for an evaluation with `stats` on branch `run`, against the `kept` entry of
     the same run (None: this is the run's first); `no_reference` says why the scripted
@@ -148,6 +151,8 @@ def decide(
             "protected files differ from the run base, so this commit is not judged by the run's rules and no "
             "model was called: " + "; ".join(tampered) + ". Revert them (edit only candidate/); a deliberate "
             "change of rules is `autoenv rebase-rules -m 'why'`, a commit of its own"))
+    if provider_unavailable:
+        return Verdict(verdict="inconclusive", reason=error or "provider unavailable")
     if not eval_success:
         return Verdict(verdict="crash", reason=f"the evaluation failed: {error or 'see the report'}")
     if gates_failed:

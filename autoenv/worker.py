@@ -22,11 +22,15 @@ from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults
 from autoenv.events import emit
 from autoenv.gates.oracle import OracleBook
+from autoenv.inprocess import HARNESS_ID, client_retries
+from autoenv.inprocess import seat as retry_seat
+from autoenv.runtime import choose_harness
 from autoenv.job import Job
 from autoenv.sampling import TaskRef, choose_tasks
-from autoenv.tasks import all_tasks, build_env, task_row
-from autoenv.traces import finished_episodes, to_rollout
+from autoenv.tasks import load_tasks, task_row
+from autoenv.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, to_rollout
 
+SMOKE_BACKOFF_SECONDS = 2.0  # before the second attempt; doubled before each later one
 NO_KEY_VAR = "AUTOENV_NO_KEY"
 LOCAL_KEY_VAR = "AUTOENV_LOCAL_KEY"
 
@@ -40,8 +44,7 @@ async def run(job: Job) -> None:
         raise ValueError("the job has no rollout plan")
     out = job.out
     started = time.time()
-    env = build_env(vf, job)
-    tasks = all_tasks(env.taskset)
+    env, tasks = await load_tasks(vf, job, "rollouts")
     if not tasks:
         raise RuntimeError("the candidate's taskset loaded no tasks")
     emit("loaded", tasks=len(tasks), seconds=round(time.time() - started, 3))
@@ -81,6 +84,7 @@ async def run(job: Job) -> None:
             done[role] += 1
             emit("rollout", role=role, done=done[role], total=total[role], ok=bool(episode.ok))
 
+        retry_seat.set(role)  # this task's own context: the chat program's client counts its retries under it
         await env.run_slot(slot, contexts[role], semaphore, on_complete=saved)
 
     try:
@@ -88,10 +92,22 @@ async def run(job: Job) -> None:
             if plan.smoke and not (plan.reuse and finished_episodes(out / "smoke")):
                 # One rollout on the target model first: a broken candidate costs one rollout.
                 (out / "smoke").mkdir(exist_ok=True)
-                slot = env.slots(chosen[0], 1)[0]
-                episode = await env.run_slot(slot, contexts["target"], semaphore)
-                await append_episode(out / "smoke", episode, lock)
-                smoke = smoke_outcome(episode)
+                for attempt in range(1, plan.smoke_attempts + 1):
+                    slot = env.slots(chosen[0], 1)[0]
+                    token = retry_seat.set("target")
+                    try:
+                        episode = await env.run_slot(slot, contexts["target"], semaphore)
+                    finally:
+                        retry_seat.reset(token)
+                    await append_episode(out / "smoke", episode, lock)
+                    smoke = {**smoke_outcome(episode), "attempts": attempt}
+                    if smoke["outcome"] not in PROVIDER_OUTCOMES or attempt == plan.smoke_attempts:
+                        break
+                    # The provider failed, not the candidate: try again after a pause.
+                    pause = SMOKE_BACKOFF_SECONDS * 2 ** (attempt - 1)
+                    emit("note", message=f"smoke rollout attempt {attempt} failed at the provider "
+                         f"({smoke['outcome']}: {smoke['error']}); retrying in {pause:g} s")
+                    await asyncio.sleep(pause)
                 emit("smoke", **smoke)
                 if smoke["outcome"] != "ok":
                     return
@@ -108,6 +124,8 @@ async def run(job: Job) -> None:
     finally:
         if endpoint is not None:
             await endpoint.stop()
+        if choose_harness(job.runtime)[0] == HARNESS_ID:  # the stock harness's client runs in a process of its own
+            (out / RETRIES_FILE).write_text(json.dumps({role: client_retries[role] for role in contexts}))
     emit("finished", seconds=round(time.time() - started, 3), done=done)
 
 

@@ -142,45 +142,88 @@ def remote_config(port: int, timeout: int = 60) -> str:
         'model = "gpt-4.1-mini"', 'model = "oracle"').replace('model = "gpt-4.1"', 'model = "oracle"')
 
 
-def test_unreachable_endpoint_costs_one_rollout(run_repo):
+def test_unreachable_endpoint_is_found_in_preflight_and_records_nothing(run_repo):
     root = run_repo("arithmetic", remote_config(free_port()))
     started = time.time()
     result = autoenv("eval", cwd=root)
-    assert result.returncode == 1
-    assert "smoke rollout failed (provider_error)" in result.stderr
-    (entry,) = ledger(root)
-    assert entry["verdict"]["verdict"] == "crash" and entry["failed_stage"] == "smoke"
-    out = root / "outputs" / entry["commit"]
-    assert lines(out / "smoke" / "traces.jsonl") == 1 and not (out / "target").exists()
-    assert time.time() - started < 120
+    assert result.returncode == 3, result.stderr[-2000:]
+    assert "provider unavailable: the target endpoint did not answer" in result.stderr
+    assert "cannot connect" in result.stderr and "[target] base_url" in result.stderr
+    assert ledger(root) == [] and not (root / "outputs").exists()  # before any gate: nothing spent
+    assert time.time() - started < 30
 
 
-@pytest.fixture
-def served(run_repo):
-    """`autoenv serve` as its own process: a remote provider that hangs on every request."""
-    port = free_port()
-    root = run_repo("arithmetic", remote_config(port, timeout=5))
+def serve_faults(root: Path, port: int, *flags: str) -> subprocess.Popen:
+    """`autoenv serve` as its own process, a remote provider with `flags` faults."""
     proc = subprocess.Popen([sys.executable, "-m", "autoenv.cli", "serve", "--port", str(port),
-                             "--candidate", str(root / "candidate"), "--rate-hang", "1"],
+                             "--candidate", str(root / "candidate"), *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     ready = proc.stdout.readline()
     assert f"127.0.0.1:{port}" in ready, ready
-    yield root
-    proc.terminate()
-    proc.wait(timeout=10)
+    return proc
 
 
-def test_hanging_provider_is_a_timeout_not_a_zero(served):
-    root = served
+@pytest.fixture
+def provider(run_repo):
+    """Factory: a run repository whose models are served by `autoenv serve` with the given faults."""
+    procs = []
+
+    def make(*flags: str, timeout: int = 60) -> Path:
+        port = free_port()
+        root = run_repo("arithmetic", remote_config(port, timeout=timeout))
+        procs.append(serve_faults(root, port, *flags))
+        return root
+
+    yield make
+    for proc in procs:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("kind", ["429", "500", "cut"])
+def test_smoke_time_fault_burst_is_retried_not_blamed(provider, kind):
+    # Three faults in a row used to fail the single smoke rollout and record a crash (exit 1).
+    root = provider("--burst", f"{kind}:3")
+    result = autoenv("eval", cwd=root)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (entry,) = ledger(root)
+    assert entry["eval_success"] is True and entry["verdict"]["verdict"] == "baseline"
+    smoke = (root / "outputs" / entry["commit"] / "smoke" / "traces.jsonl")
+    assert 2 <= lines(smoke) <= 3, "the first smoke attempt must have met the burst"
+    retries = entry["stats"]["target"]["client_retries"]
+    assert retries is not None and (retries >= 1 if kind != "cut" else retries >= 0)
+    assert entry["stats"]["strong"]["client_retries"] == 0
+    assert "failed at the provider" in result.stdout + result.stderr
+
+
+def test_provider_down_at_smoke_time_is_inconclusive_exit_3(provider):
+    root = provider("--rate-500", "1")
+    result = autoenv("eval", cwd=root)
+    assert result.returncode == 3, result.stderr[-3000:]
+    assert "provider unavailable" in result.stderr and "smoke rollout attempt 1 failed" in result.stdout
+    (entry,) = ledger(root)
+    assert entry["verdict"]["verdict"] == "inconclusive" and entry["failed_stage"] == "smoke"
+    assert entry["verdict"]["reason"].startswith("provider unavailable")
+    assert entry["gates"]["passed"] is True and entry["stats"] == {}
+    out = root / "outputs" / entry["commit"]
+    assert lines(out / "smoke" / "traces.jsonl") == 3 and not (out / "target").exists()
+    report = (root / "feedback" / f"{entry['commit']}.md").read_text()
+    assert "not the candidate's fault" in report
+
+
+def test_hanging_provider_is_a_timeout_not_a_zero(provider):
+    root = provider("--rate-hang", "1", timeout=5)
     started = time.time()
     result = autoenv("eval", cwd=root)
-    assert result.returncode == 1
-    assert "smoke rollout failed (timeout)" in result.stderr
+    assert result.returncode == 3, result.stderr[-3000:]
+    assert "(timeout)" in result.stderr and "provider unavailable" in result.stderr
     (entry,) = ledger(root)
     assert entry["failed_stage"] == "smoke" and entry["stats"] == {}
-    smoke = json.loads((root / "outputs" / entry["commit"] / "smoke" / "traces.jsonl").read_text().splitlines()[0])
-    assert smoke["traces"][0]["is_timeout"] is True
-    assert time.time() - started < 90
+    assert entry["verdict"]["verdict"] == "inconclusive"
+    smoke = [json.loads(line) for line in (root / "outputs" / entry["commit"] / "smoke" / "traces.jsonl")
+             .read_text().splitlines()]
+    assert len(smoke) == 3 and all(s["traces"][0]["is_timeout"] is True for s in smoke)
+    assert time.time() - started < 120
 
 
 def test_interrupt_records_nothing_and_stops_the_worker(run_repo):
@@ -219,3 +262,21 @@ def test_planted_hack_is_discarded_before_any_model_is_called(run_repo):
     report = (root / "feedback" / f"{commit}.md").read_text()
     assert report.index("## Failed gates") < report.index("## Checks and probes")
     assert "probe wrong-answer" in report
+
+
+def test_reward_sleeping_forever_is_a_failed_gate_named_not_a_deadline(run_repo):
+    # It used to be stopped only by the stage deadline (330 s with rollout_timeout = 10), naming nothing.
+    root = run_repo("arithmetic", small_config().replace("max_reward_seconds = 30", "max_reward_seconds = 1"))
+    taskset = root / "candidate" / "candidate_env" / "taskset.py"
+    where = "    async def correct(self, trace: vf.Trace) -> float:\n"
+    taskset.write_text(taskset.read_text().replace(where, where + "        import time; time.sleep(3600)\n"))
+    commit_all(root, "a reward that never returns")
+    started = time.time()
+    result = autoenv("eval", "--offline", cwd=root)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (entry,) = ledger(root)
+    assert entry["verdict"]["verdict"] == "discard" and entry["stats"] == {}
+    hung = next(f for f in entry["gates"]["failed"] if f.startswith("time limits"))
+    assert "reward 'correct' on task idx" in hung and "did not return within 1 s" in hung
+    assert "candidate_env/taskset.py" in hung
+    assert time.time() - started < 150

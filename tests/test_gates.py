@@ -486,9 +486,23 @@ def test_non_deterministic_load_fails():
     assert not report.passed
 
 
-def test_slow_load_is_a_warning():
-    report = judge(audit(load_seconds=CONFIG.checks.max_load_seconds + 1))
-    assert find(report, "load time").status == "warn" and report.passed
+def test_load_time_is_reported_against_its_limit():
+    report = judge(audit(load_seconds=0.4))
+    assert find(report, "load time").status == "pass" and "limit 60 s" in find(report, "load time").message
+
+
+def test_a_load_past_its_limit_fails_the_gates_and_says_where_it_hung():
+    hung = "the taskset's load() in the audit stage (checks.max_load_seconds) did not return within 2 s"
+    report = judge({"time_limits": [hung], "modules": []})
+    assert find(report, "time limits").status == "fail" and hung in find(report, "time limits").message
+    assert find(report, "load time").status == "fail" and not report.passed
+
+
+def test_a_reward_past_its_limit_fails_the_gates():
+    hung = "reward 'correct' on task idx 3 in the audit stage did not return within 2 s"
+    report = judge(audit(time_limits=[hung]))
+    assert find(report, "time limits").status == "fail" and "task idx 3" in find(report, "time limits").message
+    assert not report.passed
 
 
 def test_empty_audit_does_not_crash():

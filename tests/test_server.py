@@ -553,6 +553,28 @@ def test_fault_500():
     assert counts["model:oracle"] == 3
 
 
+def test_fault_burst_then_answers():
+    async def body(ep):
+        statuses = []
+        async with client(ep) as c:
+            for _ in range(3):
+                try:
+                    await c.chat.completions.create(model="oracle", messages=user(ADD_PROMPT))
+                    statuses.append(200)
+                except openai.APIStatusError as e:
+                    statuses.append(e.status_code)
+        return statuses, dict(ep.counts)
+
+    statuses, counts = serve(body, faults=Faults(burst="500", burst_count=2))
+    assert statuses == [500, 500, 200]
+    assert counts["fault:500"] == 2 and counts["requests"] == 3
+
+
+def test_fault_burst_kind_is_checked():
+    with pytest.raises(ValueError, match="burst"):
+        Faults(burst="418", burst_count=1)
+
+
 def test_fault_cut_stream_has_no_finish():
     async def body(ep):
         chunks, error = [], None

@@ -94,6 +94,12 @@ def test_crash_wins_over_everything():
     assert v.verdict == "crash" and "load failed" in v.reason
 
 
+def test_unavailable_provider_is_inconclusive_never_a_crash():
+    v = decide({}, BANDS, None, eval_success=False, provider_unavailable=True,
+               error="provider unavailable: the smoke rollout failed at the provider 3 time(s) in a row")
+    assert v.verdict == "inconclusive" and v.reason.startswith("provider unavailable: the smoke rollout")
+
+
 def test_first_evaluation_is_the_baseline_and_says_where_it_stands():
     v = decide(stats(counts(0.05)), BANDS, None, run="autoenv/a")
     assert v.verdict == "baseline" and v.compared_to is None

@@ -28,6 +28,9 @@ from autoenv.tasks import candidate_tasks
 HOST = "127.0.0.1"
 
 
+FAULT_KINDS = ("429", "500", "hang", "cut")
+
+
 @dataclass(frozen=True)
 class Faults:
     """Rates (0..1) of injected failures per request, and added latency."""
@@ -40,11 +43,16 @@ class Faults:
     """Seconds added before every reply."""
     hang_seconds: float = 3600.0
     seed: int = 0
+    burst: str | None = None
+    """A fault kind (429, 500, hang, cut) every chat request gets until `burst_count` have had it."""
+    burst_count: int = 0
 
     def __post_init__(self):
         rates = (self.rate_429, self.rate_500, self.rate_hang, self.rate_cut)
         if any(r < 0 or r > 1 for r in rates) or sum(rates) > 1:
             raise ValueError("fault rates must each be in [0, 1] and sum to at most 1")
+        if self.burst is not None and (self.burst not in FAULT_KINDS or self.burst_count < 0):
+            raise ValueError(f"a burst is one of {', '.join(FAULT_KINDS)} and a count >= 0")
 
 
 def _tokens(text: str) -> int:
@@ -114,6 +122,8 @@ class Endpoint:
 
     def _draw_fault(self) -> str | None:
         f = self.faults
+        if f.burst and self.counts[f"fault:{f.burst}"] < f.burst_count:
+            return f.burst
         roll = self._fault_rng.random()
         for name, rate in (("429", f.rate_429), ("500", f.rate_500), ("hang", f.rate_hang), ("cut", f.rate_cut)):
             if roll < rate:

@@ -32,7 +32,8 @@ from autoenv.gates.oracle import HOOK, OracleBook, has_hook
 from autoenv.gates.probes import EXPLOITS, NEEDS_TOOLS, probe_reply
 from autoenv.job import Job
 from autoenv.messages import Reply
-from autoenv.tasks import all_tasks, build_env
+from autoenv.limits import TimeLimitExceeded, breaches, run_limited
+from autoenv.tasks import load_tasks
 from autoenv.traces import to_rollout
 from autoenv.worker import LOCAL_KEY_VAR, sample_tasks
 
@@ -116,6 +117,22 @@ async def score_in_process(vf, task, reply) -> tuple:
     return trace, None
 
 
+def oracle_reply(job: Job, task, messages: list[dict]):
+    """The task's oracle hook under the reward limit; a hook that hung once is not called again."""
+    key = f"{type(task).__qualname__}.{HOOK}"
+    if key in _hung_hooks:
+        raise TimeLimitExceeded(f"{_hung_hooks[key]}; not called again")
+    what = f"the oracle hook on task idx {task.data.idx} in the audit stage (checks.max_reward_seconds)"
+    try:
+        return run_limited(lambda: getattr(task, HOOK)(messages), job.limits.reward_seconds, what, job.candidate_dir)
+    except TimeLimitExceeded as e:
+        _hung_hooks[key] = str(e)
+        raise
+
+
+_hung_hooks: dict[str, str] = {}
+
+
 def same_rewards(a: dict, b: dict) -> bool:
     shared = set(a) & set(b)
     def value(r):
@@ -136,7 +153,9 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes) -> tuple[lis
             oracle, oracle_error = None, None
             if callable(getattr(task, HOOK, None)):
                 try:
-                    oracle = Reply.coerce(getattr(task, HOOK)(messages))
+                    oracle = Reply.coerce(oracle_reply(job, task, messages))
+                except TimeLimitExceeded as e:
+                    oracle_error = str(e)
                 except Exception as e:
                     oracle_error = f"the oracle hook raised {type(e).__name__}: {e}"
             if probe == "oracle":
@@ -180,7 +199,9 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
         for trace, wire_trace in zip(episode.traces, wire.get("traces") or []):
             rollout = to_rollout(wire_trace, wire)
             reply = trace.assistant_messages[-1].content if trace.assistant_messages else ""
-            record = reward_record(trace, probe, task, reply or "", None if rollout.outcome == "ok" else rollout.error)
+            full = " ".join(str(e.get("message", "")) for e in (wire_trace.get("errors") or []) + (wire.get("errors") or []))
+            error = None if rollout.outcome == "ok" else tool_timeout(trace, task, job, full) or rollout.error
+            record = reward_record(trace, probe, task, reply or "", error)
             record["outcome"] = rollout.outcome
             record["tool_calls"] = len(trace.tool_messages)
             records.append(record)
@@ -205,6 +226,23 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
     return records, all(rescored)
 
 
+_hung_tools: list[str] = []
+
+
+def tool_timeout(trace, task, job: Job, error: str | None) -> str | None:
+    """A rollout that died on a tool call past checks.max_tool_seconds (verifiers' harness
+    tool_timeout: the chat program's MCP client reads a timeout), named by its last tool call."""
+    if not error or "ReadTimeout" not in error:
+        return None
+    calls = [call for message in trace.assistant_messages for call in (getattr(message, "tool_calls", None) or [])]
+    name = calls[-1].name if calls else "(unknown)"
+    message = (f"tool {name!r} on task idx {task.data.idx} in the audit stage did not return within "
+               f"{job.limits.tool_seconds:g} s (checks.max_tool_seconds)")
+    if message not in _hung_tools:
+        _hung_tools.append(message)
+    return message
+
+
 async def audit(job: Job) -> None:
     import verifiers.v1 as vf  # deferred: verifiers costs seconds and is needed only inside the child
 
@@ -215,11 +253,16 @@ async def audit(job: Job) -> None:
     out.mkdir(parents=True, exist_ok=True)
     result: dict = {}
     begun = started = time.time()
-    env = build_env(vf, job)
-    tasks = all_tasks(env.taskset)
-    result["load_seconds"] = round(time.time() - started, 3)
-    emit("loaded", tasks=len(tasks), seconds=result["load_seconds"])
-    again = all_tasks(build_env(vf, job).taskset)
+    try:
+        env, tasks = await load_tasks(vf, job, "audit")
+        result["load_seconds"] = round(time.time() - started, 3)
+        emit("loaded", tasks=len(tasks), seconds=result["load_seconds"])
+        _, again = await load_tasks(vf, job, "audit")
+    except TimeLimitExceeded as e:  # nothing to measure without tasks: the gates fail on it
+        result["time_limits"] = [str(e)]
+        (out / "audit.json").write_text(json.dumps(result, indent=1))
+        emit("finished", seconds=round(time.time() - begun, 3), done={})
+        return
     first, second = fingerprint(tasks), fingerprint(again)
     result["deterministic_load"] = first == second
     if first != second:
@@ -248,6 +291,7 @@ async def audit(job: Job) -> None:
             records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes)
         result.update(probes=records, deterministic_scoring=deterministic, probe_seconds=round(time.time() - started, 3),
                       probe_tasks=len(sample), probe_names=probes)
+    result["time_limits"] = list(breaches()) + _hung_tools[:3]
     (out / "audit.json").write_text(json.dumps(result, indent=1))
     emit("finished", seconds=round(time.time() - begun, 3), done={})
 

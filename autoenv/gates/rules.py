@@ -91,6 +91,15 @@ def platform_checks(candidate: Path, report: Gates) -> None:
 def judge_audit(audit: dict, config: Config, report: Gates) -> None:
     c = config.checks
     report.mode = audit.get("mode")
+    hung = audit.get("time_limits") or []
+    if hung:
+        report.add("time limits", "fail", "; ".join(hung) + ": a call into the candidate must return within its "
+                   "limit ([checks] max_load_seconds, max_reward_seconds, max_tool_seconds); a hang is an environment error",
+                   breaches=hung)
+    if hung and "load_seconds" not in audit:  # load() never returned: nothing else was measured
+        report.add("load time", "fail", f"load() did not return within the limit of {c.max_load_seconds:g} s "
+                   "(checks.max_load_seconds)", limit=c.max_load_seconds)
+        return
     broken = [m for m in audit.get("modules", []) if not m["ok"]]
     servers = [m["module"] for m in audit.get("modules", []) if m.get("tool_server")]
     if broken:
@@ -138,7 +147,7 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
         else:
             report.add(name, "skip", f"tasks carry no `{name}` field (recommended)")
     load = audit.get("load_seconds") or 0
-    report.add("load time", "warn" if load > c.max_load_seconds else "pass", f"{load:.2f} s")
+    report.add("load time", "pass", f"{load:.2f} s (limit {c.max_load_seconds:g} s, checks.max_load_seconds)")
     report.add("deterministic load", "pass" if audit.get("deterministic_load") else "fail",
                "two loads gave the same tasks in the same order" if audit.get("deterministic_load") else
                f"two loads with the same config differ (first at position {audit.get('load_difference')}): "

@@ -1,0 +1,160 @@
+"""Per-call time limits on the candidate's code, inside the evaluation's child process.
+
+A reward or `load()` that never returns used to be stopped only by the stage's outer
+deadline (minutes to hours), with no word of what hung. A synchronous `time.sleep` in a
+reward blocks the event loop, so `asyncio.wait_for` alone cannot stop it: each limited
+call runs in a daemon thread of its own (an async reward in a fresh event loop there)
+and the caller waits at most its limit. On a breach the caller gets `TimeLimitExceeded`,
+naming the call, the task and where the thread is stuck in the candidate's code.
+
+Python cannot kill a thread: the stuck one is left behind, daemon, so it never holds
+the child's exit; the child itself is ended after the evaluation's stages (end of stdin,
+then SIGKILL of its process group), which stays the last wall. So that a hung reward
+costs one limit and not one per reply, a call that breached is not made again: its
+later calls fail at once with the same message.
+
+Rewards that take verifiers' `runtime` are bound to the child's own event loop; they
+are limited with `asyncio.wait_for` in that loop instead (an `await` that never returns
+is stopped, a blocking call is not).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+HOOKS = ("reward", "metric")
+_breached: dict[str, str] = {}
+
+
+class TimeLimitExceeded(Exception):
+    """A call into the candidate ran past its limit; the message names it and where it was stuck."""
+
+
+def run_limited(fn: Callable[[], Any], seconds: float, what: str, source: str | None = None) -> Any:
+    """`fn()` in a daemon thread; its result, its exception, or TimeLimitExceeded after `seconds`.
+
+    A coroutine function's coroutine is run to completion in a fresh event loop in that
+    thread. `source` is the candidate's directory, for naming the stuck line.
+    """
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            value = fn()
+            if inspect.iscoroutine(value):
+                loop = asyncio.new_event_loop()
+                box["loop"] = loop
+                try:
+                    value = loop.run_until_complete(value)
+                finally:
+                    loop.close()
+            box["value"] = value
+        except BaseException as e:  # handed to the caller as it is
+            box["error"] = e
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=target, daemon=True, name=f"autoenv-limited: {what}")
+    thread.start()
+    if not done.wait(seconds):
+        where = stuck_at(thread, box.get("loop"), source)
+        raise TimeLimitExceeded(f"{what} did not return within {seconds:g} s" + (f" (stuck at {where})" if where else ""))
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def stuck_at(thread: threading.Thread, loop: asyncio.AbstractEventLoop | None, source: str | None) -> str | None:
+    """The innermost line of the candidate's code the thread is in (a blocking call), or that
+    its event loop's coroutines wait in (an await that never returns)."""
+    frames: list[FrameType] = []
+    frame = sys._current_frames().get(thread.ident or -1)
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+    if loop is not None:
+        try:
+            tasks = list(asyncio.all_tasks(loop))
+        except RuntimeError:  # the set changed while read from this thread: no coroutine detail
+            tasks = []
+        for task in tasks:
+            frames.extend(reversed(_awaiting(task.get_coro())))
+    for frame in frames:
+        if _is_candidate(frame.f_code.co_filename, source):
+            return f"{_short(frame.f_code.co_filename, source)}:{frame.f_lineno} in {frame.f_code.co_name}"
+    return None
+
+
+def _awaiting(coro: Any) -> list[FrameType]:
+    """The frames of a coroutine and of what it awaits, outermost first."""
+    frames = []
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is not None:
+            frames.append(frame)
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return frames
+
+
+def _is_candidate(filename: str, source: str | None) -> bool:
+    return source is not None and Path(filename).resolve().is_relative_to(Path(source).resolve())
+
+
+def _short(filename: str, source: str | None) -> str:
+    path = Path(filename).resolve()
+    return str(path.relative_to(Path(source).resolve())) if source and path.is_relative_to(Path(source).resolve()) else filename
+
+
+def limit_hooks(task_cls: type, seconds: float, stage: str, source: str | None) -> None:
+    """Wrap every `@vf.reward` and `@vf.metric` method of `task_cls` (and of its candidate base
+    classes) in a per-call time limit. Idempotent. A breach raises TimeLimitExceeded inside
+    the call, which verifiers records as the trace's environment error (the score is missing).
+    """
+    for klass in task_cls.__mro__:
+        if klass.__module__.split(".")[0] in ("verifiers", "builtins", "pydantic"):
+            continue
+        for name, member in list(vars(klass).items()):
+            kind = next((k for k in HOOKS if getattr(member, k, None) is True), None)
+            if kind is None or getattr(member, "_autoenv_limited", False) or not inspect.iscoroutinefunction(member):
+                continue
+            setattr(klass, name, _limited(member, kind, seconds, stage, source))
+
+
+def _limited(fn: Callable[..., Any], kind: str, seconds: float, stage: str, source: str | None) -> Callable[..., Any]:
+    uses_runtime = "runtime" in inspect.signature(fn).parameters
+    label = f"{kind} {fn.__name__!r}"
+
+    @functools.wraps(fn)
+    async def limited(self: Any, *args: Any, **kwargs: Any) -> Any:
+        key = f"{type(self).__qualname__}.{fn.__name__}"
+        if key in _breached:
+            raise TimeLimitExceeded(f"{_breached[key]}; not called again")
+        idx = getattr(getattr(self, "data", None), "idx", None)
+        what = f"{label} on task idx {idx} in the {stage} stage"
+        try:
+            if uses_runtime:
+                try:
+                    return await asyncio.wait_for(fn(self, *args, **kwargs), seconds)
+                except asyncio.TimeoutError:
+                    raise TimeLimitExceeded(f"{what} did not return within {seconds:g} s") from None
+            return await asyncio.to_thread(run_limited, lambda: fn(self, *args, **kwargs), seconds, what, source)
+        except TimeLimitExceeded as e:
+            _breached[key] = str(e)
+            raise
+
+    limited._autoenv_limited = True  # type: ignore[attr-defined]
+    return limited
+
+
+def breaches() -> Iterable[str]:
+    """Every hook that breached its limit in this process, as its message."""
+    return list(_breached.values())

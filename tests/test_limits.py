@@ -1,0 +1,126 @@
+"""Per-call time limits: a reward, load() or oracle hook that never returns is stopped and named, not waited for."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autoenv.job import AuditPlan, CallLimits, Job
+from autoenv.limits import TimeLimitExceeded, run_limited
+from autoenv.paths import EXAMPLES
+from autoenv.rollouts import Worker
+
+
+def hostile_module(tmp_path: Path, name: str):
+    """A module `name` in its own folder under tmp_path (the candidate's source), and that folder."""
+    source = tmp_path / "hostile"
+    source.mkdir()
+    (source / f"{name}.py").write_text(
+        "import asyncio, time\n"
+        "def blocks():\n"
+        "    time.sleep(3600)\n"
+        "async def awaits():\n"
+        "    await asyncio.sleep(3600)\n")
+    sys.path.insert(0, str(source))
+    return importlib.import_module(name), source
+
+
+def test_a_blocking_call_is_stopped_at_its_limit_and_named(tmp_path):
+    hostile_rewards, source = hostile_module(tmp_path, "hostile_blocks")
+
+    started = time.time()
+    with pytest.raises(TimeLimitExceeded) as caught:
+        run_limited(hostile_rewards.blocks, 0.5, "reward 'blocks' on task idx 7", str(source))
+    assert time.time() - started < 3
+    assert str(caught.value).startswith("reward 'blocks' on task idx 7 did not return within 0.5 s")
+    assert "stuck at hostile_blocks.py:3 in blocks" in str(caught.value)
+
+
+def test_an_await_that_never_returns_is_stopped_and_named(tmp_path):
+    hostile_rewards, source = hostile_module(tmp_path, "hostile_awaits")
+
+    with pytest.raises(TimeLimitExceeded) as caught:
+        run_limited(hostile_rewards.awaits, 0.5, "reward 'awaits'", str(source))
+    assert "stuck at hostile_awaits.py:5 in awaits" in str(caught.value)
+
+
+def test_results_and_errors_pass_through():
+    assert run_limited(lambda: 41 + 1, 5, "sum") == 42
+
+    async def twice(x):
+        return 2 * x
+
+    assert run_limited(lambda: twice(4), 5, "twice") == 8
+    with pytest.raises(ZeroDivisionError):
+        run_limited(lambda: 1 / 0, 5, "divide")
+
+
+def hostile_candidate(tmp_path: Path, where: str) -> Path:
+    """examples/arithmetic whose `where` (a line of its taskset.py) is followed by a sleep of an hour."""
+    target = tmp_path / "candidate"
+    shutil.copytree(EXAMPLES / "arithmetic", target, ignore=shutil.ignore_patterns("__pycache__"))
+    taskset = target / "candidate_env" / "taskset.py"
+    text = taskset.read_text()
+    assert where in text
+    taskset.write_text(text.replace(where, where + "        import time; time.sleep(3600)\n"))
+    return target
+
+
+def audit_of(candidate: Path, out: Path, **limits: float) -> dict:
+    plan = AuditPlan(probe_sample=4, rollout_sample=1, near_threshold=0.9, exploits=8)
+    job = Job(candidate_dir=str(candidate), out_dir=str(out), audit=plan, limits=CallLimits(**limits))
+    with Worker(job) as worker:
+        worker.run("audit")
+    return json.loads((out / "gates" / "audit.json").read_text())
+
+
+@pytest.mark.slow
+def test_a_reward_sleeping_forever_is_a_named_environment_error_not_a_deadline(tmp_path):
+    candidate = hostile_candidate(tmp_path, "    async def correct(self, trace: vf.Trace) -> float:\n")
+    started = time.time()
+    audit = audit_of(candidate, tmp_path / "out", reward_seconds=1)
+    assert time.time() - started < 60  # one limit, not one per reply, and never the stage deadline
+    (hung,) = audit["time_limits"]
+    assert hung.startswith("reward 'correct' on task idx ") and "in the audit stage did not return within 1 s" in hung
+    assert "stuck at candidate_env/taskset.py:" in hung and "in correct" in hung
+    errors = [r["error"] for r in audit["probes"] if r.get("error")]
+    assert errors and all("reward 'correct'" in e for e in errors)
+
+
+@pytest.mark.slow
+def test_a_load_sleeping_forever_is_stopped_at_its_limit_and_named(tmp_path):
+    candidate = hostile_candidate(tmp_path, "    def load(self) -> list[ArithmeticTask]:\n")
+    started = time.time()
+    audit = audit_of(candidate, tmp_path / "out", load_seconds=2)
+    assert time.time() - started < 60
+    (hung,) = audit["time_limits"]
+    assert hung.startswith("the taskset's load() in the audit stage (checks.max_load_seconds) did not return within 2 s")
+    assert "candidate_env/taskset.py:" in hung and "in load" in hung
+    assert "load_seconds" not in audit and "probes" not in audit
+
+
+@pytest.mark.slow
+def test_a_tool_sleeping_forever_is_a_named_environment_error(tmp_path):
+    target = tmp_path / "candidate"
+    shutil.copytree(EXAMPLES / "shopping", target, ignore=shutil.ignore_patterns("__pycache__"))
+    tools = target / "candidate_env" / "tools.py"
+    where = '        """Unit price of a catalog item, e.g. price(item="blue ceramic mug")."""\n'
+    assert where in tools.read_text()
+    tools.write_text(tools.read_text().replace(where, where + "        import time; time.sleep(3600)\n"))
+    plan = AuditPlan(probe_sample=2, rollout_sample=1, near_threshold=0.9, exploits=8)
+    job = Job(candidate_dir=str(target), out_dir=str(tmp_path / "out"), audit=plan, rollout_timeout=60,
+              max_concurrent=4, limits=CallLimits(tool_seconds=3))
+    with Worker(job) as worker:
+        worker.run("audit")
+    audit = json.loads((tmp_path / "out" / "gates" / "audit.json").read_text())
+    oracle = next(r for r in audit["probes"] if r["probe"] == "oracle")
+    assert oracle["outcome"] == "env_error"
+    assert oracle["error"] == (f"tool 'catalog_price' on task idx {oracle['idx']} in the audit stage did not return "
+                               "within 3 s (checks.max_tool_seconds)")
+    assert oracle["error"] in audit["time_limits"]
