@@ -7,7 +7,7 @@ $FAKE_CLAUDE_LOG, then behaves according to $FAKE_CLAUDE_MODE:
 
 - ok:      lists rollouts/*.md in its cwd and returns schema-conforming findings that
            cite one real rollout stem; cost 0.0123, 4 turns, exit 0.
-- escape:  tries to Read ../../secret.txt, $FAKE_CLAUDE_SECRET (absolute) and candidate/link.
+- escape:  tries to Read ../../secret.txt, $FAKE_CLAUDE_OUTSIDE_FILE (absolute) and candidate/link.
            Like the real CLI with `--tools Read,Grep,Glob --permission-mode dontAsk`, its
            Read only allows paths that resolve (symlinks followed) inside the cwd; other
            reads become `permission_denials`. The summary holds only what it could read and
@@ -140,7 +140,7 @@ def main() -> int:
             log(record)
             print("refusing to run without --bare", file=sys.stderr)
             return 2
-        secret = os.environ.get("FAKE_CLAUDE_SECRET", "/nonexistent/secret.txt")
+        secret = os.environ.get("FAKE_CLAUDE_OUTSIDE_FILE", "/nonexistent/secret.txt")
         got = {}
         for path in ("../../secret.txt", secret, "candidate/link"):
             text = session.read(path)

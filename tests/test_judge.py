@@ -1005,7 +1005,7 @@ def test_claude_backend_end_to_end(repo, evaluated, fake_bin, tmp_path):
 def test_claude_escape_attempts_are_denied(repo, evaluated, fake_bin, tmp_path):
     commit = evaluated.commit
     log = tmp_path / "claude.json"
-    env = claude_env(fake_bin, "escape", log, FAKE_CLAUDE_SECRET=str(evaluated.secret))
+    env = claude_env(fake_bin, "escape", log, FAKE_CLAUDE_OUTSIDE_FILE=str(evaluated.secret))
     result = judge_cli(repo, "--backend", "claude", env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     (call,) = json.loads(log.read_text())
