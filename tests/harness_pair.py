@@ -109,7 +109,10 @@ async def run_harness(vf, spec: dict, harness: str, tasks_all: list) -> dict:
     return result
 
 
-def hold_clients() -> list:
+def hold_clients(install=setattr) -> list:
+    """Keep every client the program opens alive, so only closing (not garbage collection) frees its sockets.
+
+    `install(module, name, value)` puts the holding class in place (a test passes monkeypatch.setattr)."""
     from autoenv import inprocess
 
     module = inprocess.program()
@@ -120,7 +123,7 @@ def hold_clients() -> list:
             super().__init__(*args, **kwargs)
             held.append(self)
 
-    module.AsyncOpenAI = Holding
+    install(module, "AsyncOpenAI", Holding)
     return held
 
 

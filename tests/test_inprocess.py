@@ -8,6 +8,7 @@ import socket
 
 import pytest
 
+import harness_pair
 from autoenv import inprocess
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
@@ -48,17 +49,7 @@ def test_a_verifiers_lacking_the_chat_program_is_reported(monkeypatch):
 
 
 def hold_clients(monkeypatch) -> list:
-    """Keep every client the program opens alive, so only closing (not garbage collection) frees its sockets."""
-    module = inprocess.program()
-    held = []
-
-    class Holding(module.AsyncOpenAI):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            held.append(self)
-
-    monkeypatch.setattr(module, "AsyncOpenAI", Holding)
-    return held
+    return harness_pair.hold_clients(monkeypatch.setattr)
 
 
 def test_a_normal_end_is_exit_0_and_every_client_is_closed(monkeypatch):

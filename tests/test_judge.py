@@ -454,7 +454,9 @@ BROKEN = {  # check -> (an audit where only it fails, what its fix must name)
                       ["finite score in [0, 1]", "task 5 (oracle): ZeroDivisionError"]),
     "oracle": (lambda: audit(records=oracle_short_in_correct()),
                ["task idx [3, 7]", "'correct' (mean 0.0 of 1)", "fix the reward if the reply is right"]),
+    "time limits": (lambda: audit(time_limits=[HUNG_REWARD]), ["no blocking sleep", "task idx 3 in the audit stage"]),
 }
+HUNG_REWARD = "reward 'correct' on task idx 3 in the audit stage did not return within 1 s"
 
 
 def fixes_for(report: rules.Gates, entry_changes: dict | None = None) -> dict[str, str]:
@@ -529,11 +531,20 @@ def test_a_probe_that_only_hit_errors_points_at_the_reward_errors():
     assert findings.reward_faithfulness.suspected_hacks == []  # an error is not a hack
 
 
+def test_a_load_that_never_returns_names_both_fixes():
+    hung = audit(time_limits=["load() in the audit stage did not return within 2 s"])
+    hung.pop("load_seconds", None)
+    report = judged(hung)
+    assert [f.name for f in report.findings if f.status == "fail"] == ["time limits", "load time"]
+    fixes = fixes_for(report)
+    assert "load() in the audit stage" in fixes["time limits"] and "checks.max_load_seconds" in fixes["load time"]
+
+
 def test_every_check_that_can_fail_and_every_probe_has_a_fix():
     source = Path(rules.__file__).read_text()
     named = set(re.findall(r'report\.add\("([^"]+)"', source))
     assert named - {"load time"} <= set(CHECK_FIXES), "a check in gates/rules.py without its fix in judge/offline.py"
-    assert set(CHECK_FIXES) == set(BROKEN) | {"pyproject", "readme"}  # every fix is tested above
+    assert set(CHECK_FIXES) == set(BROKEN) | {"pyproject", "readme", "load time"}  # every fix is tested
     assert set(DEFENCES) == set(EXPLOITS)
 
 

@@ -125,6 +125,11 @@ CHECK_FIXES: dict[str, Callable[[GateFinding], str]] = {
                                         "clock, network or state kept between calls"),
     "reward errors": _reward_errors,
     "oracle": _oracle,
+    "time limits": lambda f: ("make the named call return within its limit: no blocking sleep, network wait or "
+                              "unbounded loop in load(), a reward or a tool; cache what is slow to build"
+                              + (f"; {'; '.join((f.data.get('breaches') or [])[:2])}" if f.data.get("breaches") else "")),
+    "load time": lambda f: ("make load() return within checks.max_load_seconds: build the dataset lazily or "
+                            "from a file shipped with the candidate, never from the network"),
 }
 """The fix for each check that can fail (gates/rules.py); `probe <name>` findings use DEFENCES."""
 

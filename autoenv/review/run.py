@@ -21,7 +21,6 @@ from autoenv.ledger import chain_breaks, read_entries
 from autoenv.record import Entry
 from autoenv.review.notes import row_from_note
 from autoenv.review.rows import Row, mark_last_kept
-from autoenv.verdict import same_run
 
 RUN_PREFIX = "autoenv/"
 
@@ -144,11 +143,11 @@ def known_runs(runs: Counter) -> str:
 
 
 def members(repo: Repo, entries: list[Entry], branch: str) -> list[int]:
-    """Indices of the entries that belong to the run on `branch`."""
+    """Indices of the entries evaluated on `branch` (every run base of it: a review shows the rules changing)."""
     history: set[str] = set()
     if any(e.branch is None for e in entries) and repo.has_branch(branch):
         history = set(repo.ancestors(branch))
-    return [i for i, e in enumerate(entries) if same_run(e, branch) or (e.branch is None and e.commit in history)]
+    return [i for i, e in enumerate(entries) if e.branch == branch or (e.branch is None and e.commit in history)]
 
 
 def notes_run(repo: Repo, branch: str | None) -> Run:
