@@ -79,9 +79,9 @@ def warn(message: str) -> None:
     console.print(Text(f"  ! {message}", style="yellow"))
 
 
-def tampered(changes: list[str]) -> None:
-    """Protected files that differ from the run base, file by file, in red."""
-    console.print(Text("  ✗ tampered: protected files differ from the run base", style="bold red"))
+def tampered(changes: list[str], why: str = "protected files differ from the run base") -> None:
+    """Protected files that differ from the run base (or were written meanwhile), file by file, in red."""
+    console.print(Text(f"  ✗ tampered: {why}", style="bold red"))
     for change in changes:
         console.print(Text(f"    {change}", style="red"))
 

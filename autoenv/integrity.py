@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from autoenv.errors import AutoEnvError
-from autoenv.ledger import GENESIS, atomic_write, line_hash, raw_lines
+from autoenv.ledger import GENESIS, atomic_write, line_hash, locked, raw_lines
+from autoenv.record import Entry, RecordError
 
 ENTRY_FIELD = re.compile(r"(?m)^entry: ([0-9a-f]{64})$")
 LEDGER_FIELD = re.compile(r"(?m)^ledger: ([0-9a-f]{64})$")
@@ -98,6 +101,63 @@ def check(path: Path, notes: dict[str, str]) -> list[str]:
             problems.append(f"the entry of commit {note.commit[:12]} was deleted: its git note records entry "
                             f"{note.entry[:12]}, which is not in {path.name}")
     return problems
+
+
+NO_NOTE = "has no git note"
+
+
+def written_by_others(path: Path, seen: list[str], notes: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The ledger now against `seen`, its lines when this evaluation's preflight verified it:
+    (what someone other than the harness wrote, the lines to keep).
+
+    Other evaluations (other commits, other worktrees of the run) may append meanwhile: their
+    lines continue the chain, read as entries and carry the git note the harness writes. Any
+    other change (a line edited or removed, a line that is no entry, breaks the chain or has
+    no note) was written by someone else: the candidate when it ran unconfined, or the agent.
+    The lines to keep are `seen` plus the harness's appended lines before the first such one."""
+    now = raw_lines(path)
+    if now[:len(seen)] != seen:
+        changed = next((i + 1 for i, line in enumerate(seen) if i >= len(now) or now[i] != line), len(seen))
+        return [f"line {changed} of the {len(seen)} preflight verified was changed or removed"], seen
+    by_entry = {n.entry for n in parse_notes(notes)}
+    keep, problems = list(seen), []
+    for number, line in enumerate(now[len(seen):], len(seen) + 1):
+        try:
+            Entry.from_json(json.loads(line))
+        except (ValueError, RecordError, AttributeError) as e:
+            problems.append(f"line {number} is not a ledger entry ({str(e).splitlines()[0][:120]})")
+        else:
+            if _prev_hash(line) != (line_hash(keep[-1]) if keep else GENESIS):
+                problems.append(f"line {number} does not continue the hash chain")
+            elif line_hash(line) not in by_entry:
+                problems.append(f"line {number} (commit {_commit(line)[:12]}) {NO_NOTE}: no evaluation recorded it")
+        if problems:
+            break
+        keep.append(line)
+    return problems, keep
+
+
+FOUND = "ledger-written-by-others.jsonl"
+
+
+def restore_if_written(path: Path, seen: list[str], notes: Callable[[], dict[str, str]], aside: Path) -> list[str]:
+    """Before recording: what someone other than the harness wrote to the ledger since `seen`.
+
+    When something was, the ledger as found is copied to `aside` and the ledger is rewritten
+    to the lines to keep, under the ledger's lock. A line without its note is looked at again
+    after a moment: another evaluation appends its line first and writes the note right after."""
+    for wait in (1.0, 2.0, None):
+        with locked(path):
+            problems, keep = written_by_others(path, seen, notes())
+            if not problems:
+                return []
+            if wait is None or not all(NO_NOTE in problem for problem in problems):
+                aside.parent.mkdir(parents=True, exist_ok=True)
+                aside.write_bytes(path.read_bytes() if path.is_file() else b"")
+                atomic_write(path, "".join(line + "\n" for line in keep))
+                return problems
+        time.sleep(wait)
+    return []
 
 
 def summary(path: Path, notes: dict[str, str], problems: list[str]) -> str:

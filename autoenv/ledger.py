@@ -39,7 +39,8 @@ def line_hash(line: str) -> str:
 
 
 @contextmanager
-def _locked(path: Path):
+def locked(path: Path):
+    """The ledger's exclusive lock (held by every write); not re-entrant."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -66,7 +67,7 @@ def atomic_write(path: Path, text: str) -> None:
 
 def append_entry(path: Path, entry: Entry) -> Entry:
     """Append `entry` (with schema_version and prev_hash filled in); return it as written."""
-    with _locked(path):
+    with locked(path):
         old = path.read_text(encoding="utf-8") if path.is_file() else ""
         if old and not old.endswith("\n"):
             old += "\n"
@@ -171,7 +172,7 @@ def remove_stale_temp_files(path: Path) -> list[str]:
     """Remove what a killed append left behind (under the lock, so never a write in flight)."""
     if not temp_files(path):
         return []
-    with _locked(path):
+    with locked(path):
         stale = temp_files(path)
         for tmp in stale:
             tmp.unlink(missing_ok=True)

@@ -43,14 +43,15 @@ from autoenv.job import AuditPlan, CallLimits, Job, RolloutPlan, SamplingSpec, S
 from autoenv.judge.render import render as judge_render
 from autoenv.judge.run import run_judge
 from autoenv.judge.workspace import build
-from autoenv.integrity import STORED, note_fields
+from autoenv.integrity import FOUND, STORED, note_fields, restore_if_written
 from autoenv.integrity import check as check_integrity
 from autoenv.integrity import summary as integrity_summary
 from autoenv.ledger import append_entry, line_hash, raw_lines, read_entries, temp_files
 from autoenv.ledger import verify as verify_ledger
 from autoenv.paths import spec_warnings
 from autoenv.provider import api_key, check_endpoint
-from autoenv.record import ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel
+from autoenv.record import (ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel,
+                            Verdict)
 from autoenv.report import render, write_report
 from autoenv.review.plot import plot_run
 from autoenv.review.run import Project, run_so_far
@@ -92,6 +93,8 @@ class Context:
     warnings: list[str] = field(default_factory=list)
     rules: RulesCheck = field(default_factory=RulesCheck)
     ledger_check: str = ""
+    ledger_seen: list[str] | None = None
+    """The ledger's lines as preflight verified them: record() restores them if someone else wrote."""
     cache_key: str | None = None
     resuming: bool = False
     """An interrupted evaluation's outputs are kept and continued (same run id, only missing rollouts)."""
@@ -272,7 +275,8 @@ def preflight(options: EvalOptions) -> Context:
             display.note(f"offline: target = {config.offline.target}, strong = {config.offline.strong} (scripted)")
     return Context(config=config, repo=repo, head=head, options=options, run_id=interrupted or stamp(), out=out,
                    warnings=warnings, resuming=interrupted is not None,
-                   rules=rules, ledger_check=ledger_check, cache_key=cache_key(repo, head, config, options.offline))
+                   rules=rules, ledger_check=ledger_check, ledger_seen=raw_lines(config.path("log_file")),
+                   cache_key=cache_key(repo, head, config, options.offline))
 
 
 def run_config(repo: Repo, options: EvalOptions) -> Config:
@@ -486,6 +490,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
     stats = outcome.stats
     offline = ctx.options.offline
     readiness = rl_readiness(stats, config.bands) if success else None
+    written = others_writes(ctx)  # before the baseline is read from it
     kept = baseline_of(read_entries(config.path("log_file")), stats, branch=ctx.head.branch, offline=offline,
                        run_base=ctx.rules.base)
     decision = decide(stats, config.bands, kept, eval_success=success,
@@ -495,7 +500,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
                       confidence=config.verdict.confidence, seed=config.seed, tampered=ctx.rules.changed,
                       provider_unavailable=outcome.provider_unavailable)
     strong = stats.get("strong")
-    return Entry(
+    entry = Entry(
         commit=ctx.head.commit,
         timestamp=iso_now(),
         description=ctx.options.description,
@@ -524,6 +529,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         reused_rollouts=ctx.reused,
         sandbox=ctx.sandbox,
     )
+    return ledger_written(ctx, entry, written) if written else entry
 
 
 def reuse(ctx: Context, hit: Entry) -> Entry:
@@ -569,11 +575,14 @@ def record(ctx: Context, entry: Entry) -> Entry:
     """Write feedback/<commit>.md, append the ledger entry and the git note."""
     config = ctx.config
     with display.stage("record", "ledger entry, run plot, feedback file, git note"):
+        log = config.path("log_file")
+        written = others_writes(ctx)  # again: the judge ran meanwhile
+        if written:
+            entry = ledger_written(ctx, entry, written)
         report_path = config.path("feedback") / f"{ctx.head.commit}.md"
         plot = draw_run(ctx, entry)
         write_report(report_path, render(entry, config.bands, [judge_render(entry.judge)] if entry.judge else [],
                                          plot=plot, where=report_path.parent))
-        log = config.path("log_file")
         entry = append_entry(log, entry)
         line = entry.to_json()
         ctx.out.mkdir(parents=True, exist_ok=True)
@@ -584,6 +593,28 @@ def record(ctx: Context, entry: Entry) -> Entry:
         shown = report_path.relative_to(config.root) if report_path.is_relative_to(config.root) else report_path
         display.note(f"feedback: {shown}")
     return entry
+
+
+def others_writes(ctx: Context) -> list[str]:
+    """What someone other than the harness wrote to the ledger since preflight (then restored and set aside)."""
+    if ctx.ledger_seen is None:
+        return []
+    return restore_if_written(ctx.config.path("log_file"), ctx.ledger_seen, ctx.repo.notes, ctx.out / FOUND)
+
+
+def ledger_written(ctx: Context, entry: Entry, written: list[str]) -> Entry:
+    """The ledger was written during the evaluation by someone other than the harness: the
+    commit is recorded as tampered (never kept, never a baseline)."""
+    log = ctx.config.path("log_file").name
+    who = ("the candidate ran unconfined (sandbox: none), so its code could" if ctx.sandbox == "none"
+           else "the candidate ran in a sandbox that keeps it out, so something outside the evaluation did")
+    reason = (f"{log} was written during this evaluation by someone other than the harness "
+              f"({'; '.join(written)}): {who}. The ledger was restored to the lines preflight verified; what "
+              f"was found is kept in outputs/{ctx.head.commit}/{FOUND}.")
+    display.tampered([*written, f"restored; what was found: outputs/{ctx.head.commit[:12]}…/{FOUND}"],
+                     why=f"{log} was written during the evaluation by someone other than the harness")
+    return entry.model_copy(update={"verdict": Verdict(verdict="tampered", reason=reason),
+                                    "tampered": [*entry.tampered, f"{log} (written during the evaluation)"]})
 
 
 def draw_run(ctx: Context, entry: Entry) -> Path | None:

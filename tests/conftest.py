@@ -72,6 +72,41 @@ def fake_bin(tmp_path_factory):
     return directory
 
 
+ATTACK_ROW = "attack-row"
+
+
+@pytest.fixture
+def attack_row(request):
+    """Add a row to the table "attack or fault -> what happened" that ends the run (see tests/attack_table.py).
+
+    `happened` is built from what the test observed (exit codes, ledger lines, messages), never
+    written in advance; the row is printed with the test's outcome, so a row whose assertions
+    failed says so."""
+
+    def add(attack: str, happened: str) -> None:
+        request.node.user_properties.append((ATTACK_ROW, (attack, " ".join(happened.split()))))
+
+    return add
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The attack/fault table, when the run staged any (user_properties travel from xdist workers too)."""
+    rows = []
+    for outcome in ("passed", "failed"):
+        for report in terminalreporter.stats.get(outcome, []):
+            if getattr(report, "when", "call") != "call":
+                continue
+            rows += [(attack, happened, outcome, report.nodeid) for name, (attack, happened)
+                     in getattr(report, "user_properties", []) if name == ATTACK_ROW]
+    if not rows:
+        return
+    terminalreporter.section("attack or fault -> what happened")
+    width = max(len(attack) for attack, *_ in rows)
+    for attack, happened, outcome, nodeid in sorted(rows, key=lambda r: r[3]):
+        mark = "" if outcome == "passed" else "   [TEST FAILED: " + nodeid + "]"
+        terminalreporter.write_line(f"{attack:<{width}}  ->  {happened}{mark}")
+
+
 def row(r) -> list:
     """A per-task row as [sum, n, disagree], the shape these hand computations use."""
     return [r.sum, r.n, int(r.disagree)]

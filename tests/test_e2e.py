@@ -142,7 +142,8 @@ def remote_config(port: int, timeout: int = 60) -> str:
         'model = "gpt-4.1-mini"', 'model = "oracle"').replace('model = "gpt-4.1"', 'model = "oracle"')
 
 
-def test_unreachable_endpoint_is_found_in_preflight_and_records_nothing(run_repo):
+@pytest.mark.attack
+def test_unreachable_endpoint_is_found_in_preflight_and_records_nothing(run_repo, attack_row):
     root = run_repo("arithmetic", remote_config(free_port()))
     started = time.time()
     result = autoenv("eval", cwd=root)
@@ -151,6 +152,9 @@ def test_unreachable_endpoint_is_found_in_preflight_and_records_nothing(run_repo
     assert "cannot connect" in result.stderr and "[target] base_url" in result.stderr
     assert ledger(root) == [] and not (root / "outputs").exists()  # before any gate: nothing spent
     assert time.time() - started < 30
+    said = next(line for line in result.stderr.splitlines() if "provider unavailable" in line)
+    attack_row("unreachable endpoint", f"exit {result.returncode} after {time.time() - started:.0f} s, in preflight "
+               f"before any gate: '{said.strip()}'; ledger empty, no outputs")
 
 
 def serve_faults(root: Path, port: int, *flags: str) -> subprocess.Popen:
@@ -180,8 +184,9 @@ def provider(run_repo):
         proc.wait(timeout=10)
 
 
+@pytest.mark.attack
 @pytest.mark.parametrize("kind", ["429", "500", "cut"])
-def test_smoke_time_fault_burst_is_retried_not_blamed(provider, kind):
+def test_smoke_time_fault_burst_is_retried_not_blamed(provider, kind, attack_row):
     # Three faults in a row used to fail the single smoke rollout and record a crash (exit 1).
     root = provider("--burst", f"{kind}:3")
     result = autoenv("eval", cwd=root)
@@ -194,9 +199,12 @@ def test_smoke_time_fault_burst_is_retried_not_blamed(provider, kind):
     assert retries is not None and (retries >= 1 if kind != "cut" else retries >= 0)
     assert entry["stats"]["strong"]["client_retries"] == 0
     assert "failed at the provider" in result.stdout + result.stderr
+    attack_row(f"smoke-time burst of 3 x {kind}", f"exit {result.returncode}: smoke retried ({lines(smoke)} attempts), "
+               f"{retries} client retries counted for the target, verdict {entry['verdict']['verdict']}, no crash")
 
 
-def test_provider_down_at_smoke_time_is_inconclusive_exit_3(provider):
+@pytest.mark.attack
+def test_provider_down_at_smoke_time_is_inconclusive_exit_3(provider, attack_row):
     root = provider("--rate-500", "1")
     result = autoenv("eval", cwd=root)
     assert result.returncode == 3, result.stderr[-3000:]
@@ -209,9 +217,13 @@ def test_provider_down_at_smoke_time_is_inconclusive_exit_3(provider):
     assert lines(out / "smoke" / "traces.jsonl") == 3 and not (out / "target").exists()
     report = (root / "feedback" / f"{entry['commit']}.md").read_text()
     assert "not the candidate's fault" in report
+    attack_row("provider answering 500 to every call at smoke time",
+               f"exit {result.returncode}: 3 smoke attempts, then {entry['verdict']['verdict']}: "
+               f"'{entry['verdict']['reason'][:90]}', no model spend after the smoke")
 
 
-def test_hanging_provider_is_a_timeout_not_a_zero(provider):
+@pytest.mark.attack
+def test_hanging_provider_is_a_timeout_not_a_zero(provider, attack_row):
     root = provider("--rate-hang", "1", timeout=5)
     started = time.time()
     result = autoenv("eval", cwd=root)
@@ -224,6 +236,9 @@ def test_hanging_provider_is_a_timeout_not_a_zero(provider):
              .read_text().splitlines()]
     assert len(smoke) == 3 and all(s["traces"][0]["is_timeout"] is True for s in smoke)
     assert time.time() - started < 120
+    attack_row("provider that never answers (rollout_timeout 5 s)",
+               f"exit {result.returncode} after {time.time() - started:.0f} s: 3 smoke attempts timed out, "
+               f"{entry['verdict']['verdict']}, not a zero score")
 
 
 def test_interrupt_records_nothing_and_stops_the_worker(run_repo):

@@ -13,7 +13,7 @@ from test_pipeline import stats
 from autoenv.commands import verify
 from autoenv.errors import AutoEnvError
 from autoenv.gitrepo import Repo
-from autoenv.integrity import check
+from autoenv.integrity import FOUND, check, written_by_others
 from autoenv.pipeline import EvalOptions, Outcome, preflight, record, verdict
 
 
@@ -99,3 +99,64 @@ def test_a_lost_ledger_is_rebuilt_from_the_notes_and_outputs(evaluated):
     assert lines(evaluated) == old
     with pytest.raises(AutoEnvError, match="exists and is not empty"):
         verify(evaluated, restore=True)
+
+
+# --- written during an evaluation: record() restores what preflight verified -----------
+
+
+def forged_after(line: str, **change) -> str:
+    """A forged `keep` continuing the chain from `line`, as a candidate that read the source would write."""
+    forged = json.loads(line) | {"prev_hash": hashlib.sha256(line.encode()).hexdigest(),
+                                 "verdict": {"verdict": "keep", "reason": "forged"}} | change
+    return json.dumps(forged)
+
+
+@pytest.mark.attack
+def test_a_forged_entry_written_during_an_evaluation_is_set_aside_and_the_commit_tampered(evaluated, attack_row):
+    seen = lines(evaluated)
+    (evaluated / "candidate" / "README.md").write_text("iteration 3\n")
+    commit_all(evaluated, "iteration 3")
+    ctx = preflight(EvalOptions(cwd=evaluated, offline=True))
+    forged = forged_after(seen[-1], commit="f" * 40)
+    write(evaluated, [*seen, forged])  # a valid entry, chained: only the missing git note gives it away
+    entry = verdict(ctx, Outcome(stats=stats()))
+    assert entry.verdict.verdict == "tampered" and "feedback_log.jsonl (written during the evaluation)" in entry.tampered
+    said = f"line 4 (commit {'f' * 12}) has no git note: no evaluation recorded it"
+    assert said in entry.verdict.reason
+    assert lines(evaluated) == seen  # restored before the baseline was read
+    assert (ctx.out / FOUND).read_text().splitlines() == [*seen, forged]
+    recorded = record(ctx, entry)
+    assert lines(evaluated)[:3] == seen and len(lines(evaluated)) == 4 and problems(evaluated) == []
+    attack_row("forged keep entry with a valid hash chain, appended during an evaluation",
+               f"found before the verdict ('{said}'), the ledger restored "
+               f"to its {len(seen)} verified lines, the forged text kept in outputs/<commit>/{FOUND}, the commit "
+               f"recorded {recorded.verdict.verdict}")
+
+
+def test_entries_another_evaluation_appends_meanwhile_are_kept(evaluated):
+    """Two commits evaluated at once in one worktree: the other's line (chained, noted) is no tampering."""
+    seen = lines(evaluated)
+    (evaluated / "candidate" / "README.md").write_text("iteration 3\n")
+    commit_all(evaluated, "iteration 3")
+    slow = preflight(EvalOptions(cwd=evaluated, offline=True))
+    (evaluated / "candidate" / "README.md").write_text("iteration 4\n")
+    commit_all(evaluated, "iteration 4")
+    fast = preflight(EvalOptions(cwd=evaluated, offline=True))
+    record(fast, verdict(fast, Outcome(stats=stats())))
+    entry = verdict(slow, Outcome(stats=stats()))
+    assert entry.verdict.verdict != "tampered", entry.verdict.reason
+    record(slow, entry)
+    assert len(lines(evaluated)) == len(seen) + 2 and problems(evaluated) == []
+    assert not (slow.out / FOUND).exists()
+
+
+@pytest.mark.parametrize("damage,said", [
+    (lambda seen: [seen[0], "edited", *seen[2:]], "line 2 of the 3 preflight verified was changed or removed"),
+    (lambda seen: [*seen, '{"forged": true}'], "line 4 is not a ledger entry"),
+    (lambda seen: [*seen, forged_after(seen[0])], "line 4 does not continue the hash chain"),
+])
+def test_other_writes_during_an_evaluation_are_named(evaluated, damage, said):
+    seen = lines(evaluated)
+    write(evaluated, damage(seen))
+    problems_found, keep = written_by_others(evaluated / "feedback_log.jsonl", seen, Repo(evaluated).notes())
+    assert len(problems_found) == 1 and problems_found[0].startswith(said) and keep == seen

@@ -81,7 +81,8 @@ def audit_of(candidate: Path, out: Path, **limits: float) -> dict:
 
 
 @pytest.mark.slow
-def test_a_reward_sleeping_forever_is_a_named_environment_error_not_a_deadline(tmp_path):
+@pytest.mark.attack
+def test_a_reward_sleeping_forever_is_a_named_environment_error_not_a_deadline(tmp_path, attack_row):
     candidate = hostile_candidate(tmp_path, "    async def correct(self, trace: vf.Trace) -> float:\n")
     started = time.time()
     audit = audit_of(candidate, tmp_path / "out", reward_seconds=1)
@@ -91,10 +92,13 @@ def test_a_reward_sleeping_forever_is_a_named_environment_error_not_a_deadline(t
     assert "stuck at candidate_env/taskset.py:" in hung and "in correct" in hung
     errors = [r["error"] for r in audit["probes"] if r.get("error")]
     assert errors and all("reward 'correct'" in e for e in errors)
+    attack_row("reward sleeping forever (reward limit 1 s)",
+               f"stopped after {time.time() - started:.0f} s: {hung}; {len(errors)} probe(s) env_error")
 
 
 @pytest.mark.slow
-def test_a_load_sleeping_forever_is_stopped_at_its_limit_and_named(tmp_path):
+@pytest.mark.attack
+def test_a_load_sleeping_forever_is_stopped_at_its_limit_and_named(tmp_path, attack_row):
     candidate = hostile_candidate(tmp_path, "    def load(self) -> list[ArithmeticTask]:\n")
     started = time.time()
     audit = audit_of(candidate, tmp_path / "out", load_seconds=2)
@@ -103,10 +107,12 @@ def test_a_load_sleeping_forever_is_stopped_at_its_limit_and_named(tmp_path):
     assert hung.startswith("the taskset's load() in the audit stage (checks.max_load_seconds) did not return within 2 s")
     assert "candidate_env/taskset.py:" in hung and "in load" in hung
     assert "load_seconds" not in audit and "probes" not in audit
+    attack_row("load() sleeping forever (load limit 2 s)", f"stopped after {time.time() - started:.0f} s: {hung}")
 
 
 @pytest.mark.slow
-def test_a_tool_sleeping_forever_is_a_named_environment_error(tmp_path):
+@pytest.mark.attack
+def test_a_tool_sleeping_forever_is_a_named_environment_error(tmp_path, attack_row):
     target = tmp_path / "candidate"
     shutil.copytree(EXAMPLES / "shopping", target, ignore=shutil.ignore_patterns("__pycache__"))
     tools = target / "candidate_env" / "tools.py"
@@ -124,3 +130,4 @@ def test_a_tool_sleeping_forever_is_a_named_environment_error(tmp_path):
     assert oracle["error"] == (f"tool 'catalog_price' on task idx {oracle['idx']} in the audit stage did not return "
                                "within 3 s (checks.max_tool_seconds)")
     assert oracle["error"] in audit["time_limits"]
+    attack_row("tool sleeping forever (tool limit 3 s)", f"oracle probe {oracle['outcome']}: {oracle['error']}")

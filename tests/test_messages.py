@@ -51,7 +51,8 @@ def test_the_consoles_never_read_markup_or_emoji_codes():
         assert console._markup is False and console._emoji is False
 
 
-def test_every_display_function_prints_text_as_written():
+@pytest.mark.attack
+def test_every_display_function_prints_text_as_written(attack_row):
     error = AutoEnvError(f"what {MARKUP}", where=f"config.toml [target] api_key_var {MARKUP}", fix=f"fix {MARKUP}")
 
     def stage() -> None:
@@ -66,9 +67,12 @@ def test_every_display_function_prints_text_as_written():
     assert f"✓ stage {MARKUP}" in text
     assert "interrupted: nothing was recorded" in printed(display.interrupted)
     assert f"key: {MARKUP}" in printed(lambda: display.result_block({"key": MARKUP}))
+    attack_row("bracketed text in stage, note, warning, error (what/where/fix) and result lines",
+               f"printed as written: {next(line for line in text.splitlines() if 'where:' in line).strip()!r}")
 
 
-def test_tables_and_progress_print_text_as_written():
+@pytest.mark.attack
+def test_tables_and_progress_print_text_as_written(attack_row):
     stats = ModelStats(model="[bold]m[/x]", rollouts=1, scored=1, mean=0.5, ci=None, std=0.0, solve_rate=None,
                        max_reward=1.0, normalized_mean=0.5, tasks=1, disagree_share=0.0, errors=ErrorCounts())
     report = GateReport(mode="in-process", findings=[GateFinding(name="[bold]", status="fail", message="[/x]"),
@@ -84,6 +88,8 @@ def test_tables_and_progress_print_text_as_written():
     assert "│ [bold]m[/x] " in text  # a model name
     assert "│ [bold] " in text and "│ [/x] " in text and "'[/x]'" in text  # check name and detail, probe reply
     assert re.search(r"\[bold\]\s+━*\s*0/2\s+\[/x\]", text)  # progress description and status
+    attack_row("bracketed text in tables and progress (model name, check, probe reply, status)",
+               f"printed as written: {next(line for line in text.splitlines() if '[bold]m[/x]' in line).strip()[:80]!r}")
 
 
 def test_status_cells_keep_their_colour():
@@ -105,14 +111,25 @@ def fails_with(result: subprocess.CompletedProcess, code: int, *texts: str) -> N
         assert text in out, (text, out[-3000:])
 
 
-def test_config_errors_print_as_written(run_repo):
+def markup_row(attack_row, kind: str, result: subprocess.CompletedProcess, text: str) -> None:
+    """A table row quoting the printed line that carries `text`."""
+    line = next(line for line in (result.stdout + result.stderr).splitlines() if text in line)
+    attack_row(f"bracketed text in {kind}", f"exit {result.returncode}, printed as written: {line.strip()[:110]!r}")
+
+
+@pytest.mark.attack
+def test_config_errors_print_as_written(run_repo, attack_row):
     root = run_repo()
     (root / "config.toml").write_text(small_config() + "\n[broken\n")
     commit_all(root, "broken table header")
-    fails_with(autoenv("eval", "--offline", cwd=root), 2, "tables need [brackets]")
+    result = autoenv("eval", "--offline", cwd=root)
+    fails_with(result, 2, "tables need [brackets]")
+    markup_row(attack_row, "a TOML parse error", result, "tables need [brackets]")
     (root / "config.toml").write_text(small_config().replace("examples = 3", f'"{MARKUP}" = 3'))
     commit_all(root, "a key made of markup")
-    fails_with(autoenv("eval", "--offline", cwd=root), 2, f"unknown key `budget.{MARKUP}`")
+    result = autoenv("eval", "--offline", cwd=root)
+    fails_with(result, 2, f"unknown key `budget.{MARKUP}`")
+    markup_row(attack_row, "a config key", result, "unknown key")
     (root / "config.toml").write_text(small_config().replace('candidate = "candidate"', f'candidate = "{MARKUP}"'))
     commit_all(root, "a candidate path made of markup")
     fails_with(autoenv("eval", "--offline", cwd=root), 2, f"no candidate directory at {root / MARKUP}",
@@ -120,12 +137,17 @@ def test_config_errors_print_as_written(run_repo):
     assert ledger(root) == [] and not (root / "outputs").exists()
 
 
-def test_preflight_errors_print_as_written(run_repo, tmp_path):
+@pytest.mark.attack
+def test_preflight_errors_print_as_written(run_repo, tmp_path, attack_row):
     root = run_repo()
-    fails_with(autoenv("eval", cwd=root, env={"OPENAI_API_KEY": ""}), 2, "config.toml [target] api_key_var")
+    result = autoenv("eval", cwd=root, env={"OPENAI_API_KEY": ""})
+    fails_with(result, 2, "config.toml [target] api_key_var")
+    markup_row(attack_row, "a config location (missing key)", result, "[target] api_key_var")
     (root / "[").mkdir()
     (root / "[" / "x] [bold]notes[link=https:").write_text("untracked\n")
-    fails_with(autoenv("eval", "--offline", cwd=root), 2, "  [/x] [bold]notes[link=https:\n")
+    result = autoenv("eval", "--offline", cwd=root)
+    fails_with(result, 2, "  [/x] [bold]notes[link=https:\n")
+    markup_row(attack_row, "a file name (dirty tree)", result, "[bold]notes")
     outside = tmp_path / "[bold]not a repo[link=https:"
     outside.mkdir()
     fails_with(autoenv("eval", "--offline", cwd=outside), 2, f"{outside} is not inside a git repository")
@@ -148,31 +170,38 @@ def markup_eval(tmp_path_factory) -> tuple[Path, str, subprocess.CompletedProces
 
 
 @pytest.mark.e2e
-def test_commit_subject_and_gate_failures_print_as_written(markup_eval):
+@pytest.mark.attack
+def test_commit_subject_and_gate_failures_print_as_written(markup_eval, attack_row):
     root, commit, result = markup_eval
     fails_with(result, 0, f"{commit[:12]} on autoenv/demo-arithmetic: subject {MARKUP}\n",
                f"gate(s) failed: modules: candidate_env.broken fails to import: RuntimeError: {MARKUP}")
+    markup_row(attack_row, "a commit subject", result, "subject [/x]")
+    markup_row(attack_row, "a gate failure (candidate exception)", result, "gate(s) failed")
     assert re.search(r"(?m)^verdict:\s+discard$", result.stdout)
     assert ledger(root)[0]["description"] == f"description {MARKUP}"
 
 
 @pytest.mark.e2e
-def test_a_judge_failure_prints_as_written(markup_eval, fake_bin):
+@pytest.mark.attack
+def test_a_judge_failure_prints_as_written(markup_eval, fake_bin, attack_row):
     root, commit, _ = markup_eval
     env = {"PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}", "FAKE_CLAUDE_MODE": "api-error",
            "FAKE_CLAUDE_ERROR": f"API Error: 401 {MARKUP}"}
     result = autoenv("judge", commit, "--backend", "claude", cwd=root, env=env)
     said = f"the claude judge failed (exit 1): API Error: 401 {MARKUP}"
     fails_with(result, 1, f"claude judge failed ({said}); offline review used")
+    markup_row(attack_row, "a judge error", result, "claude judge failed")
     assert re.search(rf"(?m)^judge_error:\s+{re.escape(said)}$", result.stdout)
 
 
 @pytest.mark.e2e
-def test_a_candidate_exception_at_install_prints_as_written(markup_eval):
+@pytest.mark.attack
+def test_a_candidate_exception_at_install_prints_as_written(markup_eval, attack_row):
     root = markup_eval[0]
     init = root / "candidate" / "candidate_env" / "__init__.py"
     init.write_text(init.read_text() + "\nfrom candidate_env import broken  # noqa\n")
     commit_all(root, f"import the broken module {MARKUP}")
     result = autoenv("eval", "--offline", cwd=root)
     fails_with(result, 1, f"RuntimeError: {MARKUP}", f": import the broken module {MARKUP}\n")
+    markup_row(attack_row, "an import error of the candidate", result, "RuntimeError: [/x]")
     assert ledger(root)[-1]["verdict"]["verdict"] == "crash"

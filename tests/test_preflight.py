@@ -83,7 +83,8 @@ def entries_with_chain(root, n: int = 3) -> str:
     (lambda lines: lines[:1] + [lines[1][:50]] + lines[2:], 2, "not valid JSON"),
     (lambda lines: [lines[0], lines[2]], 2, "breaks the hash chain"),
 ])
-def test_a_damaged_ledger_is_refused_before_any_work(run_repo, damage, line, words):
+@pytest.mark.attack
+def test_a_damaged_ledger_is_refused_before_any_work(run_repo, damage, line, words, attack_row):
     root = run_repo()
     lines = entries_with_chain(root).splitlines()
     damaged = "\n".join(damage(lines)) + "\n"
@@ -95,6 +96,9 @@ def test_a_damaged_ledger_is_refused_before_any_work(run_repo, damage, line, wor
     assert "Traceback" not in result.stderr
     assert not (root / "outputs").exists() and (root / "feedback_log.jsonl").read_text() == damaged
     assert time.time() - started < 20  # refused in preflight, not after the rollouts
+    said = next(text for text in result.stderr.splitlines() if "feedback_log.jsonl" in text)
+    attack_row(f"ledger edited by hand ({words})", f"exit {result.returncode} in preflight, before any work: "
+               f"'{said.strip()}'; the file left as it was")
 
 
 def test_a_stale_ledger_temp_file_is_ignored_by_git_and_cleaned(run_repo):

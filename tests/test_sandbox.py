@@ -24,6 +24,7 @@ from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.environ import scrubbed
 from autoenv.forwarder import TOKEN_VAR, forwarding, relay
+from autoenv.integrity import FOUND
 from autoenv.gates.oracle import OracleBook
 from autoenv.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.sandbox import SANDBOX_VAR, Sandbox, _probe, choose, needs_network, runtime_files, writable_paths
@@ -140,14 +141,34 @@ def hostile_evaluation(root: Path, tmp_path: Path, sandbox: str) -> tuple[subpro
     return result, seen, config_before
 
 
+ATTACK_NAMES = {
+    "forge-ledger": "forged ledger entry appended by candidate code",
+    "edit-config": "config.toml edited by candidate code",
+    "read-home": "key read from a file (under $HOME)",
+    "key-in-environment": "key read from the environment",
+    "key-in-parent-environment": "key read from the harness's /proc/<pid>/environ",
+    "reach-provider": "provider reached around the forwarder",
+}
+
+
+def table_rows(attack_row, seen: dict, sandbox: str, root: Path, home: Path) -> None:
+    def short(said: str) -> str:
+        return said.replace(str(home), "$HOME").replace(str(root), "<run>")
+
+    for name, attack in ATTACK_NAMES.items():
+        attack_row(f"{attack} [{sandbox}]",
+                   f"at import: {short(seen[f'import {name}'])}; in a reward: {short(seen[f'reward {name}'])}")
+
+
 def leaks_under(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
 
 
 @needs_bwrap
 @pytest.mark.e2e
+@pytest.mark.attack
 @pytest.mark.timeout(450)
-def test_a_hostile_candidate_fails_at_every_attempt_in_the_sandbox(keyed_provider, tmp_path):  # noqa: F811
+def test_a_hostile_candidate_fails_at_every_attempt_in_the_sandbox(keyed_provider, tmp_path, attack_row):  # noqa: F811
     root, _ = keyed_provider
     result, seen, config_before = hostile_evaluation(root, tmp_path, sandbox="")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -167,11 +188,16 @@ def test_a_hostile_candidate_fails_at_every_attempt_in_the_sandbox(keyed_provide
     assert leaks_under(root / "outputs") == [] and leaks_under(root / "feedback") == []
     assert "unconfined" not in result.stdout + result.stderr
     assert "sandbox:" in result.stdout and "bwrap" in result.stdout
+    table_rows(attack_row, seen, "bwrap", root, tmp_path / "home")
+    attack_row("the evaluation of that candidate [bwrap]",
+               f"exit {result.returncode}, verdict {entry['verdict']['verdict']}, ledger {len(ledger(root))} line "
+               f"(the harness's own, chain verified), config.toml unchanged, key in no file under outputs/ or feedback/")
 
 
 @pytest.mark.e2e
+@pytest.mark.attack
 @pytest.mark.timeout(450)
-def test_unconfined_the_evaluation_says_so_and_the_key_still_stays_out(keyed_provider, tmp_path):  # noqa: F811
+def test_unconfined_the_evaluation_says_so_and_the_key_still_stays_out(keyed_provider, tmp_path, attack_row):  # noqa: F811
     """Without the sandbox the file attacks get through (the point of it), said once and recorded;
     the key is still nowhere the candidate can look."""
     root, _ = keyed_provider
@@ -186,6 +212,20 @@ def test_unconfined_the_evaluation_says_so_and_the_key_still_stays_out(keyed_pro
     assert seen["import reach-provider"] == "succeeded"  # the network is the harness's
     assert leaks_under(root / "outputs") == []
     assert (root / "config.toml").read_bytes() != config_before
+    # The forged lines are found before the verdict: the ledger goes back to what preflight verified
+    # (empty here), the lines found are kept aside, and the commit is recorded as tampered.
+    (entry,) = ledger(root)
+    assert entry["verdict"]["verdict"] == "tampered" and entry["sandbox"] == "none", entry["verdict"]
+    assert "feedback_log.jsonl (written during the evaluation)" in entry["tampered"]
+    assert "ran unconfined" in entry["verdict"]["reason"] and "line 1 is not a ledger entry" in entry["verdict"]["reason"]
+    found = (root / "outputs" / entry["commit"] / FOUND).read_text().splitlines()
+    assert [json.loads(line).get("forged") for line in found] == [True, True]
+    assert "✗ tampered: feedback_log.jsonl was written during the evaluation" in result.stdout
+    table_rows(attack_row, seen, "no sandbox", root, tmp_path / "home")
+    attack_row("the evaluation of that candidate [no sandbox]",
+               f"exit {result.returncode}; said once: 'the candidate runs unconfined (sandbox: none)'; the forged "
+               f"lines found before the verdict, set aside ({len(found)} lines in outputs/<commit>/{FOUND}), the ledger "
+               f"restored to {len(ledger(root)) - 1} line(s), the commit recorded {entry['verdict']['verdict']}")
 
 
 # --- the sandbox itself, without an evaluation ----------------------------------------------
