@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from autoenv.errors import AutoEnvError
 from autoenv.ledger import GENESIS, atomic_write, line_hash, locked, raw_lines

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import autoenv, commit_all, ledger, small_config
 from rich.text import Text
 
 from autoenv import display
@@ -23,7 +24,6 @@ from autoenv.config import Bands
 from autoenv.demo import make_run_repo
 from autoenv.errors import AutoEnvError
 from autoenv.record import BestReply, ErrorCounts, GateFinding, GateReport, ModelStats, ProbeSummary
-from conftest import autoenv, commit_all, ledger, small_config
 
 AUTOENV = Path(__file__).resolve().parent.parent / "autoenv"
 MARKUP = "[/x] [bold]bold?[/bold] [link=https://x]link?[/link] [red]:x:"
