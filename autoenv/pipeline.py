@@ -33,6 +33,7 @@ from typing import Iterator
 from autoenv import display
 from autoenv.cache import cache_key, cached
 from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config
+from autoenv.driver.gate import agent_usd, refuse_when_spent
 from autoenv.errors import AutoEnvError, ProviderUnavailable
 from autoenv.formats import iso_now, stamp
 from autoenv.forwarder import forwarding
@@ -238,6 +239,7 @@ def preflight(options: EvalOptions) -> Context:
         ledger_check = verify_notes(repo, config)
         head = repo.head()
         repo.require_clean(harness_paths(config), head.commit)
+        refuse_when_spent(config.path("outputs"), config.path("log_file"), head.branch)  # autoenv run's budget
         candidate = config.path("candidate")
         if not candidate.is_dir():
             raise AutoEnvError(
@@ -523,6 +525,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         cache_key=ctx.cache_key,
         reused_rollouts=ctx.reused,
         sandbox=ctx.sandbox,
+        agent_cost_usd=agent_usd(config.path("outputs"), ctx.head.branch),
     )
 
 
