@@ -216,7 +216,14 @@ class Driver:
                 proc.stdin.close()
             except OSError:
                 pass  # an agent that does not read stdin
-            ended_by = self._watch(proc, transcript)
+            try:
+                ended_by = self._watch(proc, transcript)
+            except BaseException:  # Ctrl-C or SIGTERM of the driver: its agent goes with it
+                self.stopping = "interrupted (Ctrl-C or SIGTERM)"
+                self._write_state()
+                self._end(proc)
+                log_event(self.dir, "stop", reason=self.stopping, launch=n, exit_code=proc.returncode)
+                raise
         code = proc.returncode
         stats = transcript.finish()
         self.head = self.repo.resolve("HEAD")

@@ -1,0 +1,115 @@
+"""The walls around the coding agent: the rules, the PreToolUse hook as a real process, the generated settings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autoenv.driver.rules import forbidden_command, forbidden_path
+from autoenv.driver.settings import settings, write_settings
+from autoenv.gitrepo import Repo
+
+ROOT = Path("/work/run")
+
+
+@pytest.mark.parametrize("path", ["config.toml", "spec.md", "program.md", "evaluate.sh", "autoenv/pipeline.py",
+                                  "tests/conftest.py", ".autoenv/run.toml", "outputs/x/traces.jsonl",
+                                  "feedback/abc.md", "feedback_log.jsonl", ".claude/settings.json", ".git/config",
+                                  "README.md", "candidate/../config.toml", "/etc/passwd", "../other/candidate/x.py"])
+def test_writes_outside_candidate_are_refused(path):
+    assert forbidden_path(path, ROOT) is not None
+
+
+@pytest.mark.parametrize("path", ["candidate/candidate_env/env.py", "candidate/README.md", "/work/run/candidate/x"])
+def test_writes_under_candidate_are_allowed(path):
+    assert forbidden_path(path, ROOT) is None
+
+
+def test_a_symlink_out_of_candidate_is_followed(tmp_path):
+    (tmp_path / "candidate").mkdir()
+    (tmp_path / "config.toml").write_text("x")
+    (tmp_path / "candidate" / "link").symlink_to(tmp_path / "config.toml")
+    assert "config.toml is protected" in forbidden_path("candidate/link", tmp_path)
+
+
+@pytest.mark.parametrize("command", [
+    "bash evaluate.sh --description 'reward anchored' --offline",
+    "git add -A && git commit -qm 'anchor the answer tag'",
+    "git revert --no-edit HEAD",
+    ".venv/bin/autoenv probe",
+    "autoenv log --json",
+    "git status",
+    "bash evaluate.sh -d x 2>&1",
+])
+def test_allowlisted_commands_pass(command):
+    assert forbidden_command(command, ROOT) is None
+
+
+@pytest.mark.parametrize("command,why", [
+    ("sed -i s/0.2/0.0/ config.toml", "not on the allowlist"),
+    ("git add -A && echo x > config.toml", "not on the allowlist"),
+    ("git add config.toml", "config.toml, which is protected"),
+    ("git commit -qm x -- spec.md", "spec.md, which is protected"),
+    ("git show HEAD:config.toml", "config.toml, which is protected"),
+    ("git add ../run/autoenv/pipeline.py", "protected"),
+    ("curl https://example.com", "no network tools"),
+    ("bash evaluate.sh $(rm -rf feedback)", "command substitution"),
+    ("bash evaluate.sh -d x > run.log", "redirection"),
+    ("git -C /elsewhere commit -m x", "not on the allowlist"),
+    ("git commit --no-verify -m x", "skip its checks"),
+    ("python -c 'open(\"config.toml\",\"w\")'", "not on the allowlist"),
+    ("bash evaluate.sh; bash -c 'echo > spec.md'", "not on the allowlist"),
+])
+def test_forbidden_commands_are_refused(command, why):
+    assert why in (forbidden_command(command, ROOT) or "")
+
+
+def hook(call: dict, root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autoenv.driver.hook", "--root", str(root)], input=json.dumps(call),
+                          capture_output=True, text=True, timeout=30)
+
+
+def test_the_hook_process_blocks_with_exit_2_and_says_why(tmp_path):
+    done = hook({"tool_name": "Edit", "tool_input": {"file_path": str(tmp_path / "config.toml")},
+                 "cwd": str(tmp_path)}, tmp_path)
+    assert done.returncode == 2 and "config.toml is protected" in done.stderr and "candidate/" in done.stderr
+    done = hook({"tool_name": "Write", "tool_input": {"file_path": "candidate/x.py"}, "cwd": str(tmp_path)}, tmp_path)
+    assert done.returncode == 0, done.stderr
+    done = hook({"tool_name": "Bash", "tool_input": {"command": "wget http://x"}, "cwd": str(tmp_path)}, tmp_path)
+    assert done.returncode == 2 and "network" in done.stderr
+    done = hook({"tool_name": "WebFetch", "tool_input": {"url": "http://x"}}, tmp_path)
+    assert done.returncode == 2
+    done = subprocess.run([sys.executable, "-m", "autoenv.driver.hook", "--root", str(tmp_path)], input="not json",
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2
+
+
+def test_settings_deny_every_protected_path_and_allow_only_candidate(tmp_path):
+    data = settings(tmp_path, python="/venv/bin/python")
+    perms = data["permissions"]
+    root = f"/{tmp_path.resolve().as_posix()}"
+    assert perms["defaultMode"] == "dontAsk"
+    assert f"Edit({root}/candidate/**)" in perms["allow"] and f"Write({root}/candidate/**)" in perms["allow"]
+    for target in ("config.toml", "spec.md", "evaluate.sh", "autoenv/**", "outputs/**", "feedback_log.jsonl",
+                   ".claude/**", ".autoenv/**"):
+        assert f"Edit({root}/{target})" in perms["deny"] and f"Write({root}/{target})" in perms["deny"]
+    assert "Bash(bash evaluate.sh:*)" in perms["allow"] and "Bash(curl:*)" in perms["deny"]
+    assert "WebFetch" in perms["deny"]
+    assert not any(rule.startswith("Bash(") and "*)" in rule and ":" not in rule for rule in perms["allow"])
+    command = data["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert "-m autoenv.driver.hook" in command and str(tmp_path.resolve()) in command
+
+
+def test_written_settings_never_make_the_tree_dirty(run_repo):
+    root = run_repo(run_base=True)
+    repo = Repo(root)
+    path = write_settings(repo)
+    assert path == root / ".claude" / "settings.json" and json.loads(path.read_text())["permissions"]
+    write_settings(repo)  # twice: the exclude line is not repeated
+    assert repo.dirty_paths() == []
+    exclude = (root / ".git" / "info" / "exclude").read_text()
+    assert exclude.count("/.claude/") == 1
