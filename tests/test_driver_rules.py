@@ -1,16 +1,20 @@
-"""The walls around the coding agent: the rules, the PreToolUse hook as a real process, the generated settings."""
+"""The walls around the coding agent: the rules, the PreToolUse hook as a real process, the generated settings,
+and the evaluation gate that honours a driver's budget."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from autoenv.driver.gate import refuse_when_spent
 from autoenv.driver.rules import forbidden_command, forbidden_path
 from autoenv.driver.settings import settings, write_settings
+from autoenv.errors import AutoEnvError
 from autoenv.gitrepo import Repo
 
 ROOT = Path("/work/run")
@@ -108,8 +112,29 @@ def test_written_settings_never_make_the_tree_dirty(run_repo):
     root = run_repo(run_base=True)
     repo = Repo(root)
     path = write_settings(repo)
-    assert path == root / ".claude" / "settings.json" and json.loads(path.read_text())["permissions"]
-    write_settings(repo)  # twice: the exclude line is not repeated
+    assert path == root / ".autoenv" / "agent-settings.json" and json.loads(path.read_text())["permissions"]
     assert repo.dirty_paths() == []
-    exclude = (root / ".git" / "info" / "exclude").read_text()
-    assert exclude.count("/.claude/") == 1
+    (root / ".gitignore").write_text("outputs/\n")  # a run whose .gitignore does not cover .autoenv/
+    subprocess.run(["git", "commit", "-qam", "narrow ignore"], cwd=root, check=True)
+    write_settings(repo)
+    write_settings(repo)
+    assert repo.dirty_paths() == []
+    assert (root / ".git" / "info" / "exclude").read_text().count("/.autoenv/agent-settings.json") == 1
+
+
+def test_the_gate_refuses_an_evaluation_past_a_live_drivers_budget(tmp_path):
+    outputs, log = tmp_path / "outputs", tmp_path / "feedback_log.jsonl"
+    state = outputs / "agent" / "t" / "driver.json"
+    state.parent.mkdir(parents=True)
+    log.write_text("{}\n{}\n")
+    state.write_text(json.dumps({"pid": os.getpid(), "ledger_start": 1, "max_evals": 2, "stopping": None}))
+    refuse_when_spent(outputs, log, "autoenv/t")  # 1 of 2 done
+    log.write_text("{}\n{}\n{}\n")
+    with pytest.raises(AutoEnvError, match="allows 2 evaluations and 2 are done"):
+        refuse_when_spent(outputs, log, "autoenv/t")
+    state.write_text(json.dumps({"pid": os.getpid(), "ledger_start": 0, "max_evals": 9, "stopping": "max_usd: $1"}))
+    with pytest.raises(AutoEnvError, match="max_usd"):
+        refuse_when_spent(outputs, log, "autoenv/t")
+    state.write_text(json.dumps({"pid": 0, "stopping": "max_usd"}))  # a driver that ended: evaluations by hand go on
+    refuse_when_spent(outputs, log, "autoenv/t")
+    refuse_when_spent(outputs, log, "main")

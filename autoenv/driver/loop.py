@@ -186,7 +186,7 @@ class Driver:
         summary.stop = self.stopping or "stopped"
         summary.spend, summary.last, summary.session_id = spend, self.last, self.session_id
         summary.uncommitted = [p for p in self.repo.dirty_paths()
-                               if not p.startswith((".claude/", self.config.paths.outputs + "/"))]
+                               if not p.startswith(self.config.paths.outputs + "/")]
         log_event(self.dir, "stop", reason=summary.stop, launches=summary.launches, nudges=summary.nudges,
                   spend=spend.to_dict(), uncommitted=summary.uncommitted)
         return summary
