@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import TESTS, autoenv, head
 
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.errors import AutoEnvError
-from conftest import TESTS, autoenv, head
 
 pytestmark = pytest.mark.slow  # every test starts agent and hook processes
 TAG = "demo-arithmetic"

@@ -18,8 +18,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from anthropic_sse import ScriptedAnthropic
+
+from autoenv.driver.loop import RunOptions, drive
 from autoenv.driver.settings import settings
 
 pytestmark = pytest.mark.slow
@@ -98,7 +99,7 @@ def test_the_cli_accepts_the_settings_and_obeys_both_walls(claude_cli, worktree)
 def test_the_permission_rules_alone_keep_the_rules(claude_cli, worktree):
     data = settings(worktree)
     del data["hooks"]
-    result, api, _ = run_cli(claude_cli, worktree, attack(worktree), data)
+    _, api, _ = run_cli(claude_cli, worktree, attack(worktree), data)
     assert outcomes(api) == EXPECTED
     assert (worktree / "config.toml").read_text() == "target_min = 0.2\n"
 
@@ -106,7 +107,7 @@ def test_the_permission_rules_alone_keep_the_rules(claude_cli, worktree):
 def test_the_hook_alone_keeps_the_rules(claude_cli, worktree):
     data = settings(worktree)
     data["permissions"] = {"defaultMode": "dontAsk", "allow": ["Read", "Write", "Edit", "Bash"]}  # rules that allow all
-    result, api, _ = run_cli(claude_cli, worktree, attack(worktree), data)
+    _, api, _ = run_cli(claude_cli, worktree, attack(worktree), data)
     results = api.tool_results()
     assert outcomes(api) == EXPECTED
     assert all("autoenv run refuses this" in str(results[i]["content"]) for i in (1, 3, 5))
@@ -116,8 +117,6 @@ def test_the_hook_alone_keeps_the_rules(claude_cli, worktree):
 
 def test_autoenv_run_drives_the_real_cli_and_resumes_its_session(claude_cli, run_repo, tmp_path):
     """The [agent] claude templates of config.toml, launched by the driver: start, resume, cost, commit."""
-    from autoenv.driver.loop import RunOptions, drive
-
     root = run_repo(run_base=True)
     readme = root / "candidate" / "README.md"
     calls = [("Read", {"file_path": str(readme)}),

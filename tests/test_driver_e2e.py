@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import TESTS, autoenv, ledger, small_config
 
 from autoenv.paths import EXAMPLES, PROJECT
-from conftest import TESTS, autoenv, ledger, small_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -68,7 +68,7 @@ def test_three_iterations_unattended_within_the_evaluation_budget(tmp_path):
     assert "stopped:      max_evals: 3 of 3 evaluations done" in done.stdout
     entries = ledger(root)
     assert len(entries) == 3 and [e["description"] for e in entries] == [f"iteration {n}" for n in (1, 2, 3)]
-    assert [e["verdict"]["verdict"] for e in entries][0] == "baseline"
+    assert entries[0]["verdict"]["verdict"] == "baseline"
     assert all(e["agent_cost_usd"] is not None for e in entries)
     assert entries[1]["agent_cost_usd"] >= 0.05 and entries[2]["agent_cost_usd"] >= 0.10  # earlier launches' cost
     runs = [json.loads(line) for line in (tmp_path / "standin.jsonl").read_text().splitlines()]

@@ -11,11 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from autoenv.config import Agent, load_config
+from autoenv.driver.agents import argv, choose
 from autoenv.driver.gate import refuse_when_spent
 from autoenv.driver.rules import forbidden_command, forbidden_path
 from autoenv.driver.settings import settings, write_settings
+from autoenv.driver.transcript import Transcript
 from autoenv.errors import AutoEnvError
 from autoenv.gitrepo import Repo
+from autoenv.paths import PROJECT
 
 ROOT = Path("/work/run")
 
@@ -138,3 +142,51 @@ def test_the_gate_refuses_an_evaluation_past_a_live_drivers_budget(tmp_path):
     state.write_text(json.dumps({"pid": 0, "stopping": "max_usd"}))  # a driver that ended: evaluations by hand go on
     refuse_when_spent(outputs, log, "autoenv/t")
     refuse_when_spent(outputs, log, "main")
+
+
+def test_agent_config_is_checked_with_the_line(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text((PROJECT / "config.toml").read_text().replace("max_usd = 50.0", "max_usd = 0"))
+    with pytest.raises(AutoEnvError) as error:
+        load_config(path)
+    assert "`agent.max_usd` must be positive" in str(error.value) and f"{path}:" in str(error.value)
+    path.write_text((PROJECT / "config.toml").read_text().replace('kind = "claude"', 'kind = "gpt"'))
+    with pytest.raises(AutoEnvError, match="agent.kind"):
+        load_config(path)
+
+
+def test_transcripts_give_session_tokens_and_cost(tmp_path):
+    path = tmp_path / "launch.jsonl"
+    lines = [{"type": "system", "subtype": "init", "session_id": "s1"},
+             {"type": "assistant", "message": {"usage": {"input_tokens": 1000, "output_tokens": 100}}},
+             "not json at all"]
+    path.write_text("\n".join(json.dumps(x) if isinstance(x, dict) else x for x in lines) + "\n")
+    t = Transcript(path)
+    stats = t.update()
+    assert stats.session_id == "s1" and stats.cost_usd is None
+    assert stats.priced(3.0, 15.0) == pytest.approx((1000 * 3 + 100 * 15) / 1e6)  # ended early: priced
+    with open(path, "a") as f:  # the result arrives in two writes, the last without a newline
+        f.write('{"type": "result", "subtype": "success", "is_error": false, "total_cost_usd": 0.42, ')
+        t.update()
+        f.write('"num_turns": 7, "session_id": "s1", "usage": {"input_tokens": 5000, "output_tokens": 700}}')
+    stats = t.finish()
+    assert (stats.cost_usd, stats.turns, stats.input_tokens, stats.output_tokens) == (0.42, 7, 5000, 700)
+    codex = tmp_path / "codex.jsonl"
+    codex.write_text(json.dumps({"type": "thread.started", "thread_id": "th-9"}) + "\n"
+                     + json.dumps({"type": "turn.completed", "usage": {"input_tokens": 10, "output_tokens": 2}}) + "\n")
+    stats = Transcript(codex).finish()
+    assert (stats.session_id, stats.input_tokens, stats.output_tokens, stats.cost_usd) == ("th-9", 10, 2, None)
+
+
+def test_launch_templates_keep_the_prompt_one_argument(tmp_path):
+    spec = choose(Agent(), "claude", None)
+    prompt = 'say "hi"; rm -rf / {session_id}\nnext line'
+    first = argv(spec.start, prompt=prompt, session_id="S", settings=tmp_path / "s.json", root=tmp_path)
+    again = argv(spec.resume, prompt=prompt, session_id="S", settings=tmp_path / "s.json", root=tmp_path)
+    assert first[:3] == ["claude", "-p", prompt] and first[first.index("--session-id") + 1] == "S"
+    assert again[again.index("--resume") + 1] == "S" and "--session-id" not in again
+    assert "--dangerously-skip-permissions" not in first and first[first.index("--settings") + 1] == str(tmp_path / "s.json")
+    codex = choose(Agent(), "codex", None)
+    assert argv(codex.resume, prompt="go", session_id="th-9", settings=tmp_path, root=tmp_path)[-3:] == ["resume", "th-9", "go"]
+    with pytest.raises(AutoEnvError, match="--command is for the command agent"):
+        choose(Agent(), "claude", "x")

@@ -18,8 +18,8 @@ often, HEAD and the evaluation locks (is one running?). Then:
 
 from __future__ import annotations
 
-import glob
 import fcntl
+import glob
 import os
 import signal
 import subprocess
