@@ -126,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-hours", type=float, default=None, help="wall hours (default [agent])")
     p.add_argument("--max-usd", type=float, default=None, help="USD for agent, models and judge (default [agent])")
     p.add_argument("--stall-minutes", type=float, default=None, help="nudge after this long without progress")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--spec", type=Path, default=None, help="start the run first (autoenv new) with this spec.md")
+    source.add_argument("--example", default=None, help="start the run first (autoenv new) from this example")
+    p.add_argument("--worktree", type=Path, default=None, help="with --spec/--example: the new run's own worktree")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("verify", help="check feedback_log.jsonl's hash chain against the git notes")
@@ -256,9 +260,14 @@ def cmd_new(args) -> int:
 
 
 def cmd_run(args) -> int:
+    if args.worktree is not None and args.spec is None and args.example is None:
+        raise AutoEnvError("--worktree makes a new run's worktree: it needs --spec or --example", where="--worktree",
+                           fix="add --example NAME or --spec FILE, or drop --worktree to drive an existing run")
     summary = drive(RunOptions(cwd=Path.cwd(), tag=args.tag, agent=args.agent, command=args.command,
                                max_evals=args.max_evals, max_hours=args.max_hours, max_usd=args.max_usd,
-                               stall_minutes=args.stall_minutes))
+                               stall_minutes=args.stall_minutes,
+                               new=None if args.spec is None and args.example is None else
+                               {"spec": args.spec, "example": args.example, "worktree": args.worktree}))
     s, last = summary.spend, summary.last
     display.result_block({"run": f"autoenv/{summary.tag}", "stopped": summary.stop, "launches": summary.launches,
                           "nudges": summary.nudges, "evaluations": s.evals, "hours": round(s.seconds / 3600, 3),

@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TESTS, autoenv, head
+from conftest import TESTS, autoenv, head, small_config
 
+from autoenv.demo import make_run_repo
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.errors import AutoEnvError
 
@@ -82,6 +83,32 @@ def test_relaunches_resume_the_pinned_session_until_the_usd_budget(run_repo, age
     # the ended run left nothing running and nothing half-written: the tree is clean
     assert summary.uncommitted == [] and subprocess.run(["git", "status", "--porcelain"], cwd=root,
                                                         capture_output=True, text=True).stdout == ""
+
+
+def test_a_new_driver_resumes_the_session_of_the_last_one(run_repo, agent):
+    root = run_repo(run_base=True)
+    env = agent([[edit(1), COMMIT]])
+    one = drive(RunOptions(cwd=root, tag=TAG, agent="claude", max_usd=0.05, env=env))
+    two = drive(RunOptions(cwd=root, tag=TAG, agent="claude", max_usd=0.05, env=env))
+    first, second = launches(env)
+    assert "--session-id" in first["argv"] and second["argv"][second["argv"].index("--resume") + 1] == one.session_id
+    assert two.session_id == one.session_id and "relaunched you" in second["argv"][1]
+    assert [e["launch"] for e in events(root) if e["event"] == "launch"] == [1, 2]
+
+
+def test_run_can_start_the_run_in_its_own_worktree(tmp_path, agent):
+    root = make_run_repo("arithmetic", tmp_path / "main", small_config(), run_base=False)
+    subprocess.run(["git", "branch", "-m", "main"], cwd=root, check=True)
+    env = agent([[edit(1), COMMIT]])
+    summary = drive(RunOptions(cwd=root, tag="night", agent="claude", max_usd=0.05, env=env,
+                               new={"spec": None, "example": "arithmetic", "worktree": tmp_path / "night"}))
+    assert summary.root == (tmp_path / "night").resolve() and summary.launches == 1
+    assert head(tmp_path / "night") != head(root) and (tmp_path / "night" / ".autoenv" / "run.toml").is_file()
+    # the agent is checked before the run is made: without its program, nothing is created
+    with pytest.raises(AutoEnvError, match="not installed"):
+        drive(RunOptions(cwd=root, tag="other", agent="claude", env={**env, "PATH": "/usr/bin:/bin"},
+                         new={"spec": None, "example": "arithmetic", "worktree": tmp_path / "other"}))
+    assert not (tmp_path / "other").exists()
 
 
 def test_a_stalled_agent_is_ended_and_resumed_with_a_nudge(run_repo, agent):
@@ -180,7 +207,7 @@ def test_bad_input_is_refused_before_anything_starts(run_repo, agent, tmp_path):
 
 def test_a_second_driver_on_the_same_run_is_refused_with_the_pid(run_repo, agent):
     root = run_repo(run_base=True)
-    env = agent([[{"hang": True}]])
+    env = agent([[edit(1), {"hang": True}]])  # its work in progress makes the tree dirty: the PID is named still
     first = subprocess.Popen([sys.executable, "-m", "autoenv.cli", "run", TAG, "--agent", "claude",
                               "--max-hours", "0.01"], cwd=root, env={**env, "NO_COLOR": "1"},
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -40,6 +40,7 @@ from autoenv.errors import AutoEnvError
 from autoenv.formats import iso_now
 from autoenv.gitrepo import Repo
 from autoenv.ledger import read_entries
+from autoenv.lifecycle import new_run
 from autoenv.pipeline import harness_paths
 from autoenv.record import Entry
 from autoenv.runbase import BRANCH_PREFIX
@@ -64,6 +65,8 @@ class RunOptions:
     max_failures: int = 3
     """Launches in a row that fail, or end without a commit or an evaluation, before the run stops."""
     env: dict[str, str] | None = None
+    new: dict | None = None
+    """Start the run first (autoenv new): {"spec": Path | None, "example": str | None, "worktree": Path | None}."""
 
 
 @dataclass
@@ -108,6 +111,13 @@ class Driver:
     def prepare(self) -> None:
         """Every check that can refuse, before anything is written or started."""
         o = self.o
+        if o.new is not None:
+            here = Repo(o.cwd)
+            config = load_config(here.root / CONFIG_NAME)  # the agent and budgets are checked before the run exists
+            a = config.agent
+            Limits.choose(Limits(a.max_evals, a.max_hours, a.max_usd), o.max_evals, o.max_hours, o.max_usd)
+            check_ready(choose(a, o.agent, o.command), self.env)
+            new_run(o.cwd, o.tag, **o.new)
         self.root = find_root(Repo(o.cwd), o.tag)
         self.repo = Repo(self.root)
         self.config: Config = load_config(self.root / CONFIG_NAME)
@@ -119,10 +129,11 @@ class Driver:
         self.stall = 60 * (o.stall_minutes if o.stall_minutes is not None else a.stall_minutes)
         self.spec: AgentSpec = choose(a, o.agent, o.command)
         check_ready(self.spec, self.env)
-        self.head = self.repo.head().commit
-        self.repo.require_clean(harness_paths(self.config), self.head)
         self.dir = driver_dir(self.config.path("outputs"), o.tag)
         self.lock = DriverLock(self.dir)
+        self.lock.probe()  # a second driver is named by PID, before the first one's work in progress counts as dirt
+        self.head = self.repo.head().commit
+        self.repo.require_clean(harness_paths(self.config), self.head)
         self.lock.acquire()
 
     def run(self) -> Summary:

@@ -27,9 +27,24 @@ class DriverLock:
         self.path = directory / "driver.lock"
         self._file = None
 
+    def probe(self) -> None:
+        """Refuse when another driver holds the lock; writes nothing (for the checks before a run starts)."""
+        if self.path.is_file():
+            with open(self.path, "a+") as f:
+                self._take(f)
+                fcntl.flock(f, fcntl.LOCK_UN)
+
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        f = open(self.path, "a+")
+        f = open(self.path, "a+")  # noqa: SIM115 -- held open for the driver's life
+        self._take(f)
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        self._file = f
+
+    def _take(self, f) -> None:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -39,11 +54,6 @@ class DriverLock:
             raise AutoEnvError(f"another autoenv run drives this run already (PID {other})", where=str(self.path),
                                fix=f"one driver per run: wait for it, or stop it with `kill {other}` "
                                    "(it ends its agent cleanly)") from None
-        f.seek(0)
-        f.truncate()
-        f.write(str(os.getpid()))
-        f.flush()
-        self._file = f
 
     def release(self) -> None:
         if self._file is not None:
