@@ -540,6 +540,7 @@ def reuse(ctx: Context, hit: Entry) -> Entry:
             "run_id": ctx.run_id, "branch": ctx.head.branch, "cached_from": source,
             "warnings": ctx.warnings, "run_base": ctx.rules.base, "rules": ctx.rules.summary, "tampered": [],
             "ledger_check": ctx.ledger_check, "cache_key": ctx.cache_key,
+            "agent_cost_usd": agent_usd(ctx.config.path("outputs"), ctx.head.branch),
             "verdict": hit.verdict.model_copy(update={"reason": reason})})
     return entry.model_copy(update={"timings": dict(ctx.timings)})
 

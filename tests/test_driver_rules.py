@@ -13,6 +13,7 @@ import pytest
 
 from autoenv.config import Agent, load_config
 from autoenv.driver.agents import argv, choose
+from autoenv.driver.budget import Limits, Spend, exhausted
 from autoenv.driver.gate import refuse_when_spent
 from autoenv.driver.rules import forbidden_command, forbidden_path
 from autoenv.driver.settings import settings, write_settings
@@ -20,6 +21,7 @@ from autoenv.driver.transcript import Transcript
 from autoenv.errors import AutoEnvError
 from autoenv.gitrepo import Repo
 from autoenv.paths import PROJECT
+from autoenv.record import Entry
 
 ROOT = Path("/work/run")
 
@@ -190,3 +192,21 @@ def test_launch_templates_keep_the_prompt_one_argument(tmp_path):
     assert argv(codex.resume, prompt="go", session_id="th-9", settings=tmp_path, root=tmp_path)[-3:] == ["resume", "th-9", "go"]
     with pytest.raises(AutoEnvError, match="--command is for the command agent"):
         choose(Agent(), "claude", "x")
+
+
+def test_spend_counts_model_and_judge_cost_but_not_a_cache_hits_copy():
+    stats = {"target": {"model": "m", "rollouts": 1, "scored": 1, "mean": 0.5, "ci": None, "std": None,
+                        "solve_rate": None, "max_reward": None, "normalized_mean": None, "tasks": 1,
+                        "disagree_share": None, "cost_usd": 0.25}}
+    base = {"commit": "a" * 40, "timestamp": "t", "eval_success": True, "stats": stats,
+            "verdict": {"verdict": "baseline", "reason": "r"}}
+    fresh = Entry.model_validate(base)
+    hit = Entry.model_validate({**base, "cached_from": "b" * 40})
+    spend = Spend(agent_usd=1.0)
+    spend.add_entries([fresh, hit])
+    assert (spend.evals, spend.models_usd, spend.usd) == (2, 0.25, 1.25)
+    assert exhausted(Limits(evals=2, hours=1, usd=9), spend).startswith("max_evals: 2 of 2")
+    assert exhausted(Limits(evals=9, hours=1, usd=1.25), spend).startswith("max_usd")
+    assert exhausted(Limits(evals=9, hours=1, usd=2), spend) is None
+    with pytest.raises(AutoEnvError, match="--max-hours 0 is not a budget"):
+        Limits.choose(Limits(1, 1, 1), None, 0, None)

@@ -3,7 +3,8 @@
 Spend is summed by code from records, never from what the agent says: the agent's
 `total_cost_usd` per launch (autoenv.driver.transcript), and from every ledger entry of the
 run written since the driver started, the evaluated models' `cost_usd` (priced with
-[target.price] / [strong.price]) and the judge's.
+[target.price] / [strong.price]) and the judge's (a cached entry counts as an evaluation
+but spent nothing: its costs are the reused evaluation's).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class Spend:
         """Count these new ledger entries: one evaluation each, with their model and judge cost."""
         for entry in entries:
             self.evals += 1
+            if entry.cached_from:  # a cache hit copies the costs of the evaluation it reuses: nothing was spent
+                continue
             self.models_usd += sum(s.cost_usd or 0.0 for s in entry.stats.values())
             self.judge_usd += (entry.judge.cost_usd or 0.0) if entry.judge else 0.0
 
