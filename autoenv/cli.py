@@ -1,4 +1,4 @@
-"""The `autoenv` command: eval, new, rebase-rules, verify, check, probe, feedback, judge, serve, demo, setup;
+"""The `autoenv` command: eval, new, run, rebase-rules, verify, check, probe, feedback, judge, serve, demo, setup;
 and the review commands (autoenv.review.cli).
 
 Nothing here imports verifiers (it costs seconds): only the worker processes do.
@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import os
+import signal
 import sys
 from pathlib import Path
 
 from autoenv import __version__, display, vendor
 from autoenv.commands import audit_only, recompute, rejudge, verify
+from autoenv.config import AGENT_KINDS
 from autoenv.demo import make_run_repo
+from autoenv.driver.loop import RunOptions, drive
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults, load_oracle, serve_forever
 from autoenv.errors import AutoEnvError
@@ -114,6 +116,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="from_ref", default="HEAD", help="commit to start the run from (default: HEAD)")
     p.add_argument("--worktree", type=Path, default=None, help="put the run in a new git worktree at this path")
     p.set_defaults(func=cmd_new)
+
+    p = sub.add_parser("run", help="launch the coding agent on a run and keep it going, within budgets")
+    p.add_argument("tag", help="the run autoenv/<tag> (made by autoenv new)")
+    p.add_argument("--agent", choices=AGENT_KINDS, default=None, help="default: [agent] kind in config.toml")
+    p.add_argument("--command", default=None,
+                   help="the command agent's launch command (shell words; {prompt} and {session_id} are filled in)")
+    p.add_argument("--max-evals", type=int, default=None, help="evaluations this run may start (default [agent])")
+    p.add_argument("--max-hours", type=float, default=None, help="wall hours (default [agent])")
+    p.add_argument("--max-usd", type=float, default=None, help="USD for agent, models and judge (default [agent])")
+    p.add_argument("--stall-minutes", type=float, default=None, help="nudge after this long without progress")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--spec", type=Path, default=None, help="start the run first (autoenv new) with this spec.md")
+    source.add_argument("--example", default=None, help="start the run first (autoenv new) from this example")
+    p.add_argument("--worktree", type=Path, default=None, help="with --spec/--example: the new run's own worktree")
+    p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("verify", help="check feedback_log.jsonl's hash chain against the git notes")
     p.add_argument("--rebuild", action="store_true", help="restore a lost ledger from the notes and outputs/")
@@ -239,6 +256,27 @@ def cmd_new(args) -> int:
                    worktree=args.worktree)
     display.result_block({"run": f"autoenv/{args.tag}", "root": str(root), "run_base": ".autoenv/run.toml",
                           "next": f"cd {root} && bash evaluate.sh -d 'baseline'"})
+    return 0
+
+
+def cmd_run(args) -> int:
+    if args.worktree is not None and args.spec is None and args.example is None:
+        raise AutoEnvError("--worktree makes a new run's worktree: it needs --spec or --example", where="--worktree",
+                           fix="add --example NAME or --spec FILE, or drop --worktree to drive an existing run")
+    summary = drive(RunOptions(cwd=Path.cwd(), tag=args.tag, agent=args.agent, command=args.command,
+                               max_evals=args.max_evals, max_hours=args.max_hours, max_usd=args.max_usd,
+                               stall_minutes=args.stall_minutes,
+                               new=None if args.spec is None and args.example is None else
+                               {"spec": args.spec, "example": args.example, "worktree": args.worktree}))
+    s, last = summary.spend, summary.last
+    display.result_block({"run": f"autoenv/{summary.tag}", "stopped": summary.stop, "launches": summary.launches,
+                          "nudges": summary.nudges, "evaluations": s.evals, "hours": round(s.seconds / 3600, 3),
+                          "usd": round(s.usd, 4), "agent_usd": round(s.agent_usd, 4),
+                          "models_usd": round(s.models_usd, 4), "judge_usd": round(s.judge_usd, 4),
+                          "session": summary.session_id or None, "last_commit": last.commit if last else None,
+                          "last_verdict": last.verdict.verdict if last else None,
+                          "uncommitted": "; ".join(summary.uncommitted) or None,
+                          "transcripts": str(summary.directory)})
     return 0
 
 

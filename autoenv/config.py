@@ -281,6 +281,48 @@ class Run:
         return [] if self.on_tamper in ("record", "refuse") else [("on_tamper", 'must be "record" or "refuse"')]
 
 
+AGENT_KINDS = ("claude", "codex", "command")
+_CLAUDE = ("--output-format stream-json --verbose --permission-mode dontAsk --tools Read,Write,Edit,Bash,Glob,Grep "
+           "--settings {settings}")
+CLAUDE_START = "claude -p {prompt} --session-id {session_id} " + _CLAUDE
+CLAUDE_RESUME = "claude -p {prompt} --resume {session_id} " + _CLAUDE
+CODEX_START = "codex exec --json --sandbox workspace-write {prompt}"
+CODEX_RESUME = "codex exec --json --sandbox workspace-write resume {session_id} {prompt}"
+
+
+@dataclass(frozen=True)
+class Agent:
+    """How `autoenv run` launches the coding agent and what it may spend (autoenv.driver)."""
+
+    kind: str = "claude"
+    """claude | codex | command: the default of `autoenv run --agent`."""
+    claude_start: str = CLAUDE_START
+    """Launch templates (shell words; {prompt}, {session_id}, {settings}, {root} are filled in)."""
+    claude_resume: str = CLAUDE_RESUME
+    codex_start: str = CODEX_START
+    codex_resume: str = CODEX_RESUME
+    command_start: str = ""
+    """The `command` agent: any program; it gets the prompt as {prompt} and on stdin ("": `autoenv run --command`)."""
+    command_resume: str = ""
+    """"" = command_start again."""
+    stall_minutes: float = 20.0
+    """No commit, no evaluation and none running for this long: the launch is ended and resumed with a nudge."""
+    max_evals: int = 100
+    """Default budgets of `autoenv run` (its --max-evals, --max-hours, --max-usd override them)."""
+    max_hours: float = 12.0
+    max_usd: float = 50.0
+    input_price: float = 3.0
+    """USD per million tokens, to price a launch that was ended before it reported its cost."""
+    output_price: float = 15.0
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = [] if self.kind in AGENT_KINDS else [("kind", f"must be one of {', '.join(AGENT_KINDS)}")]
+        out += [(n, "must be positive") for n in ("stall_minutes", "max_evals", "max_hours", "max_usd")
+                if getattr(self, n) <= 0]
+        out += [(n, "must be >= 0") for n in ("input_price", "output_price") if getattr(self, n) < 0]
+        return out
+
+
 @dataclass(frozen=True)
 class Paths:
     """Where things live, relative to the repository root."""
@@ -306,6 +348,7 @@ class Config:
     offline: Offline = field(default_factory=Offline)
     runtime: Runtime = field(default_factory=Runtime)
     run: Run = field(default_factory=Run)
+    agent: Agent = field(default_factory=Agent)
     root: Path = field(default=Path("."), compare=False)
     """Directory holding config.toml; every relative path is resolved against it."""
 

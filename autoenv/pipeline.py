@@ -33,6 +33,7 @@ from typing import Iterator
 from autoenv import display
 from autoenv.cache import cache_key, cached
 from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config
+from autoenv.driver.gate import agent_usd, refuse_when_spent
 from autoenv.errors import AutoEnvError, ProviderUnavailable
 from autoenv.formats import iso_now, stamp
 from autoenv.forwarder import forwarding
@@ -241,6 +242,7 @@ def preflight(options: EvalOptions) -> Context:
         ledger_check = verify_notes(repo, config)
         head = repo.head()
         repo.require_clean(harness_paths(config), head.commit)
+        refuse_when_spent(config.path("outputs"), config.path("log_file"), head.branch)  # autoenv run's budget
         candidate = config.path("candidate")
         if not candidate.is_dir():
             raise AutoEnvError(
@@ -528,6 +530,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         cache_key=ctx.cache_key,
         reused_rollouts=ctx.reused,
         sandbox=ctx.sandbox,
+        agent_cost_usd=agent_usd(config.path("outputs"), ctx.head.branch),
     )
     return ledger_written(ctx, entry, written) if written else entry
 
@@ -543,6 +546,7 @@ def reuse(ctx: Context, hit: Entry) -> Entry:
             "run_id": ctx.run_id, "branch": ctx.head.branch, "cached_from": source,
             "warnings": ctx.warnings, "run_base": ctx.rules.base, "rules": ctx.rules.summary, "tampered": [],
             "ledger_check": ctx.ledger_check, "cache_key": ctx.cache_key,
+            "agent_cost_usd": agent_usd(ctx.config.path("outputs"), ctx.head.branch),
             "verdict": hit.verdict.model_copy(update={"reason": reason})})
     return entry.model_copy(update={"timings": dict(ctx.timings)})
 

@@ -330,6 +330,8 @@ class Entry(Part):
     cached_from: str | None = Field(None, description="Commit whose evaluation this entry reuses (same cache key); "
                                                       "no model was called.")
     judge: JudgeResult | None = Field(None, description="The judge's findings and spend; None for crashes.")
+    agent_cost_usd: float | None = Field(None, description="USD the coding agent had spent in this `autoenv run` "
+                                         "when the entry was recorded (autoenv.driver); None without a driver.")
     prev_hash: str = Field("", description="SHA-256 of the previous ledger line (hash chain).")
 
     @property

@@ -24,14 +24,11 @@ from pathlib import Path
 from autoenv.config import Config
 from autoenv.errors import AutoEnvError
 from autoenv.gitrepo import Head, Repo
+from autoenv.protected import PROTECTED
 
 RUN_FILE = ".autoenv/run.toml"
 REF_PREFIX = "refs/autoenv/runs/"
 BRANCH_PREFIX = "autoenv/"
-PROTECTED = ("evaluate.sh", "feedback.py", "setup.sh", "config.toml", "spec.md", "program.md", "pyproject.toml",
-             ".gitignore", "autoenv/*", "tests/*")
-"""Files the agent may not change during a run (fnmatch patterns; `*` crosses folders). The top-level
-.gitignore too: a new ignored file under autoenv/ would otherwise escape the check."""
 ON_TAMPER = ("record", "refuse")
 NO_BASE = "no run base: rules not checked"
 

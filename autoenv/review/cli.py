@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 
 from autoenv import display
+from autoenv.driver.gate import driver_dir
+from autoenv.driver.state import read_events
 from autoenv.errors import AutoEnvError
 from autoenv.record import ROLES
 from autoenv.review import terminal
@@ -34,6 +36,8 @@ def add_commands(sub) -> None:
     _run_options(p)
     p.add_argument("--all", action="store_true", help="every run in the ledger, not only one branch")
     p.add_argument("--json", action="store_true", help="print the rows as JSON (for agents and scripts)")
+    p.add_argument("--agent", action="store_true",
+                   help="the agent driver's log instead (autoenv run): launches, nudges, stops, why and their cost")
     p.set_defaults(func=cmd_log)
 
     p = sub.add_parser("show", help="one evaluation's summary, or one of its rollouts as a transcript")
@@ -83,6 +87,13 @@ def _default_out(project: Project, name: str) -> Path:
 
 def cmd_log(args) -> int:
     project, run = _open(args)
+    if args.agent:
+        events = read_events(driver_dir(project.config.path("outputs"), run.tag))
+        if args.json:
+            display.console.print(json.dumps(events, indent=1))
+        else:
+            terminal.agent_view(run.label, events)
+        return 0
     if args.json:
         rows = [dict(r.to_json(), feedback=_existing(project, project.feedback(r.commit)),
                      plot=_existing(project, project.config.path("outputs") / r.commit / "plot.png")) for r in run.rows]

@@ -93,6 +93,51 @@ def log_view(run: Run) -> None:
              "(one mark per evaluation, 0 to 1; a gap: no scores)"))
 
 
+# ---- autoenv log --agent -----------------------------------------------------------------
+
+
+def agent_view(label: str, events: list[dict]) -> None:
+    """The driver's events (autoenv.driver.state): one row per start, launch, nudge and stop."""
+    if not events:
+        out(f"{label}: no `autoenv run` on this run yet (outputs/agent/<tag>/events.jsonl is missing)")
+        return
+    t = table()
+    for name in ("time (UTC)", "event", "launch", "ended by", "seconds", "cost", "tokens in/out", "evals", "commits",
+                 "refused", "detail"):
+        t.add_column(name, justify="right" if name in ("launch", "seconds", "cost", "evals", "commits", "refused")
+                     else "left", no_wrap=name != "detail")
+    launches = [e for e in events if e.get("event") == "launch"]
+    for e in events:
+        kind = e.get("event", "?")
+        if kind == "launch":
+            cost = e.get("cost_usd")
+            cells = [str(e.get("launch", "")), str(e.get("ended_by", "")), number(e.get("seconds"), 1),
+                     money(cost if cost is not None else e.get("priced_usd")) + ("" if cost is not None else " est."),
+                     f"{e.get('input_tokens', 0)}/{e.get('output_tokens', 0)}", str(e.get("evals", "")),
+                     str(e.get("commits", "")), str(e.get("denials", "")),
+                     ("resume " if e.get("resume") else "start ") + f"exit {e.get('exit_code')}"
+                     + (f"; {e['subtype']}" if e.get("subtype") not in (None, "success") else "")
+                     + ("; error: " + clip(str(e.get("result", "")), 80) if e.get("is_error") else "")]
+        elif kind == "start":
+            limits = e.get("limits") or {}
+            cells = ["", "", "", "", "", "", "", "", f"{e.get('agent')} session {str(e.get('session_id'))[:8]}"
+                     f"{' (resumed)' if e.get('resumed') else ''}; budgets: {limits.get('evals')} evals, "
+                     f"{limits.get('hours')} h, ${limits.get('usd')}"]
+        elif kind == "nudge":
+            cells = [str(e.get("launch", "")), "", "", "", "", "", "", "",
+                     f"no commit and no evaluation for {e.get('stall_minutes')} min: resumed with a nudge"]
+        else:
+            spend = e.get("spend") or {}
+            cells = ["", "", number(spend.get("seconds"), 0), money(spend.get("usd")), "", str(spend.get("evals", "")),
+                     "", "", str(e.get("reason", ""))]
+        style = "bold" if kind in ("start", "stop") else "yellow" if kind == "nudge" else ""
+        t.add_row(Text(short_time(e.get("time"))), Text(kind, style=style), *(Text(c) for c in cells))
+    agent_usd = sum((e.get("cost_usd") if e.get("cost_usd") is not None else e.get("priced_usd") or 0.0)
+                    for e in launches)
+    out(Text(f"{label}: {len(launches)} agent launches, "
+             f"{sum(e.get('event') == 'nudge' for e in events)} nudges, agent {money(agent_usd)}", style="bold"), t)
+
+
 # ---- autoenv show ------------------------------------------------------------------------
 
 

@@ -1,0 +1,77 @@
+"""What an evaluation asks of a running driver: may it start, and what has the agent spent.
+
+`autoenv run` keeps `outputs/agent/<tag>/driver.json` up to date (its PID, the ledger
+length when it started, its evaluation budget, and `stopping` once a budget is spent).
+The evaluation reads it in preflight: with a live driver whose budget is spent, it refuses
+to start (exit 2, nothing recorded), so no evaluation starts past a budget even between
+the moment the budget is reached and the moment the driver has ended the agent. Without
+a driver (an evaluation by hand) it changes nothing. Standard library only: pipeline
+imports it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from autoenv.errors import AutoEnvError
+
+AGENT_DIR = "agent"
+
+
+def driver_dir(outputs: Path, tag: str) -> Path:
+    return outputs / AGENT_DIR / tag
+
+
+def read_state(outputs: Path, branch: str | None) -> dict | None:
+    """The live driver's state for the run on `branch`, or None (no driver, or its process is gone)."""
+    if not branch or not branch.startswith("autoenv/"):
+        return None
+    path = driver_dir(outputs, branch[len("autoenv/"):]) / "driver.json"
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) and alive(state.get("pid")) else None
+
+
+def alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def refuse_when_spent(outputs: Path, log_file: Path, branch: str | None) -> None:
+    """Raise when a live driver of this run has spent its budget (see the module docstring)."""
+    state = read_state(outputs, branch)
+    if state is None:
+        return
+    where = str(driver_dir(outputs, branch[len("autoenv/"):]) / "driver.json")
+    fix = "nothing to do: the driver has ended the run (see `autoenv log --agent`); start a new budget with autoenv run"
+    if state.get("stopping"):
+        raise AutoEnvError(f"autoenv run (PID {state['pid']}) has stopped the run: {state['stopping']}; "
+                           "no new evaluation starts", where=where, fix=fix)
+    try:
+        done = sum(1 for line in log_file.read_text(encoding="utf-8").splitlines() if line.strip())
+    except OSError:
+        done = 0
+    start, limit = state.get("ledger_start", 0), state.get("max_evals")
+    if isinstance(limit, int) and done - start >= limit:
+        raise AutoEnvError(f"autoenv run (PID {state['pid']}) allows {limit} evaluations and {done - start} are done; "
+                           "no new evaluation starts", where=where, fix=fix)
+
+
+def agent_usd(outputs: Path, branch: str | None) -> float | None:
+    """USD the coding agent has spent in the live driver's run so far, or None without a driver."""
+    state = read_state(outputs, branch)
+    if state is None:
+        return None
+    value = (state.get("spend") or {}).get("agent_usd")
+    return float(value) if isinstance(value, (int, float)) else None
