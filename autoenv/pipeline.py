@@ -32,7 +32,7 @@ from typing import Iterator
 
 from autoenv import display
 from autoenv.cache import cache_key, cached
-from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config
+from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config, with_env
 from autoenv.errors import AutoEnvError, ProviderUnavailable
 from autoenv.formats import iso_now, stamp
 from autoenv.forwarder import forwarding
@@ -74,6 +74,9 @@ class EvalOptions:
     """Evaluate even when the cache holds an evaluation with the same key."""
     restart: bool = False
     """Start over instead of resuming an interrupted evaluation of this commit."""
+    env: str | None = None
+    """An existing environment (package directory or installed id) evaluated instead of [candidate]."""
+    env_id: str = ""
 
 
 @dataclass
@@ -239,7 +242,7 @@ def preflight(options: EvalOptions) -> Context:
         head = repo.head()
         repo.require_clean(harness_paths(config), head.commit)
         candidate = config.path("candidate")
-        if not candidate.is_dir():
+        if config.candidate.install and not candidate.is_dir():
             raise AutoEnvError(
                 f"no candidate directory at {candidate}",
                 where=f"{config.root / CONFIG_NAME} [paths] candidate",
@@ -280,7 +283,8 @@ def run_config(repo: Repo, options: EvalOptions) -> Config:
     config.toml, so the commit is still recorded as tampered rather than refused."""
     path = options.config or repo.root / CONFIG_NAME
     try:
-        return load_config(path)
+        config = load_config(path)
+        return with_env(config, options.env, options.env_id) if options.env else config
     except AutoEnvError:
         rules = None if options.config else check_rules(repo, repo.head())
         if rules is None or rules.base is None or f"{CONFIG_NAME} (modified)" not in rules.changed \
@@ -363,6 +367,9 @@ def archive_previous(out: Path) -> None:
 
 
 def install(ctx: Context) -> None:
+    if not ctx.config.candidate.install:
+        display.note(f"{ctx.config.candidate.taskset}: installed already (candidate.install = false)")
+        return
     changed = install_candidate(ctx.config.path("candidate"))
     display.note("installed (editable)" if changed else "already installed; code edits are picked up")
 
@@ -458,6 +465,8 @@ def config_job(config: Config, out: Path, audit: AuditPlan | None = None, rollou
     limits = CallLimits(load_seconds=c.max_load_seconds, reward_seconds=c.max_reward_seconds,
                         tool_seconds=c.max_tool_seconds)
     return Job(candidate_dir=str(config.path("candidate")), out_dir=str(out), seed=config.seed, limits=limits,
+               taskset_id=config.candidate.taskset, env_id=config.candidate.env,
+               check_modules=config.candidate.checked_modules(), infinite_take=c.infinite_take,
                max_concurrent=b.max_concurrent, rollout_timeout=b.rollout_timeout, max_turns=b.max_turns,
                runtime=config.runtime.job(), embedded_latency=config.offline.latency, audit=audit, rollouts=rollouts)
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
+import inspect
 import json
 import math
 import os
@@ -32,6 +34,7 @@ from autoenv.gates.oracle import HOOK, OracleBook, has_hook
 from autoenv.gates.probes import EXPLOITS, NEEDS_TOOLS, probe_reply
 from autoenv.job import Job
 from autoenv.messages import Reply
+from autoenv.scripts import script_kind
 from autoenv.limits import TimeLimitExceeded, breaches, run_limited
 from autoenv.tasks import load_tasks
 from autoenv.traces import to_rollout
@@ -54,10 +57,21 @@ def task_messages(task) -> list[dict]:
     return messages
 
 
+def own_fields(data) -> str:
+    """What distinguishes a task without a prompt (a seeded game, say): its own data fields, as JSON."""
+    import verifiers.v1 as vf  # deferred: verifiers is imported only inside the child
+
+    names = set(type(data).model_fields) - set(vf.TaskData.model_fields)
+    return json.dumps(data.model_dump(mode="json", include=names), sort_keys=True)
+
+
 def dataset_rows(tasks: list) -> list[dict]:
     rows = []
     for t in tasks:
-        row = {"key": t.key, "idx": t.data.idx, "prompt": t.data.prompt_text, "system": t.data.system_prompt or ""}
+        prompt = t.data.prompt_text
+        row = {"key": t.key, "idx": t.data.idx, "prompt": prompt, "system": t.data.system_prompt or ""}
+        if not prompt.strip():  # no prompt: tasks differ by their data fields (and seed), not by text
+            row.update(prompt=own_fields(t.data), fields=True)
         for name in ("answer", "difficulty", "category"):
             value = getattr(t.data, name, None)
             if value is not None:
@@ -67,15 +81,22 @@ def dataset_rows(tasks: list) -> list[dict]:
 
 
 def import_modules(package: str) -> list[dict]:
-    """Import every module of the candidate package; tool servers start from these."""
+    """Import every module of `package` (tool servers start from these); scripts are recognised, not imported."""
     results = []
     try:
         root = importlib.import_module(package)
     except Exception as e:  # the install stage already showed this; record it anyway
         return [{"module": package, "ok": False, "error": f"{type(e).__name__}: {e}"}]
     paths = getattr(root, "__path__", None)
-    names = [package] + ([m.name for m in pkgutil.walk_packages(paths, prefix=f"{package}.")] if paths else [])
+    names = [package] + ([m.name for m in pkgutil.walk_packages(paths, prefix=f"{package}.",
+                                                                  onerror=lambda name: None)] if paths else [])
     for name in names:
+        spec = importlib.util.find_spec(name) if name != package else None
+        origin = Path(spec.origin) if spec is not None and spec.origin and spec.origin.endswith(".py") else None
+        kind = script_kind(origin) if origin is not None else None
+        if kind:
+            results.append({"module": name, "ok": True, "script": kind})
+            continue
         try:
             module = importlib.import_module(name)
             source = Path(getattr(module, "__file__", "") or "")
@@ -243,6 +264,21 @@ def tool_timeout(trace, task, job: Job, error: str | None) -> str | None:
     return message
 
 
+def runtime_rewards(task) -> list[str]:
+    """The task's rewards and metrics that need the rollout's runtime (a `runtime` parameter without a default).
+
+    verifiers skips them when scoring without a runtime, so in-process probe scoring would
+    see no reward at all: such candidates are probed through real rollouts instead.
+    """
+    found = []
+    for kind in ("reward", "metric"):
+        for fn in task.hooks(kind):
+            param = inspect.signature(fn).parameters.get("runtime")
+            if param is not None and param.default is inspect.Parameter.empty:
+                found.append(fn.__name__)
+    return found
+
+
 async def audit(job: Job) -> None:
     import verifiers.v1 as vf  # deferred: verifiers costs seconds and is needed only inside the child
 
@@ -269,14 +305,17 @@ async def audit(job: Job) -> None:
         result["load_difference"] = next((i for i, (a, b) in enumerate(zip(first, second)) if a != b),
                                          min(len(first), len(second)))
     result["dataset"] = dataset.measure(dataset_rows(tasks), plan.near_threshold)
-    result["modules"] = import_modules("candidate_env")
+    if not env.taskset.bounded:
+        result["infinite"] = {"taken": len(tasks), "bound": job.infinite_take}
+    result["modules"] = [m for package in (job.check_modules or [job.module]) for m in import_modules(package)]
 
     taskset_cls = type(env.taskset)
     task_cls = taskset_cls.task_type()
     has_tools = bool(task_cls.toolsets(env.taskset.config.task)) or bool(taskset_cls.toolsets(env.taskset.config))
-    custom_env = type(env).__name__ != "SingleAgentEnv"
-    mode = "rollouts" if has_tools or custom_env else "in-process"
-    result.update(mode=mode, has_tools=has_tools, custom_env=custom_env,
+    custom_env = type(env) is not vf.SingleAgentEnv
+    runtime_signals = runtime_rewards(tasks[0]) if tasks else []
+    mode = "rollouts" if has_tools or custom_env or runtime_signals else "in-process"
+    result.update(mode=mode, has_tools=has_tools, custom_env=custom_env, runtime_rewards=runtime_signals,
                   has_oracle=bool(tasks) and has_hook(tasks[0]))
     if plan.probes and tasks:
         size = plan.probe_sample if mode == "in-process" else plan.rollout_sample

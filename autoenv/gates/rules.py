@@ -58,8 +58,16 @@ class Gates:
         return not self.failed
 
 
-def platform_checks(candidate: Path, report: Gates) -> None:
-    """pyproject metadata and README, as the environment hub expects them."""
+def platform_checks(candidate: Path, report: Gates, workspace: bool = True) -> None:
+    """pyproject metadata and README, as the environment hub expects them.
+
+    For the agent's workspace a shortfall fails (program.md's contract, name candidate-env
+    included); an existing environment keeps its own name and a shortfall is a warning.
+    """
+    if not (candidate / "pyproject.toml").is_file() and not workspace:
+        report.add("pyproject", "skip", f"no pyproject.toml in {candidate}: an installed environment")
+        return
+    bad = "fail" if workspace else "warn"
     pyproject = candidate / "pyproject.toml"
     try:
         project = tomllib.loads(pyproject.read_text()).get("project", {})
@@ -67,7 +75,7 @@ def platform_checks(candidate: Path, report: Gates) -> None:
         report.add("pyproject", "fail", f"{pyproject} cannot be read: {e}")
         return
     problems = []
-    if project.get("name") != "candidate-env":
+    if workspace and project.get("name") != "candidate-env":
         problems.append(f"name is {project.get('name')!r}, must be 'candidate-env'")
     if not project.get("version"):
         problems.append("version is missing")
@@ -77,12 +85,12 @@ def platform_checks(candidate: Path, report: Gates) -> None:
     tags = project.get("tags")
     if not isinstance(tags, list) or not tags or not all(isinstance(t, str) and t for t in tags):
         problems.append("tags must be a non-empty list of strings, e.g. tags = [\"math\", \"single-turn\"]")
-    report.add("pyproject", "fail" if problems else "pass",
-               "; ".join(problems) or f"{project.get('name')} {project.get('version')}, tags {', '.join(tags)}")
+    report.add("pyproject", bad if problems else "pass",
+               "; ".join(problems) or f"{project.get('name')} {project.get('version')}, tags {', '.join(tags or [])}")
     readme = candidate / "README.md"
     text = readme.read_text(errors="replace") if readme.is_file() else ""
     if len(text.strip()) < 200:
-        report.add("readme", "fail", "candidate/README.md is missing or under 200 characters: "
+        report.add("readme", bad, f"{readme} is missing or under 200 characters: "
                    "describe the task, the rewards and the knobs")
     else:
         report.add("readme", "pass", f"{len(text)} characters")
@@ -102,32 +110,50 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
         return
     broken = [m for m in audit.get("modules", []) if not m["ok"]]
     servers = [m["module"] for m in audit.get("modules", []) if m.get("tool_server")]
+    scripts = [f"{m['module']} ({m['script']})" for m in audit.get("modules", []) if m.get("script")]
     if broken:
         report.add("modules", "fail", "; ".join(f"{m['module']} fails to import: {m['error']}" for m in broken)
                    + " (a tool server that dies at start costs ~3 minutes per rollout)",
                    modules=[m["module"] for m in broken])
     else:
-        report.add("modules", "pass", f"{len(audit.get('modules', []))} modules import"
-                   + (f"; tool servers: {', '.join(servers)}" if servers else ""))
+        report.add("modules", "pass", f"{len(audit.get('modules', [])) - len(scripts)} modules import"
+                   + (f"; tool servers: {', '.join(servers)}" if servers else "")
+                   + (f"; scripts, not imported (they run with their own dependencies): {', '.join(scripts)}"
+                      if scripts else ""), scripts=scripts)
     d = audit.get("dataset") or {}
     size = d.get("size", 0)
-    report.add("dataset size", "fail" if size < c.dataset_size else "pass",
-               f"{size} tasks (wanted >= {c.dataset_size})", size=size, wanted=c.dataset_size)
+    infinite = audit.get("infinite")
+    workspace = config.candidate.workspace
+    if infinite:
+        report.add("dataset size", "pass", f"infinite taskset: its first {infinite['taken']} tasks are measured and "
+                   f"sampled from (checks.infinite_take = {infinite['bound']})", size=size, infinite=True)
+    else:
+        short = size < c.dataset_size
+        report.add("dataset size", ("fail" if workspace else "warn") if short else "pass",
+                   f"{size} tasks (wanted >= {c.dataset_size}"
+                   + (", an error for the agent's workspace only: candidate.workspace = false)" if short and not workspace
+                      else ")"), size=size, wanted=c.dataset_size)
     if d.get("duplicate_keys"):
         repeated = d.get("duplicate_key_examples") or []
         report.add("task keys", "fail", f"{d['duplicate_keys']} tasks share a key with another; keys must be unique"
                    + (f"; e.g. {', '.join(map(repr, repeated))}" if repeated else ""), keys=repeated)
     share = d.get("exact_duplicate_share", 0)
+    by = d.get("distinguished_by", "prompt")
+    what = "prompts" if by == "prompt" else "tasks (prompt, or data fields and seed without one)" \
+        if by.startswith("prompt") else "tasks (no prompts: compared on their data fields and seed)"
     report.add("exact duplicates", "fail" if share > c.max_duplicate_share else "warn" if share else "pass",
-               f"{d.get('exact_duplicates', 0)} repeated prompts ({share:.1%}, allowed {c.max_duplicate_share:.0%})"
+               f"{d.get('exact_duplicates', 0)} repeated {what} ({share:.1%}, allowed {c.max_duplicate_share:.0%})"
                + (f"; e.g. task idx {d['duplicate_examples']}" if d.get("duplicate_examples") else ""),
                examples=d.get("duplicate_examples"), repeated=d.get("exact_duplicates", 0))
     near = d.get("near_duplicate_share", 0)
-    report.add("near duplicates", "fail" if near > c.max_near_duplicate_share else "warn" if near else "pass",
-               f"{near:.1%} of tasks are near-duplicates (similarity >= {c.near_duplicate_similarity}, "
-               f"allowed {c.max_near_duplicate_share:.0%})"
-               + (f"; e.g. idx pairs {d['near_duplicate_examples']}" if d.get("near_duplicate_examples") else ""),
-               examples=d.get("near_duplicate_examples"))
+    if by == "data fields":
+        report.add("near duplicates", "skip", "the tasks have no prompts: near-duplicate text is not measured")
+    else:
+        report.add("near duplicates", "fail" if near > c.max_near_duplicate_share else "warn" if near else "pass",
+                   f"{near:.1%} of tasks are near-duplicates (similarity >= {c.near_duplicate_similarity}, "
+                   f"allowed {c.max_near_duplicate_share:.0%})"
+                   + (f"; e.g. idx pairs {d['near_duplicate_examples']}" if d.get("near_duplicate_examples") else ""),
+                   examples=d.get("near_duplicate_examples"))
     top = d.get("top_answer_share")
     if top is None:
         report.add("answer balance", "skip", "tasks carry no `answer` field")
@@ -282,7 +308,7 @@ def run_gates(config: Config, worker: Worker) -> GateReport:
     """Platform checks here, then the audit stage in the evaluation's child process, judged against config."""
     started = time.time()
     report = Gates()
-    platform_checks(config.path("candidate"), report)
+    platform_checks(config.path("candidate"), report, workspace=config.candidate.workspace)
     worker.run("audit")
     out_dir = worker.job.audit_dir
     judge_audit(json.loads((out_dir / "audit.json").read_text()), config, report)
