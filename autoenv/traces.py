@@ -158,8 +158,16 @@ def to_rollout(trace: dict, episode: dict | None = None) -> Rollout:
     )
 
 
+UNMATCHED = "no task of the candidate matches this conversation"
+"""The embedded endpoint's 404 (autoenv.endpoint.policies.NO_MATCH): the environment opened a conversation
+no task's prompt starts (a custom Env's own observation, say), so the scripted policy cannot play it.
+The environment's side, never the provider's."""
+
+
 def _error_kind(errors: list[dict]) -> str:
     types = {e.get("type", "") for e in errors}
+    if any(UNMATCHED in str(e.get("message", "")) for e in errors):
+        return "env_error"
     return "provider_error" if types & PROVIDER_ERRORS else "env_error"
 
 

@@ -31,12 +31,12 @@ from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
 from autoenv.gates import dataset
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
-from autoenv.gates.probes import EXPLOITS, NEEDS_TOOLS, probe_reply
+from autoenv.gates.probes import EXPLOITS, NEEDS_ORACLE, NEEDS_TOOLS, probe_reply
 from autoenv.job import Job
 from autoenv.messages import Reply
 from autoenv.scripts import script_kind
 from autoenv.limits import TimeLimitExceeded, breaches, run_limited
-from autoenv.tasks import load_tasks
+from autoenv.tasks import load_tasks, seat_names
 from autoenv.traces import to_rollout
 from autoenv.worker import LOCAL_KEY_VAR, sample_tasks
 
@@ -224,6 +224,8 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
             error = None if rollout.outcome == "ok" else tool_timeout(trace, task, job, full) or rollout.error
             record = reward_record(trace, probe, task, reply or "", error)
             record["outcome"] = rollout.outcome
+            record["seat"] = getattr(trace.agent, "name", None) if trace.agent is not None else None
+            record["episode"] = episode.id
             record["tool_calls"] = len(trace.tool_messages)
             records.append(record)
             if probe == "oracle" and rollout.outcome == "ok":
@@ -315,19 +317,30 @@ async def audit(job: Job) -> None:
     custom_env = type(env) is not vf.SingleAgentEnv
     runtime_signals = runtime_rewards(tasks[0]) if tasks else []
     mode = "rollouts" if has_tools or custom_env or runtime_signals else "in-process"
+    declared = getattr(task_cls, "reward_range", None) or getattr(type(env), "reward_range", None)
+    if declared is not None:
+        result["reward_range"] = [float(declared[0]), float(declared[1])]
+    result["seats"] = seat_names(vf, job.taskset_id, job.env_id)
     result.update(mode=mode, has_tools=has_tools, custom_env=custom_env, runtime_rewards=runtime_signals,
                   has_oracle=bool(tasks) and has_hook(tasks[0]))
     if plan.probes and tasks:
         size = plan.probe_sample if mode == "in-process" else plan.rollout_sample
         sample = sample_tasks(tasks, size, job.seed)
         probes = (["oracle"] if result["has_oracle"] else []) + [
-            p for p in EXPLOITS if has_tools or p not in NEEDS_TOOLS]
+            p for p in EXPLOITS if (has_tools or p not in NEEDS_TOOLS)
+            and (result["has_oracle"] or mode == "in-process" or p not in NEEDS_ORACLE)]
+        # without an oracle hook, the probes built from the oracle's reply have nothing to build from:
+        # recorded as not applicable rather than played (the endpoint would answer 404 for every one)
         emit("probe-plan", total=len(probes) * len(sample), mode=mode)
         started = time.time()
         if mode == "in-process":
             records, deterministic = await probe_in_process(vf, job, tasks, sample, probes)
         else:
             records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes)
+        if mode != "in-process" and not result["has_oracle"]:
+            records += [{"probe": p, "key": t.key, "idx": t.data.idx, "skipped": True, "error": None,
+                         "why": "needs the oracle's reply (no oracle hook)"}
+                        for p in EXPLOITS if p in NEEDS_ORACLE and (has_tools or p not in NEEDS_TOOLS) for t in sample]
         result.update(probes=records, deterministic_scoring=deterministic, probe_seconds=round(time.time() - started, 3),
                       probe_tasks=len(sample), probe_names=probes)
     result["time_limits"] = list(breaches()) + _hung_tools[:3]

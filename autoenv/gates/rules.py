@@ -193,6 +193,9 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
     weights: dict[str, float] = {}
     errors: list[str] = []
     by_probe: dict[str, list[dict]] = defaultdict(list)
+    declared = audit.get("reward_range")
+    low, high = declared or (0.0, 1.0)
+    documented = "declared by the task's reward_range" if declared else "documented"
     for r in records:
         if r.get("skipped"):
             by_probe[r["probe"]].append(r)
@@ -205,14 +208,19 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
             weights[name] = r.get("weights", {}).get(name, 1.0)
             if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
                 problem = problem or f"reward {name!r} returned {score!r}, not a finite number"
-            elif not 0 <= score <= 1:
-                problem = problem or f"reward {name!r} returned {score}, outside its documented range [0, 1]"
+            elif not low <= score <= high:
+                problem = problem or f"reward {name!r} returned {score}, outside its {documented} range [{low:g}, {high:g}]"
         if not problem and not r.get("components") and r.get("outcome", "ok") == "ok":
             problem = "the rollout finished without any reward"
         r["env_error"] = problem
         if problem:
             errors.append(f"task {r['idx']} ({r['probe']}): {problem}")
         by_probe[r["probe"]].append(r)
+    constant_sum = constant_sum_game(records, audit.get("seats") or [])
+    if declared and high > low:  # the statistics compare shares of [0, 1]: normalise the declared range
+        for r in records:
+            if not r.get("env_error") and r.get("components"):
+                r["components"] = {k: (v - low) / (high - low) for k, v in r["components"].items()}
     maximum = max_reward(weights)
     if errors:
         report.add("reward errors", "fail", f"{len(errors)} probe replies hit environment errors, e.g. "
@@ -241,14 +249,20 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
     for name, summary in summaries.items():
         if name == "oracle":
             continue
+        if constant_sum is not None and summary["mean"] is not None:
+            report.add(f"probe {name}", "skip", f"not applicable: a constant-sum game of {len(audit['seats'])} seats "
+                       f"({', '.join(audit['seats'])}, payoffs summing to {constant_sum:g} in every episode) with every "
+                       "seat playing this probe: a seat's reward is the other seat's failure, not a harvest. Probing one "
+                       "seat needs a reference policy for the others: add an oracle hook", constant_sum=constant_sum)
+            continue
         summary["of_oracle"] = None if not reference or summary["mean"] is None else round(summary["mean"] / reference, 4)
         if summary["mean"] is None:
             if summary["errors"]:
                 report.add(f"probe {name}", "fail", f"every reply hit an error ({summary['errors']} of "
                            f"{summary['tasks']}): see reward errors", errors=summary["errors"])
             else:
-                report.add(f"probe {name}", "skip", f"not applicable ({summary['skipped']} tasks without an "
-                           "answer in the oracle reply)")
+                why = next((r["why"] for r in by_probe[name] if r.get("why")), "without an answer in the oracle reply")
+                report.add(f"probe {name}", "skip", f"not applicable ({summary['skipped']} tasks: {why})")
             continue
         if name == "padding":
             bad = oracle is not None and summary["mean"] > (oracle["mean"] or 0) + 1e-9
@@ -262,6 +276,24 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                    f"mean {summary['mean']:.3f} ({limit})" + (f"; harvested {harvested}" if harvested and bad else "")
                    + (f"; best task idx {best['idx']} scored {best['reward']:.2f}" if bad and best else ""),
                    harvested=summary["harvested"] if bad else {})
+
+
+def constant_sum_game(records: list[dict], seats: list[str]) -> float | None:
+    """The constant the seats' rewards sum to in every probe episode of a multi-seat env, or None.
+
+    With every seat played by the same probe, such a game hands one seat what another
+    loses: its rewards measure the other seat's play, not a harvest by the probe.
+    """
+    if len(seats) < 2:
+        return None
+    totals: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        if r.get("episode") and r.get("outcome") == "ok" and not r.get("env_error"):
+            totals[r["episode"]].append(sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()))
+    sums = [sum(v) for v in totals.values() if len(v) == len(seats)]
+    if len(sums) < 2 or max(sums) - min(sums) > 1e-9:
+        return None
+    return round(sums[0], 9)
 
 
 def _short_components(short: list[dict], weights: dict[str, float]) -> dict[str, float]:
