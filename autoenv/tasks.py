@@ -9,7 +9,9 @@ only child processes that run the candidate pay for it.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from autoenv.events import emit
@@ -78,6 +80,18 @@ def candidate_tasks(candidate_dir: str, taskset_id: str = TASKSET_ID) -> list[An
 
     config = vf.resolve_env_config({"taskset": {"id": taskset_id}})
     return all_tasks(vf.load_taskset(config.taskset))
+
+
+RESOLVED_CONFIG = Path("configs") / "resolved" / "eval.json"
+
+
+def write_run_config(directory: Path, env: Any, model: str) -> None:
+    """Make `directory` a run directory verifiers' tools open (`vf-replay DIR`, its trace readers): the
+    resolved config they look for (`configs/resolved/eval.json`, as vf-eval writes it) beside traces.jsonl."""
+    path = directory / RESOLVED_CONFIG
+    path.parent.mkdir(parents=True, exist_ok=True)
+    config = {"env": env.config.model_dump(mode="json"), "model": model, "written_by": "autoenv"}
+    path.write_text(json.dumps(config, indent=2))
 
 
 def task_row(task: Any) -> dict[str, Any]:

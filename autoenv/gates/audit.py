@@ -36,7 +36,7 @@ from autoenv.job import Job
 from autoenv.messages import Reply
 from autoenv.scripts import script_kind
 from autoenv.limits import TimeLimitExceeded, breaches, run_limited
-from autoenv.tasks import load_tasks, seat_names
+from autoenv.tasks import load_tasks, seat_names, write_run_config
 from autoenv.traces import to_rollout
 from autoenv.worker import LOCAL_KEY_VAR, sample_tasks
 
@@ -214,7 +214,9 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
         ctx = vf.ModelContext(model=probe, client=vf.EvalClientConfig(base_url=endpoint.base_url, api_key_var=LOCAL_KEY_VAR),
                               sampling=vf.SamplingConfig())
         episode = await env.run_slot(env.slots(task, 1)[0], ctx, semaphore)
-        (out / probe).mkdir(exist_ok=True)
+        if not (out / probe).is_dir():
+            (out / probe).mkdir(exist_ok=True)
+            write_run_config(out / probe, env, probe)
         await append_episode(out / probe, episode, lock)
         wire = json.loads(episode.model_dump_json(exclude_none=True))
         for trace, wire_trace in zip(episode.traces, wire.get("traces") or []):
