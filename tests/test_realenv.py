@@ -181,10 +181,10 @@ def test_eval_an_existing_environment_offline_and_replay_it_with_verifiers(run_r
     target = root / entry["outputs"] / "target"
     assert (target / "configs" / "resolved" / "eval.json").is_file()
     replay = subprocess.run([str(Path(sys.executable).parent / "vf-replay"), str(target), "--output-dir",
-                             str(root / "replayed"), "--rich", "False"], capture_output=True, text=True, timeout=300,
+                             str(root.parent / "replayed"), "--rich", "False"], capture_output=True, text=True, timeout=300,
                             cwd=root)
     assert replay.returncode == 0, replay.stdout[-2000:] + replay.stderr[-2000:]
-    replayed = [json.loads(line) for line in (root / "replayed" / "traces.jsonl").read_text().splitlines()]
+    replayed = [json.loads(line) for line in (root.parent / "replayed" / "traces.jsonl").read_text().splitlines()]
     assert len(replayed) == 10 and "5 tasks x 2 rollouts" in result.stdout
 
     result = autoenv("eval", "--offline", "--env", str(DUEL), cwd=root)
