@@ -114,6 +114,19 @@ def test_constant_sum_games_and_declared_ranges(tmp_path):
     assert any(f.startswith("dataset size") for f in workspace.failed)
 
 
+def test_gold_validation_is_the_oracle_check_without_a_hook(tmp_path):
+    cfg = with_env(config(tmp_path), str(GLOSSARY))
+    empty = [probe("empty", "e1", "agent", 0.0)]
+    good, bad = Gates(), Gates()
+    judge_audit(audit_of(empty, gold={"checked": 5, "valid": 5, "invalid": [], "unchecked": [], "errors": []}), cfg, good)
+    judge_audit(audit_of(empty, gold={"checked": 5, "valid": 4, "invalid": [3], "unchecked": [], "errors": []}), cfg, bad)
+    status = {f.name: (f.status, f.message) for f in good.findings}
+    assert status["gold validation"][0] == "pass" and status["oracle"][0] == "pass"
+    assert "Task.validate" in status["oracle"][1]
+    assert {f.split(":")[0] for f in bad.failed} >= {"gold validation", "oracle"}
+    assert "invalid on task idx [3]" in next(f for f in bad.failed if f.startswith("gold"))
+
+
 def test_unmatched_conversations_are_environment_errors_and_ranges_normalise():
     assert NO_MATCH.startswith(UNMATCHED)
     error = {"type": "ProviderError", "message": f'upstream 404: {{"error": {{"message": "{NO_MATCH}"}}}}'}
@@ -157,6 +170,7 @@ def test_probe_an_existing_environment_as_it_is(tmp_path):
     """Both shapes through the real CLI: only real problems reported (warnings for what is by design)."""
     (tmp_path / "config.toml").write_text(small_config())
     for env, expected in ((GLOSSARY, {"dataset size": "warn", "modules": "pass", "oracle": "pass",
+                                      "gold validation": "pass",
                                       "probe empty": "pass", "probe padding": "pass"}),
                           (DUEL, {"dataset size": "pass", "exact duplicates": "pass", "near duplicates": "skip",
                                   "oracle": "warn", "probe empty": "skip", "probe garbage": "skip",

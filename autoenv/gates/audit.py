@@ -30,6 +30,7 @@ from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
 from autoenv.gates import dataset
+from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
 from autoenv.gates.probes import EXPLOITS, NEEDS_ORACLE, NEEDS_TOOLS, probe_reply
 from autoenv.job import Job
@@ -333,6 +334,8 @@ async def audit(job: Job) -> None:
             and (result["has_oracle"] or mode == "in-process" or p not in NEEDS_ORACLE)]
         # without an oracle hook, the probes built from the oracle's reply have nothing to build from:
         # recorded as not applicable rather than played (the endpoint would answer 404 for every one)
+        if defines_gold(vf, sample[0]):
+            result["gold"] = await gold_check(vf, job, env, result["seats"][0], sample)
         emit("probe-plan", total=len(probes) * len(sample), mode=mode)
         started = time.time()
         if mode == "in-process":

@@ -178,6 +178,15 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
                "two loads gave the same tasks in the same order" if audit.get("deterministic_load") else
                f"two loads with the same config differ (first at position {audit.get('load_difference')}): "
                "seed every random choice from the config", position=audit.get("load_difference"))
+    gold = audit.get("gold")
+    if gold is not None:
+        bad = gold["invalid"] or gold["errors"]
+        report.add("gold validation", "fail" if bad else "pass" if gold["valid"] else "skip",
+                   f"verifiers' gold check (Task.validate) passed on {gold['valid']} of {gold['checked'] + len(gold['errors'])} "
+                   "sampled tasks" + (f"; invalid on task idx {gold['invalid'][:8]}" if gold["invalid"] else "")
+                   + (f"; raised: {'; '.join(gold['errors'][:3])}" if gold["errors"] else "")
+                   + (f"; no verdict (None) on task idx {gold['unchecked'][:8]}" if gold["unchecked"] else ""),
+                   **gold)
     if "probes" in audit:
         judge_probes(audit, config, report)
 
@@ -230,7 +239,14 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
     report.probes = summaries
     oracle = summaries.get("oracle")
     reference = oracle["mean"] if oracle and oracle["mean"] is not None else maximum
-    if not oracle:
+    gold = audit.get("gold")
+    if not oracle and gold and gold["valid"] and not gold["invalid"] and not gold["errors"]:
+        report.add("oracle", "pass", f"no oracle hook; verifiers' gold check (Task.validate) proves the reference "
+                   f"answer passes on {gold['valid']} sampled tasks (offline models still need a hook to play)")
+    elif not oracle and gold:
+        report.add("oracle", "fail", "no oracle hook, and verifiers' gold check (Task.validate) failed: see gold validation",
+                   cause="gold")
+    elif not oracle:
         report.add("oracle", "warn", "the task has no oracle hook: solvability is unproven offline "
                    "(add `def oracle(self, messages)`, see program.md)")
     elif oracle["mean"] is None:
