@@ -9,7 +9,9 @@ default, stops the spending on models.
 
 The maximum achievable reward is the sum of the positive reward weights: every reward
 is documented to return a score in [0, 1] (program.md), and a score outside that range
-is reported as an environment error, never as a probe result.
+is reported as an environment error, never as a probe result. An existing environment may
+declare another range (`reward_range = (low, high)` on its task class, e.g. a game's payoffs):
+scores are checked against it and normalised to [0, 1] before the probes are compared.
 """
 
 from __future__ import annotations
