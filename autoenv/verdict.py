@@ -182,7 +182,8 @@ def decide(
                 f"(allowed {bands.max_provider_error_rate:.0%}): too few scored rollouts to judge"))
     if no_reference:
         return Verdict(verdict="inconclusive", reason=(
-            f"{no_reference}: the scores say nothing about the environment. Add `def oracle(self, messages)` "
+            f"{no_reference}: {'the scores say nothing about the environment' if stats else 'no rollout was run'}. "
+            "Add `def oracle(self, messages)` "
             "to the task class (program.md, \"The oracle hook\") or evaluate on the real models"))
     t, s = stats.get("target"), stats.get("strong")
     if t is None or s is None or t.mean is None or s.mean is None:

@@ -207,3 +207,5 @@ def test_eval_an_existing_environment_offline_and_replay_it_with_verifiers(run_r
     assert entry["verdict"]["verdict"] == "inconclusive"
     assert entry["verdict"]["reason"].startswith("no reference policy") and "def oracle" in entry["verdict"]["reason"]
     assert entry["stats"] == {} and entry["candidate"]["reward_range"] == [-2.0, 2.0]
+    assert "no rollout was run" in entry["verdict"]["reason"]
+    assert "nothing to play" in (root / "feedback" / f"{entry['commit']}.md").read_text()

@@ -156,6 +156,8 @@ def offline_findings(entry: Entry, bands: Bands, rollout_ids: list[str]) -> Find
     gates = entry.gates or GateReport()
     target, strong = entry.stats.get("target"), entry.stats.get("strong")
     no_reference = reference_missing(entry.stats, entry.candidate, entry.offline)
+    if no_reference is None and entry.verdict.reason.startswith("no reference policy"):  # stopped before rollouts
+        no_reference = entry.verdict.reason.split(": no rollout was run")[0]
     hacks: list[Hack] = []
     rl: list[str] = []
     data: list[str] = []
