@@ -23,8 +23,8 @@ def defines_gold(vf: Any, task: Any) -> bool:
 async def gold_check(vf: Any, job: Job, env: Any, seat: str, tasks: list) -> dict:
     """{"checked", "valid", "invalid": [idx], "unchecked": [idx], "errors": [text]} over `tasks`."""
     from verifiers.v1.runtimes import make_runtime  # deferred: verifiers only inside the child
-    from verifiers.v1.utils.compile import resolve_runtime_config
-    from verifiers.v1.utils.decorators import invoke
+    from verifiers.v1.utils.compile import resolve_runtime_config  # deferred with it
+    from verifiers.v1.utils.decorators import invoke  # deferred with it
 
     base = getattr(env.config, seat).runtime
     out: dict = {"checked": 0, "valid": 0, "invalid": [], "unchecked": [], "errors": []}
