@@ -26,7 +26,7 @@ REUSABLE = ("baseline", "keep", "discard", "inconclusive")
 def cache_key(repo: Repo, head: Head, config: Config, offline: bool) -> str | None:
     """The evaluation's key, or None when the candidate is not inside the repository (nothing to hash)."""
     candidate = config.path("candidate").resolve()
-    if not candidate.is_relative_to(repo.root):
+    if not config.candidate.install or not candidate.is_relative_to(repo.root):
         return None
     tree = repo.blob(head.commit, candidate.relative_to(repo.root).as_posix())
     if tree is None:

@@ -29,14 +29,24 @@ from autoenv.events import emit
 from autoenv.exports import inspect_module
 from autoenv.forwarder import relay
 from autoenv.gates.audit import audit
-from autoenv.job import CANDIDATE_MODULE, Job
+from autoenv.job import Job
 from autoenv.worker import run as rollouts
 
 PARENT_POLL_SECONDS = 1.0
 
 
 async def inspect(job: Job) -> None:
-    emit("inspected", **inspect_module(CANDIDATE_MODULE))
+    out = inspect_module(job.module)
+    if out.get("ok") and job.env_module and job.env_module != job.module:
+        env = inspect_module(job.env_module)
+        if not env.get("ok"):
+            env["message"] = f"{job.env_module} (env id {job.env_id}): {env.get('message')}"
+            out = env
+        else:
+            out.update(env=env["env"], env_module_envs=env["env"], env_file=env.get("file"))
+    elif out.get("ok") and job.env_module:
+        out["env_module_envs"] = out["env"]
+    emit("inspected", **out)
 
 
 STAGES: dict[str, Callable[[Job], Awaitable[None]]] = {"inspect": inspect, "audit": audit, "rollouts": rollouts}

@@ -71,12 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="evaluate even when the cache holds this candidate's result")
     p.add_argument("--restart", action="store_true",
                    help="start over instead of resuming an interrupted evaluation of this commit")
+    add_env_options(p)
     p.set_defaults(func=cmd_eval)
 
     for name, text in (("check", "model-free checks of the candidate and its dataset (no key)"),
                        ("probe", "the checks plus the oracle and exploit probes (no key)")):
         p = sub.add_parser(name, help=text)
         p.add_argument("--config", type=Path, default=None)
+        add_env_options(p)
         p.set_defaults(func=cmd_gates, probes=name == "probe")
 
     p = sub.add_parser("feedback", help="recompute statistics and verdict for a commit from its stored traces")
@@ -153,9 +155,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_env_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env", default=None, metavar="DIR|ID",
+                   help="evaluate an existing environment as it is: a package directory, or an installed taskset id "
+                   "(instead of config.toml's [candidate])")
+    p.add_argument("--env-id", default="", help="with --env: the verifiers env id when its vf.Env is in another package")
+
+
 def cmd_eval(args) -> int:
     entry = evaluate(EvalOptions(cwd=Path.cwd(), config=args.config, description=args.description, offline=args.offline,
-                                 force=args.force, restart=args.restart))
+                                 force=args.force, restart=args.restart, env=args.env, env_id=args.env_id))
     print_result(entry, Repo(Path.cwd()).root)
     return 0
 
@@ -189,7 +198,7 @@ def print_result(entry: Entry, root: Path | None = None) -> None:
 
 
 def cmd_gates(args) -> int:
-    report = audit_only(Path.cwd(), args.config, probes=args.probes)
+    report = audit_only(Path.cwd(), args.config, probes=args.probes, env=args.env, env_id=args.env_id)
     display.result_block({"gates": "passed" if report.passed else "failed", "failed": len(report.failed),
                           "mode": report.mode, "seconds": report.seconds})
     for item in report.failed:

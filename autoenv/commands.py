@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 from autoenv import display
-from autoenv.config import CONFIG_NAME, load_config
+from autoenv.config import CONFIG_NAME, load_config, with_env
 from autoenv.errors import AutoEnvError
 from autoenv.formats import stamp
 from autoenv.gates.rules import audit_plan, run_gates
@@ -112,7 +112,8 @@ def rejudge(cwd: Path, commit: str, backend: str | None = None, config: Path | N
     return entry
 
 
-def audit_only(cwd: Path, config: Path | None = None, probes: bool = True) -> GateReport:
+def audit_only(cwd: Path, config: Path | None = None, probes: bool = True, env: str | None = None,
+               env_id: str = "") -> GateReport:
     """`autoenv check` / `autoenv probe`: the gates alone, on the candidate as it is on disk.
 
     No clean tree, no key and nothing recorded: the agent runs this before every commit.
@@ -123,10 +124,13 @@ def audit_only(cwd: Path, config: Path | None = None, probes: bool = True) -> Ga
     except AutoEnvError:
         root = Path(cwd).resolve()
     cfg = load_config(config or root / CONFIG_NAME)
+    if env:
+        cfg = with_env(cfg, env, env_id)
     candidate = cfg.path("candidate")
     out = cfg.path("outputs") / "scratch" / f"{stamp()}-{'probe' if probes else 'check'}"
-    with display.stage("install", "candidate into the venv"):
-        install_candidate(candidate)
+    if cfg.candidate.install:
+        with display.stage("install", f"{cfg.candidate.taskset} into the venv"):
+            install_candidate(candidate)
     with Worker(config_job(cfg, out, audit=audit_plan(cfg, probes))) as worker:
         with display.stage("import", "the candidate in the child process"):
             inspect_candidate(candidate, worker)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoenv.errors import AutoEnvError
+from autoenv.job import TASKSET_ID, module_of
 from autoenv.judge.registry import CHOICES
 from autoenv.runtime import HARNESSES, RUNTIME_TYPES, readiness_problem, settings_problems
 
@@ -165,14 +166,17 @@ class Checks:
     """A limit on one reward or metric call (and one oracle hook call)."""
     max_tool_seconds: float = 60.0
     """A limit on one tool call."""
+    infinite_take: int = 1000
+    """Tasks taken from an infinite taskset (its first N): what the checks measure and the sample draws from."""
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
         for name in ("max_duplicate_share", "near_duplicate_similarity", "max_near_duplicate_share", "max_answer_share"):
             if not 0 <= getattr(self, name) <= 1:
                 out.append((name, "must be between 0 and 1"))
-        if self.dataset_size < 1:
-            out.append(("dataset_size", "must be at least 1"))
+        for name in ("dataset_size", "infinite_take"):
+            if getattr(self, name) < 1:
+                out.append((name, "must be at least 1"))
         for name in ("max_load_seconds", "max_reward_seconds", "max_tool_seconds"):
             if getattr(self, name) <= 0:
                 out.append((name, "must be a positive number of seconds"))
@@ -322,6 +326,47 @@ class Agent:
         out += [(n, "must be >= 0") for n in ("input_price", "output_price") if getattr(self, n) < 0]
         return out
 
+PLUGIN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-/@]*$")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The environment under evaluation: the agent's workspace by default, or one that exists already."""
+
+    taskset: str = TASKSET_ID
+    """verifiers taskset id (module: the id with `-` as `_`)."""
+    env: str = ""
+    """verifiers env id when the vf.Env lives in another package ("" = the taskset package's own, if any)."""
+    package: str = ""
+    """Directory of the package to install (editable); "" = paths.candidate."""
+    install: bool = True
+    """false: the environment is installed in the venv already; it is only imported."""
+    modules: list[str] = field(default_factory=list)
+    """Packages whose every module is import-checked; [] = the taskset's (and the env's) package."""
+    workspace: bool = True
+    """true: the agent's workspace (program.md's contract: the name candidate-env, the dataset-size minimum
+    an error); false: an environment evaluated as it is (its own name, the size minimum a warning)."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        out = []
+        for name in ("taskset", "env"):
+            value = getattr(self, name)
+            if (value or name == "taskset") and not PLUGIN_ID.match(value):
+                out.append((name, "must be a verifiers id such as `my-env` or `owner/my-env`"))
+        out += [("modules", f"{m!r} is not a module name") for m in self.modules
+                if not re.match(r"^[A-Za-z_][A-Za-z0-9_.]*$", m)]
+        return out
+
+    @property
+    def module(self) -> str:
+        return module_of(self.taskset)
+
+    def checked_modules(self) -> list[str]:
+        """The packages whose every module the audit imports."""
+        if self.modules:
+            return list(self.modules)
+        return [self.module] + ([module_of(self.env)] if self.env and module_of(self.env) != self.module else [])
+
 
 @dataclass(frozen=True)
 class Paths:
@@ -349,10 +394,13 @@ class Config:
     runtime: Runtime = field(default_factory=Runtime)
     run: Run = field(default_factory=Run)
     agent: Agent = field(default_factory=Agent)
+    candidate: Candidate = field(default_factory=Candidate)
     root: Path = field(default=Path("."), compare=False)
     """Directory holding config.toml; every relative path is resolved against it."""
 
     def path(self, name: str) -> Path:
+        if name == "candidate" and self.candidate.package:
+            return self.root / self.candidate.package
         return self.root / getattr(self.paths, name)
 
     def models(self) -> dict[str, ModelConfig]:
@@ -383,6 +431,38 @@ def load_config(path: Path, text: str | None = None) -> Config:
     reader = _Reader(path, text)
     config = reader.build(Config, data, prefix="")
     return dataclasses.replace(config, root=path.parent.resolve())
+
+
+def with_env(config: Config, env: str, env_id: str = "") -> Config:
+    """`config` evaluating the existing environment `env` as it is (`autoenv eval/check --env`).
+
+    `env` is a package directory (its pyproject's name is the taskset id; it is installed
+    editable) or the id of an environment installed in the venv already. Either way it is
+    not the agent's workspace: its own name, the dataset-size minimum a warning.
+    """
+    directory = Path(env).expanduser()
+    if not directory.is_absolute():
+        directory = Path.cwd() / directory
+    if directory.is_dir():
+        pyproject = directory / "pyproject.toml"
+        try:
+            name = tomllib.loads(pyproject.read_text()).get("project", {}).get("name")
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise AutoEnvError(f"--env {env}: {pyproject} cannot be read ({e})", where=str(pyproject),
+                               fix="point --env at a package directory with a pyproject.toml, or pass an installed "
+                               "environment's id") from None
+        if not isinstance(name, str) or not name:
+            raise AutoEnvError(f"--env {env}: {pyproject} has no [project] name", where=str(pyproject),
+                               fix="add `name = \"my-env\"` under [project]: it is the taskset id")
+        candidate = Candidate(taskset=name, env=env_id, package=str(directory.resolve()), install=True, workspace=False)
+    elif PLUGIN_ID.match(env) and not env.startswith((".", "/", "~")):
+        candidate = Candidate(taskset=env, env=env_id, install=False, workspace=False)
+    else:
+        raise AutoEnvError(f"--env {env}: no such directory, and not an environment id", where="--env",
+                           fix="pass a package directory (with pyproject.toml) or an installed environment's id")
+    for key, message in candidate.problems():
+        raise AutoEnvError(f"--env {env}: candidate.{key} {message}", where="--env", fix="check the id")
+    return dataclasses.replace(config, candidate=candidate)
 
 
 def _line_suffix(message: str) -> str:
@@ -429,6 +509,11 @@ class _Reader:
             if not isinstance(value, dict):
                 self._fail(dotted, f"`{dotted}` must be a table ([{dotted}])")
             return value
+        if typing.get_origin(hint) is list:
+            (item,) = typing.get_args(hint)
+            if not isinstance(value, list) or not all(isinstance(v, item) for v in value):
+                self._fail(dotted, f"`{dotted}` must be an array of {item.__name__} values, got {value!r}")
+            return list(value)
         allowed = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
         for kind in allowed:
             if kind is type(None):

@@ -9,10 +9,12 @@ the actual ModuleNotFoundError.
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,11 +43,22 @@ def _stamp(candidate_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def install_candidate(candidate_dir: Path, force: bool = False) -> bool:
-    """Editable-install the candidate (with its dependencies); return False when already current.
+def distribution_name(pyproject: Path) -> str | None:
+    """[project].name of `pyproject`, normalised (None when it cannot be read)."""
+    try:
+        name = tomllib.loads(pyproject.read_text()).get("project", {}).get("name")
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return re.sub(r"[-_.]+", "-", name).lower() if isinstance(name, str) and name else None
 
-    The install is skipped when neither the candidate's path nor its pyproject changed:
-    an editable install picks up code edits by itself.
+
+def install_candidate(candidate_dir: Path, force: bool = False) -> bool:
+    """Editable-install the package in `candidate_dir` (with its dependencies); return False when already current.
+
+    The install is skipped when neither the package's path nor its pyproject changed:
+    an editable install picks up code edits by itself. A failed install leaves nothing
+    behind: the distribution it names is uninstalled (an earlier, working version of it
+    would otherwise be imported as if the failed one were current) and the stamp removed.
     """
     pyproject = candidate_dir / "pyproject.toml"
     if not pyproject.is_file():
@@ -59,15 +72,19 @@ def install_candidate(candidate_dir: Path, force: bool = False) -> bool:
     if not force and STAMP.is_file() and STAMP.read_text() == stamp:
         return False
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
-    if uv:
-        cmd = [uv, "pip", "install", "--python", sys.executable, "-e", str(candidate_dir)]
-    else:
-        cmd = [sys.executable, "-m", "pip", "install", "-q", "-e", str(candidate_dir)]
+    pip = [uv, "pip"] if uv else [sys.executable, "-m", "pip"]
+    python = ["--python", sys.executable] if uv else []
+    cmd = [*pip, "install", *python, *([] if uv else ["-q"]), "-e", str(candidate_dir)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(candidate_dir))
     if proc.returncode != 0:
+        STAMP.unlink(missing_ok=True)
+        name = distribution_name(pyproject)
+        if name:
+            subprocess.run([*pip, "uninstall", *python, *([] if uv else ["-y"]), name], capture_output=True,
+                           text=True, env=child_env(candidate_dir))
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
         raise AutoEnvError(
-            f"installing the candidate failed:\n{tail}",
+            f"installing {name or 'the candidate'} failed (nothing of it is left installed):\n{tail}",
             where=str(pyproject),
             fix="fix the package metadata or dependencies named above, commit, and run again",
         )
@@ -75,19 +92,22 @@ def install_candidate(candidate_dir: Path, force: bool = False) -> bool:
     return True
 
 
-def inspect_candidate(candidate_dir: Path, worker: Worker | None = None) -> CandidateInfo:
-    """Import the candidate in `worker`, the evaluation's child process (or a fresh one), and read its exports."""
+def inspect_candidate(candidate_dir: Path, worker: Worker | None = None, module: str = CANDIDATE_MODULE,
+                      env_module: str | None = None) -> CandidateInfo:
+    """Import the candidate's module in `worker`, the evaluation's child process (or a fresh one: then
+    `module`, and `env_module` for the package of a separate env id), and read its exports."""
     if worker is None:
         with tempfile.TemporaryDirectory(prefix="autoenv-inspect-") as tmp:
-            job = Job(candidate_dir=str(candidate_dir), out_dir=tmp)
+            job = Job(candidate_dir=str(candidate_dir), out_dir=tmp, taskset_id=module.replace("_", "-"),
+                      env_id=(env_module or "").replace("_", "-"))
             with Worker(job) as fresh:
                 return inspect_candidate(candidate_dir, fresh)
+    module, env_module = worker.job.module, worker.job.env_module  # what the child imports
     try:
         out = worker.run("inspect").inspected or {}
     except WorkerFailed as e:
-        raise AutoEnvError(f"the import check of {CANDIDATE_MODULE} did not finish: {e.what}", where=str(candidate_dir),
-                           fix=f"run `python -c 'import {CANDIDATE_MODULE}'` in the venv to reproduce") from e
-    module = CANDIDATE_MODULE
+        raise AutoEnvError(f"the import check of {module} did not finish: {e.what}", where=str(candidate_dir),
+                           fix=f"run `python -c 'import {module}'` in the venv to reproduce") from e
     if not out.get("ok"):
         raise _import_error(out, candidate_dir, module)
     tasksets, envs = out["taskset"], out["env"]
@@ -99,6 +119,12 @@ def inspect_candidate(candidate_dir: Path, worker: Worker | None = None) -> Cand
             where=out.get("file") or str(candidate_dir),
             fix="list your Taskset class (and, for multi-turn, your vf.Env class) in __all__",
         )
+    if env_module is not None:
+        envs = out.get("env_module_envs") or []
+        if len(envs) != 1:
+            raise AutoEnvError(f"{env_module}.__all__ must export exactly one vf.Env subclass; found "
+                               f"{', '.join(envs) or 'none'}", where=out.get("env_file") or str(candidate_dir),
+                               fix="check [candidate] env in config.toml: it names the package of the vf.Env")
     if len(envs) > 1:
         raise AutoEnvError(
             f"{module}.__all__ exports more than one vf.Env: {', '.join(envs)}",
@@ -123,6 +149,11 @@ def _import_error(out: dict, candidate_dir: Path, module: str) -> AutoEnvError:
             fix=f"add the distribution that provides `{missing}` to [project].dependencies, commit, run again",
         )
     if out["error"] == "ModuleNotFoundError" and missing == module:
+        if module != CANDIDATE_MODULE:
+            return AutoEnvError(f"there is no module `{module}`: neither installed nor in {candidate_dir}",
+                                where=f"config.toml [candidate] taskset (module {module})",
+                                fix="install the environment (pip install ...), or set [candidate] package to its "
+                                "directory; the taskset id is its module name with `_` as `-`")
         return AutoEnvError(
             f"there is no module `{module}` in the candidate",
             where=str(candidate_dir),

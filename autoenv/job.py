@@ -17,6 +17,11 @@ TASKSET_ID = "candidate-env"
 CANDIDATE_MODULE = "candidate_env"
 
 
+def module_of(plugin_id: str) -> str:
+    """The module verifiers imports for a taskset or env id (`owner/name@version` -> `name`, `-` -> `_`)."""
+    return plugin_id.rsplit("/", 1)[-1].split("@", 1)[0].replace("-", "_").lower()
+
+
 class _Part(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -83,6 +88,10 @@ class Job(_Part):
     candidate_dir: str
     out_dir: str
     taskset_id: str = TASKSET_ID
+    env_id: str = Field("", description="verifiers env id when the Env lives in another package.")
+    infinite_take: int = Field(1000, description="Tasks taken from an infinite taskset (its first N).")
+    check_modules: list[str] = Field(default_factory=list, description="Packages whose every module the audit "
+                                     "imports ([] = the taskset's).")
     seed: int = Field(0, description="Seeds the task sample and the scripted policies.")
     max_concurrent: int = Field(8, description="Rollouts in flight at once.")
     rollout_timeout: float = Field(300.0, description="Seconds before a rollout is stopped.")
@@ -98,6 +107,15 @@ class Job(_Part):
     @property
     def out(self) -> Path:
         return Path(self.out_dir)
+
+    @property
+    def module(self) -> str:
+        """The taskset's module, as verifiers imports it."""
+        return module_of(self.taskset_id)
+
+    @property
+    def env_module(self) -> str | None:
+        return module_of(self.env_id) if self.env_id else None
 
     @property
     def audit_dir(self) -> Path:

@@ -12,10 +12,11 @@ SPEC = "spec.md"
 
 
 def examples() -> list[str]:
-    """Names of the example candidates shipped under examples/."""
+    """Names of the example candidates shipped under examples/ (a package with a spec.md; the real-* examples
+    are existing environments evaluated with --env, not candidates)."""
     if not EXAMPLES.is_dir():
         return []
-    return sorted(p.name for p in EXAMPLES.iterdir() if (p / "pyproject.toml").is_file())
+    return sorted(p.name for p in EXAMPLES.iterdir() if (p / "pyproject.toml").is_file() and (p / "spec.md").is_file())
 
 
 def spec_problem(root: Path) -> str | None:

@@ -32,7 +32,7 @@ from typing import Iterator
 
 from autoenv import display
 from autoenv.cache import cache_key, cached
-from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config
+from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config, with_env
 from autoenv.driver.gate import agent_usd, refuse_when_spent
 from autoenv.errors import AutoEnvError, ProviderUnavailable
 from autoenv.formats import iso_now, stamp
@@ -60,8 +60,8 @@ from autoenv.rollouts import Worker
 from autoenv.runbase import NO_BASE, RulesCheck, check_rules, refuse
 from autoenv.sandbox import choose
 from autoenv.stats import model_stats
-from autoenv.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, read_rollouts, trim_partial_line
-from autoenv.verdict import baseline_of, decide, reference_missing, rl_readiness
+from autoenv.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, normalised, read_rollouts, trim_partial_line
+from autoenv.verdict import baseline_of, decide, no_reference_policy, reference_missing, rl_readiness
 
 Stats = dict[Role, ModelStats]
 
@@ -76,6 +76,9 @@ class EvalOptions:
     """Evaluate even when the cache holds an evaluation with the same key."""
     restart: bool = False
     """Start over instead of resuming an interrupted evaluation of this commit."""
+    env: str | None = None
+    """An existing environment (package directory or installed id) evaluated instead of [candidate]."""
+    env_id: str = ""
 
 
 @dataclass
@@ -110,6 +113,8 @@ class Outcome:
     stats: Stats = field(default_factory=dict)
     error: AutoEnvError | None = None
     failed_stage: str | None = None
+    no_reference: str | None = None
+    """Why the scripted models had nothing to play: the rollouts were not run (offline, no oracle hook)."""
 
     @property
     def provider_unavailable(self) -> bool:
@@ -178,6 +183,11 @@ def run_stages(ctx: Context) -> Outcome:
                 if not ctx.config.probes.continue_on_failure:
                     display.note("skipping the model evaluation (probes.continue_on_failure = false)")
                     return Outcome()
+            missing = no_reference_policy({role: getattr(ctx.config.offline, role) for role in ROLES}, ctx.candidate,
+                                          ctx.options.offline)
+            if missing:
+                display.warn(f"{missing}: no rollout is run (an oracle hook, or real models, give a reference)")
+                return Outcome(no_reference=missing)
             stage_name = "rollouts"
             with timed(ctx, "rollouts"), display.stage("smoke + rollouts", rollout_plan(ctx)):
                 result = worker.run("rollouts")
@@ -244,7 +254,7 @@ def preflight(options: EvalOptions) -> Context:
         repo.require_clean(harness_paths(config), head.commit)
         refuse_when_spent(config.path("outputs"), config.path("log_file"), head.branch)  # autoenv run's budget
         candidate = config.path("candidate")
-        if not candidate.is_dir():
+        if config.candidate.install and not candidate.is_dir():
             raise AutoEnvError(
                 f"no candidate directory at {candidate}",
                 where=f"{config.root / CONFIG_NAME} [paths] candidate",
@@ -286,7 +296,8 @@ def run_config(repo: Repo, options: EvalOptions) -> Config:
     config.toml, so the commit is still recorded as tampered rather than refused."""
     path = options.config or repo.root / CONFIG_NAME
     try:
-        return load_config(path)
+        config = load_config(path)
+        return with_env(config, options.env, options.env_id) if options.env else config
     except AutoEnvError:
         rules = None if options.config else check_rules(repo, repo.head())
         if rules is None or rules.base is None or f"{CONFIG_NAME} (modified)" not in rules.changed \
@@ -369,6 +380,9 @@ def archive_previous(out: Path) -> None:
 
 
 def install(ctx: Context) -> None:
+    if not ctx.config.candidate.install:
+        display.note(f"{ctx.config.candidate.taskset}: installed already (candidate.install = false)")
+        return
     changed = install_candidate(ctx.config.path("candidate"))
     display.note("installed (editable)" if changed else "already installed; code edits are picked up")
 
@@ -424,22 +438,46 @@ def plan_signature(plan: RolloutPlan | None) -> object:
 def inspect(ctx: Context, worker: Worker) -> None:
     info = inspect_candidate(ctx.config.path("candidate"), worker)
     ctx.candidate = CandidateInfo(taskset=info.taskset, env=info.env, task=info.task, oracle_hook=info.has_oracle,
-                                  import_seconds=info.import_seconds)
+                                  import_seconds=info.import_seconds, taskset_id=worker.job.taskset_id,
+                                  env_id=worker.job.env_id or None)
     display.note(f"exports {info.taskset}" + (f" + {info.env}" if info.env else "")
                  + f"; oracle hook: {'yes' if info.has_oracle else 'no'}; import {info.import_seconds:.1f} s")
 
 
 def gates(ctx: Context, worker: Worker) -> GateReport:
     report = run_gates(ctx.config, worker)
+    try:
+        declared = json.loads((worker.job.audit_dir / "audit.json").read_text()).get("reward_range")
+    except (OSError, ValueError):
+        declared = None
+    if declared:
+        ctx.candidate = ctx.candidate.model_copy(update={"reward_range": declared})
+        display.note(f"the task declares rewards in [{declared[0]:g}, {declared[1]:g}]: statistics normalise to [0, 1]")
     for table in display.gates_tables(report):
         display.console.print(table)
     return report
 
 
 def rollout_plan(ctx: Context) -> str:
+    """The header of the rollouts stage: the budget that runs (fewer tasks than budget.examples when the
+    taskset holds fewer)."""
     b = ctx.config.budget
-    return (f"{b.examples} tasks x {b.rollouts_per_example} rollouts x 2 models, "
+    examples = examples_run(ctx)
+    fewer = f" (the taskset holds {examples}; budget.examples = {b.examples})" if examples < b.examples else ""
+    return (f"{examples} tasks x {b.rollouts_per_example} rollouts x 2 models{fewer}, "
             f"{b.max_concurrent} at a time, {b.rollout_timeout:g} s timeout")
+
+
+def examples_run(ctx: Context) -> int:
+    """Tasks the rollouts sample: budget.examples, or every task of a smaller taskset (the audit's count)."""
+    size = None
+    for finding in ctx.gates.findings if ctx.gates else []:
+        if finding.name == "dataset size" and not finding.data.get("infinite"):
+            size = finding.data.get("size")
+    if ctx.candidate.tasks is not None:
+        size = ctx.candidate.tasks
+    b = ctx.config.budget
+    return min(b.examples, size) if isinstance(size, int) and size > 0 else b.examples
 
 
 def worker_job(ctx: Context) -> Job:
@@ -464,6 +502,8 @@ def config_job(config: Config, out: Path, audit: AuditPlan | None = None, rollou
     limits = CallLimits(load_seconds=c.max_load_seconds, reward_seconds=c.max_reward_seconds,
                         tool_seconds=c.max_tool_seconds)
     return Job(candidate_dir=str(config.path("candidate")), out_dir=str(out), seed=config.seed, limits=limits,
+               taskset_id=config.candidate.taskset, env_id=config.candidate.env,
+               check_modules=config.candidate.checked_modules(), infinite_take=c.infinite_take,
                max_concurrent=b.max_concurrent, rollout_timeout=b.rollout_timeout, max_turns=b.max_turns,
                runtime=config.runtime.job(), embedded_latency=config.offline.latency, audit=audit, rollouts=rollouts)
 
@@ -476,8 +516,10 @@ def compute_stats(ctx: Context) -> Stats:
     models = ctx.config.models()
     retries_path = ctx.out / RETRIES_FILE
     retries = json.loads(retries_path.read_text()) if retries_path.is_file() else {}
+    declared = ctx.candidate.reward_range
     return {
-        role: model_stats(names.get(role, role), read_rollouts(ctx.out / role), ctx.config.bands.solve_threshold,
+        role: model_stats(names.get(role, role), normalised(read_rollouts(ctx.out / role), declared),
+                          ctx.config.bands.solve_threshold,
                           price=None if ctx.options.offline else models[role].price, seed=ctx.config.seed)
         .model_copy(update={"client_retries": retries.get(role)})
         for role in ROLES if (ctx.out / role).is_dir()
@@ -498,7 +540,8 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
     decision = decide(stats, config.bands, kept, eval_success=success,
                       error=outcome.error.what.splitlines()[0] if outcome.error else None,
                       gates_failed=ctx.gates.failed if ctx.gates else None,
-                      no_reference=reference_missing(stats, ctx.candidate, offline), run=ctx.head.branch,
+                      no_reference=outcome.no_reference or reference_missing(stats, ctx.candidate, offline),
+                      run=ctx.head.branch,
                       confidence=config.verdict.confidence, seed=config.seed, tampered=ctx.rules.changed,
                       provider_unavailable=outcome.provider_unavailable)
     strong = stats.get("strong")
@@ -515,7 +558,8 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         run_id=ctx.run_id,
         branch=ctx.head.branch,
         offline=ctx.options.offline,
-        budget=Budget(**vars(config.budget), seed=config.seed),
+        budget=Budget(**vars(config.budget), seed=config.seed,
+                      examples_run=examples_run(ctx) if stats else None),
         candidate=ctx.candidate,
         timings=dict(ctx.timings),
         gates=ctx.gates,

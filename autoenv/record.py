@@ -147,6 +147,8 @@ class Budget(Part):
     rollout_timeout: float = Field(description="Seconds before a rollout is stopped.")
     max_turns: int = Field(description="Model turns per rollout.")
     seed: int = Field(description="Seeds the task sample and the scripted policies.")
+    examples_run: int | None = Field(None, description="Tasks the rollouts sampled: fewer than `examples` when the "
+                                     "taskset holds fewer (None: no rollouts, or an entry from before this field).")
 
 
 class CandidateInfo(Part):
@@ -159,6 +161,11 @@ class CandidateInfo(Part):
     import_seconds: float | None = Field(None, description="Import time in a fresh process.")
     tasks: int | None = Field(None, description="Tasks the taskset loaded.")
     load_seconds: float | None = Field(None, description="Time to load them.")
+    taskset_id: str | None = Field(None, description="The verifiers taskset id evaluated ([candidate] taskset).")
+    env_id: str | None = Field(None, description="The verifiers env id, when the vf.Env lives in another package.")
+    reward_range: list[float] | None = Field(None, description="The [low, high] range of every reward score the task "
+                                             "declares (`reward_range`); statistics and probes normalise scores to "
+                                             "[0, 1] by it. None: the documented [0, 1].")
 
 
 class GateFinding(Part):

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from autoenv.scripts import ships_scripts
 from autoenv.job import Job
 from autoenv.paths import PROJECT
 
@@ -99,7 +100,10 @@ def writable_paths(job: Job) -> list[Path]:
     candidate_dir = Path(job.candidate_dir)
     # The stock harness rewrites verifiers' prepared chat program before each rollout and
     # runs it with `uv run`, which locks uv's cache: both writable (no overlay in bwrap 0.8).
-    scripts = [cache_home() / "verifiers" / "runtimes" / "scripts", uv_cache()] if job.runtime.harness == "stock" else []
+    # A package that ships uv scripts runs them in the rollout's runtime (`runtime.run_uv_script`), and uv
+    # locks and fills its cache preparing them: writable as well.
+    scripts = [cache_home() / "verifiers" / "runtimes" / "scripts", uv_cache()] \
+        if job.runtime.harness == "stock" or ships_scripts(candidate_dir) else []
     return [job.out, *(candidate_dir / d for d in BUILD_DIRS if (candidate_dir / d).is_dir()),
             *([Path(job.forward_socket).parent] if job.forward_socket else []), *scripts]
 

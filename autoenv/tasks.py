@@ -9,7 +9,9 @@ only child processes that run the candidate pay for it.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from autoenv.events import emit
@@ -17,13 +19,13 @@ from autoenv.job import TASKSET_ID, Job
 from autoenv.limits import limit_hooks, run_limited
 from autoenv.runtime import choose_harness, seat_runtime
 
-INFINITE_LIMIT = 100_000
+INFINITE_LIMIT = 1000
 _told: set[str] = set()
 
 
-def seat_names(vf: Any, taskset_id: str) -> list[str]:
+def seat_names(vf: Any, taskset_id: str, env_id: str = "") -> list[str]:
     """The env's agent seats: `agent` for a plain taskset, its own names for a custom Env."""
-    config_type = vf.env_config_type(taskset_id)
+    config_type = vf.env_config_type(taskset_id, env_id)
     return [
         name
         for name, field in config_type.model_fields.items()
@@ -44,7 +46,9 @@ def build_env(vf: Any, job: Job) -> Any:
         "max_turns": int(job.max_turns),
     }
     raw: dict[str, Any] = {"taskset": {"id": job.taskset_id}}
-    for name in seat_names(vf, job.taskset_id):
+    if job.env_id:
+        raw["id"] = job.env_id
+    for name in seat_names(vf, job.taskset_id, job.env_id):
         raw[name] = dict(seat)
     return vf.load_environment(vf.resolve_env_config(raw))
 
@@ -55,7 +59,7 @@ async def load_tasks(vf: Any, job: Job, stage: str) -> tuple[Any, list[Any]]:
     calls are bounded by job.limits.reward_seconds from here on."""
     def load() -> tuple[Any, list[Any]]:
         env = build_env(vf, job)
-        return env, all_tasks(env.taskset)
+        return env, all_tasks(env.taskset, job.infinite_take)
 
     what = f"the taskset's load() in the {stage} stage (checks.max_load_seconds)"
     env, tasks = await asyncio.to_thread(run_limited, load, job.limits.load_seconds, what, job.candidate_dir)
@@ -64,17 +68,30 @@ async def load_tasks(vf: Any, job: Job, stage: str) -> tuple[Any, list[Any]]:
 
 
 def all_tasks(taskset: Any, limit: int = INFINITE_LIMIT) -> list[Any]:
-    """Every task of `taskset` (an infinite one is bounded at `limit`)."""
+    """Every task of `taskset`; an infinite one (`bounded` false) gives its first `limit`, a bound the audit
+    states (checks.infinite_take)."""
     return list(taskset if taskset.bounded else taskset.take(limit))
 
 
-def candidate_tasks(candidate_dir: str) -> list[Any]:
-    """Every task of the candidate in `candidate_dir` (imports verifiers and the candidate)."""
+def candidate_tasks(candidate_dir: str, taskset_id: str = TASKSET_ID) -> list[Any]:
+    """Every task of the taskset `taskset_id` from `candidate_dir` (imports verifiers and the candidate)."""
     sys.path.insert(0, candidate_dir)
     import verifiers.v1 as vf  # deferred: the heavy import is paid only where the candidate runs
 
-    config = vf.resolve_env_config({"taskset": {"id": TASKSET_ID}})
+    config = vf.resolve_env_config({"taskset": {"id": taskset_id}})
     return all_tasks(vf.load_taskset(config.taskset))
+
+
+RESOLVED_CONFIG = Path("configs") / "resolved" / "eval.json"
+
+
+def write_run_config(directory: Path, env: Any, model: str) -> None:
+    """Make `directory` a run directory verifiers' tools open (`vf-replay DIR`, its trace readers): the
+    resolved config they look for (`configs/resolved/eval.json`, as vf-eval writes it) beside traces.jsonl."""
+    path = directory / RESOLVED_CONFIG
+    path.parent.mkdir(parents=True, exist_ok=True)
+    config = {"env": env.config.model_dump(mode="json"), "model": model, "written_by": "autoenv"}
+    path.write_text(json.dumps(config, indent=2))
 
 
 def task_row(task: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ never averaged in as zeros:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections import Counter
@@ -51,6 +52,20 @@ def read_rollouts(directory: Path) -> list[Rollout]:
     """Every trainable trace in `directory/traces.jsonl`, in file order."""
     return [to_rollout(trace, episode) if trace is not None else episode_failure(episode)
             for trace, episode in iter_traces(directory)]
+
+
+def normalised(rollouts: list[Rollout], declared: list[float] | None) -> list[Rollout]:
+    """`rollouts` with every component score mapped from the task's declared [low, high] range to [0, 1]
+    and the reward recomputed (the bands and the solve threshold are shares of [0, 1])."""
+    if not declared or declared[1] <= declared[0]:
+        return rollouts
+    low, high = declared
+    out = []
+    for r in rollouts:
+        components = {k: (v - low) / (high - low) for k, v in r.components.items()}
+        reward = None if r.reward is None else sum(v * r.weights.get(k, 1.0) for k, v in components.items())
+        out.append(dataclasses.replace(r, components=components, reward=reward))
+    return out
 
 
 def iter_traces(directory: Path) -> Iterator[tuple[dict | None, dict]]:
@@ -158,8 +173,16 @@ def to_rollout(trace: dict, episode: dict | None = None) -> Rollout:
     )
 
 
+UNMATCHED = "no task of the candidate matches this conversation"
+"""The embedded endpoint's 404 (autoenv.endpoint.policies.NO_MATCH): the environment opened a conversation
+no task's prompt starts (a custom Env's own observation, say), so the scripted policy cannot play it.
+The environment's side, never the provider's."""
+
+
 def _error_kind(errors: list[dict]) -> str:
     types = {e.get("type", "") for e in errors}
+    if any(UNMATCHED in str(e.get("message", "")) for e in errors):
+        return "env_error"
     return "provider_error" if types & PROVIDER_ERRORS else "env_error"
 
 

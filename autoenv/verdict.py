@@ -105,12 +105,21 @@ def reference_missing(stats: Stats, candidate: CandidateInfo, offline: bool) -> 
     empty reply, so both models score about 0 whatever the reward does: such numbers say
     nothing about the candidate. The install stage records whether the hook exists.
     """
+    return no_reference_policy({role: s.model for role, s in stats.items()}, candidate, offline)
+
+
+def no_reference_policy(models: dict[str, str], candidate: CandidateInfo, offline: bool) -> str | None:
+    """Why the scripted `models` (role -> policy name) cannot play the candidate, or None when they can.
+
+    The pipeline asks before any rollout: an offline evaluation whose reference policy cannot
+    play ends `inconclusive` without spending rollouts on empty replies.
+    """
     if not offline or candidate.oracle_hook is not False:
         return None
-    players = [f"{role} {s.model}" for role, s in stats.items() if plays_the_oracle(s.model)]
+    players = [f"{role} {model}" for role, model in models.items() if plays_the_oracle(model)]
     if not players:
         return None
-    return (f"the candidate's task has no oracle hook, so the scripted models that replay it "
+    return (f"no reference policy: the candidate's task has no oracle hook, so the scripted models that replay it "
             f"({', '.join(players)}) could only send empty replies")
 
 
@@ -173,7 +182,8 @@ def decide(
                 f"(allowed {bands.max_provider_error_rate:.0%}): too few scored rollouts to judge"))
     if no_reference:
         return Verdict(verdict="inconclusive", reason=(
-            f"{no_reference}: the scores say nothing about the environment. Add `def oracle(self, messages)` "
+            f"{no_reference}: {'the scores say nothing about the environment' if stats else 'no rollout was run'}. "
+            "Add `def oracle(self, messages)` "
             "to the task class (program.md, \"The oracle hook\") or evaluate on the real models"))
     t, s = stats.get("target"), stats.get("strong")
     if t is None or s is None or t.mean is None or s.mean is None:

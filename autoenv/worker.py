@@ -27,7 +27,7 @@ from autoenv.inprocess import seat as retry_seat
 from autoenv.runtime import choose_harness
 from autoenv.job import Job
 from autoenv.sampling import TaskRef, choose_tasks
-from autoenv.tasks import load_tasks, task_row
+from autoenv.tasks import load_tasks, task_row, write_run_config
 from autoenv.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, to_rollout
 
 SMOKE_BACKOFF_SECONDS = 2.0  # before the second attempt; doubled before each later one
@@ -113,6 +113,7 @@ async def run(job: Job) -> None:
                     return
             for role in contexts:
                 (out / role).mkdir(parents=True, exist_ok=True)
+                write_run_config(out / role, env, plan.roles[role].model)
             emit("planned", total=total)
             # Interleave the models so both progress together and share the machine fairly.
             slots = []

@@ -455,6 +455,8 @@ BROKEN = {  # check -> (an audit where only it fails, what its fix must name)
     "oracle": (lambda: audit(records=oracle_short_in_correct()),
                ["task idx [3, 7]", "'correct' (mean 0.0 of 1)", "fix the reward if the reply is right"]),
     "time limits": (lambda: audit(time_limits=[HUNG_REWARD]), ["no blocking sleep", "task idx 3 in the audit stage"]),
+    "gold validation": (lambda: audit(gold={"checked": 3, "valid": 2, "invalid": [4], "unchecked": [], "errors": []}),
+                        ["Task.validate", "task idx [4]"]),
 }
 HUNG_REWARD = "reward 'correct' on task idx 3 in the audit stage did not return within 1 s"
 

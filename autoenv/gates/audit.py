@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
+import inspect
 import json
 import math
 import os
@@ -28,12 +30,14 @@ from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
 from autoenv.gates import dataset
+from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
-from autoenv.gates.probes import EXPLOITS, NEEDS_TOOLS, probe_reply
+from autoenv.gates.probes import EXPLOITS, NEEDS_ORACLE, NEEDS_TOOLS, probe_reply
 from autoenv.job import Job
 from autoenv.messages import Reply
+from autoenv.scripts import script_kind
 from autoenv.limits import TimeLimitExceeded, breaches, run_limited
-from autoenv.tasks import load_tasks
+from autoenv.tasks import load_tasks, seat_names, write_run_config
 from autoenv.traces import to_rollout
 from autoenv.worker import LOCAL_KEY_VAR, sample_tasks
 
@@ -54,10 +58,21 @@ def task_messages(task) -> list[dict]:
     return messages
 
 
+def own_fields(data) -> str:
+    """What distinguishes a task without a prompt (a seeded game, say): its own data fields, as JSON."""
+    import verifiers.v1 as vf  # deferred: verifiers is imported only inside the child
+
+    names = set(type(data).model_fields) - set(vf.TaskData.model_fields)
+    return json.dumps(data.model_dump(mode="json", include=names), sort_keys=True)
+
+
 def dataset_rows(tasks: list) -> list[dict]:
     rows = []
     for t in tasks:
-        row = {"key": t.key, "idx": t.data.idx, "prompt": t.data.prompt_text, "system": t.data.system_prompt or ""}
+        prompt = t.data.prompt_text
+        row = {"key": t.key, "idx": t.data.idx, "prompt": prompt, "system": t.data.system_prompt or ""}
+        if not prompt.strip():  # no prompt: tasks differ by their data fields (and seed), not by text
+            row.update(prompt=own_fields(t.data), fields=True)
         for name in ("answer", "difficulty", "category"):
             value = getattr(t.data, name, None)
             if value is not None:
@@ -67,15 +82,22 @@ def dataset_rows(tasks: list) -> list[dict]:
 
 
 def import_modules(package: str) -> list[dict]:
-    """Import every module of the candidate package; tool servers start from these."""
+    """Import every module of `package` (tool servers start from these); scripts are recognised, not imported."""
     results = []
     try:
         root = importlib.import_module(package)
     except Exception as e:  # the install stage already showed this; record it anyway
         return [{"module": package, "ok": False, "error": f"{type(e).__name__}: {e}"}]
     paths = getattr(root, "__path__", None)
-    names = [package] + ([m.name for m in pkgutil.walk_packages(paths, prefix=f"{package}.")] if paths else [])
+    names = [package] + ([m.name for m in pkgutil.walk_packages(paths, prefix=f"{package}.",
+                                                                  onerror=lambda name: None)] if paths else [])
     for name in names:
+        spec = importlib.util.find_spec(name) if name != package else None
+        origin = Path(spec.origin) if spec is not None and spec.origin and spec.origin.endswith(".py") else None
+        kind = script_kind(origin) if origin is not None else None
+        if kind:
+            results.append({"module": name, "ok": True, "script": kind})
+            continue
         try:
             module = importlib.import_module(name)
             source = Path(getattr(module, "__file__", "") or "")
@@ -193,7 +215,9 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
         ctx = vf.ModelContext(model=probe, client=vf.EvalClientConfig(base_url=endpoint.base_url, api_key_var=LOCAL_KEY_VAR),
                               sampling=vf.SamplingConfig())
         episode = await env.run_slot(env.slots(task, 1)[0], ctx, semaphore)
-        (out / probe).mkdir(exist_ok=True)
+        if not (out / probe).is_dir():
+            (out / probe).mkdir(exist_ok=True)
+            write_run_config(out / probe, env, probe)
         await append_episode(out / probe, episode, lock)
         wire = json.loads(episode.model_dump_json(exclude_none=True))
         for trace, wire_trace in zip(episode.traces, wire.get("traces") or []):
@@ -203,6 +227,8 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
             error = None if rollout.outcome == "ok" else tool_timeout(trace, task, job, full) or rollout.error
             record = reward_record(trace, probe, task, reply or "", error)
             record["outcome"] = rollout.outcome
+            record["seat"] = getattr(trace.agent, "name", None) if trace.agent is not None else None
+            record["episode"] = episode.id
             record["tool_calls"] = len(trace.tool_messages)
             records.append(record)
             if probe == "oracle" and rollout.outcome == "ok":
@@ -243,6 +269,21 @@ def tool_timeout(trace, task, job: Job, error: str | None) -> str | None:
     return message
 
 
+def runtime_rewards(task) -> list[str]:
+    """The task's rewards and metrics that need the rollout's runtime (a `runtime` parameter without a default).
+
+    verifiers skips them when scoring without a runtime, so in-process probe scoring would
+    see no reward at all: such candidates are probed through real rollouts instead.
+    """
+    found = []
+    for kind in ("reward", "metric"):
+        for fn in task.hooks(kind):
+            param = inspect.signature(fn).parameters.get("runtime")
+            if param is not None and param.default is inspect.Parameter.empty:
+                found.append(fn.__name__)
+    return found
+
+
 async def audit(job: Job) -> None:
     import verifiers.v1 as vf  # deferred: verifiers costs seconds and is needed only inside the child
 
@@ -269,26 +310,42 @@ async def audit(job: Job) -> None:
         result["load_difference"] = next((i for i, (a, b) in enumerate(zip(first, second)) if a != b),
                                          min(len(first), len(second)))
     result["dataset"] = dataset.measure(dataset_rows(tasks), plan.near_threshold)
-    result["modules"] = import_modules("candidate_env")
+    if not env.taskset.bounded:
+        result["infinite"] = {"taken": len(tasks), "bound": job.infinite_take}
+    result["modules"] = [m for package in (job.check_modules or [job.module]) for m in import_modules(package)]
 
     taskset_cls = type(env.taskset)
     task_cls = taskset_cls.task_type()
     has_tools = bool(task_cls.toolsets(env.taskset.config.task)) or bool(taskset_cls.toolsets(env.taskset.config))
-    custom_env = type(env).__name__ != "SingleAgentEnv"
-    mode = "rollouts" if has_tools or custom_env else "in-process"
-    result.update(mode=mode, has_tools=has_tools, custom_env=custom_env,
+    custom_env = type(env) is not vf.SingleAgentEnv
+    runtime_signals = runtime_rewards(tasks[0]) if tasks else []
+    mode = "rollouts" if has_tools or custom_env or runtime_signals else "in-process"
+    declared = getattr(task_cls, "reward_range", None) or getattr(type(env), "reward_range", None)
+    if declared is not None:
+        result["reward_range"] = [float(declared[0]), float(declared[1])]
+    result["seats"] = seat_names(vf, job.taskset_id, job.env_id)
+    result.update(mode=mode, has_tools=has_tools, custom_env=custom_env, runtime_rewards=runtime_signals,
                   has_oracle=bool(tasks) and has_hook(tasks[0]))
     if plan.probes and tasks:
         size = plan.probe_sample if mode == "in-process" else plan.rollout_sample
         sample = sample_tasks(tasks, size, job.seed)
         probes = (["oracle"] if result["has_oracle"] else []) + [
-            p for p in EXPLOITS if has_tools or p not in NEEDS_TOOLS]
+            p for p in EXPLOITS if (has_tools or p not in NEEDS_TOOLS)
+            and (result["has_oracle"] or mode == "in-process" or p not in NEEDS_ORACLE)]
+        # without an oracle hook, the probes built from the oracle's reply have nothing to build from:
+        # recorded as not applicable rather than played (the endpoint would answer 404 for every one)
+        if defines_gold(vf, sample[0]):
+            result["gold"] = await gold_check(vf, job, env, result["seats"][0], sample)
         emit("probe-plan", total=len(probes) * len(sample), mode=mode)
         started = time.time()
         if mode == "in-process":
             records, deterministic = await probe_in_process(vf, job, tasks, sample, probes)
         else:
             records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes)
+        if mode != "in-process" and not result["has_oracle"]:
+            records += [{"probe": p, "key": t.key, "idx": t.data.idx, "skipped": True, "error": None,
+                         "why": "needs the oracle's reply (no oracle hook)"}
+                        for p in EXPLOITS if p in NEEDS_ORACLE and (has_tools or p not in NEEDS_TOOLS) for t in sample]
         result.update(probes=records, deterministic_scoring=deterministic, probe_seconds=round(time.time() - started, 3),
                       probe_tasks=len(sample), probe_names=probes)
     result["time_limits"] = list(breaches()) + _hung_tools[:3]

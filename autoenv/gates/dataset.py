@@ -80,9 +80,12 @@ def measure(rows: list[dict], near_threshold: float) -> dict:
 
     Exact duplicates compare the whole prompt (system prompt included); near-duplicates
     compare only the task's own prompt, since a shared system prompt would make every
-    pair of short prompts look alike.
+    pair of short prompts look alike. A row marked `fields` has no prompt: its `prompt` is
+    its own data fields as JSON (a seeded game's seed and settings), compared exactly only,
+    since word shingles of JSON say nothing about how alike two tasks are.
     """
-    texts = [r["prompt"] for r in rows]
+    texts = ["" if r.get("fields") else r["prompt"] for r in rows]
+    by_fields = sum(1 for r in rows if r.get("fields"))
     by_text: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         by_text[normalize(r.get("system", "") + "\n" + r["prompt"])].append(i)
@@ -95,6 +98,8 @@ def measure(rows: list[dict], near_threshold: float) -> dict:
     keys = Counter(r["key"] for r in rows)
     return {
         "size": len(rows),
+        "distinguished_by": "data fields" if by_fields == len(rows) and rows else "prompt" if not by_fields
+        else f"prompt ({by_fields} tasks without one: data fields)",
         "duplicate_keys": sum(c - 1 for c in keys.values() if c > 1),
         "duplicate_key_examples": [k for k, c in keys.most_common(5) if c > 1],
         "exact_duplicates": duplicated,

@@ -9,7 +9,9 @@ default, stops the spending on models.
 
 The maximum achievable reward is the sum of the positive reward weights: every reward
 is documented to return a score in [0, 1] (program.md), and a score outside that range
-is reported as an environment error, never as a probe result.
+is reported as an environment error, never as a probe result. An existing environment may
+declare another range (`reward_range = (low, high)` on its task class, e.g. a game's payoffs):
+scores are checked against it and normalised to [0, 1] before the probes are compared.
 """
 
 from __future__ import annotations
@@ -58,8 +60,16 @@ class Gates:
         return not self.failed
 
 
-def platform_checks(candidate: Path, report: Gates) -> None:
-    """pyproject metadata and README, as the environment hub expects them."""
+def platform_checks(candidate: Path, report: Gates, workspace: bool = True) -> None:
+    """pyproject metadata and README, as the environment hub expects them.
+
+    For the agent's workspace a shortfall fails (program.md's contract, name candidate-env
+    included); an existing environment keeps its own name and a shortfall is a warning.
+    """
+    if not (candidate / "pyproject.toml").is_file() and not workspace:
+        report.add("pyproject", "skip", f"no pyproject.toml in {candidate}: an installed environment")
+        return
+    bad = "fail" if workspace else "warn"
     pyproject = candidate / "pyproject.toml"
     try:
         project = tomllib.loads(pyproject.read_text()).get("project", {})
@@ -67,7 +77,7 @@ def platform_checks(candidate: Path, report: Gates) -> None:
         report.add("pyproject", "fail", f"{pyproject} cannot be read: {e}")
         return
     problems = []
-    if project.get("name") != "candidate-env":
+    if workspace and project.get("name") != "candidate-env":
         problems.append(f"name is {project.get('name')!r}, must be 'candidate-env'")
     if not project.get("version"):
         problems.append("version is missing")
@@ -77,12 +87,12 @@ def platform_checks(candidate: Path, report: Gates) -> None:
     tags = project.get("tags")
     if not isinstance(tags, list) or not tags or not all(isinstance(t, str) and t for t in tags):
         problems.append("tags must be a non-empty list of strings, e.g. tags = [\"math\", \"single-turn\"]")
-    report.add("pyproject", "fail" if problems else "pass",
-               "; ".join(problems) or f"{project.get('name')} {project.get('version')}, tags {', '.join(tags)}")
+    report.add("pyproject", bad if problems else "pass",
+               "; ".join(problems) or f"{project.get('name')} {project.get('version')}, tags {', '.join(tags or [])}")
     readme = candidate / "README.md"
     text = readme.read_text(errors="replace") if readme.is_file() else ""
     if len(text.strip()) < 200:
-        report.add("readme", "fail", "candidate/README.md is missing or under 200 characters: "
+        report.add("readme", bad, f"{readme} is missing or under 200 characters: "
                    "describe the task, the rewards and the knobs")
     else:
         report.add("readme", "pass", f"{len(text)} characters")
@@ -102,32 +112,50 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
         return
     broken = [m for m in audit.get("modules", []) if not m["ok"]]
     servers = [m["module"] for m in audit.get("modules", []) if m.get("tool_server")]
+    scripts = [f"{m['module']} ({m['script']})" for m in audit.get("modules", []) if m.get("script")]
     if broken:
         report.add("modules", "fail", "; ".join(f"{m['module']} fails to import: {m['error']}" for m in broken)
                    + " (a tool server that dies at start costs ~3 minutes per rollout)",
                    modules=[m["module"] for m in broken])
     else:
-        report.add("modules", "pass", f"{len(audit.get('modules', []))} modules import"
-                   + (f"; tool servers: {', '.join(servers)}" if servers else ""))
+        report.add("modules", "pass", f"{len(audit.get('modules', [])) - len(scripts)} modules import"
+                   + (f"; tool servers: {', '.join(servers)}" if servers else "")
+                   + (f"; scripts, not imported (they run with their own dependencies): {', '.join(scripts)}"
+                      if scripts else ""), scripts=scripts)
     d = audit.get("dataset") or {}
     size = d.get("size", 0)
-    report.add("dataset size", "fail" if size < c.dataset_size else "pass",
-               f"{size} tasks (wanted >= {c.dataset_size})", size=size, wanted=c.dataset_size)
+    infinite = audit.get("infinite")
+    workspace = config.candidate.workspace
+    if infinite:
+        report.add("dataset size", "pass", f"infinite taskset: its first {infinite['taken']} tasks are measured and "
+                   f"sampled from (checks.infinite_take = {infinite['bound']})", size=size, infinite=True)
+    else:
+        short = size < c.dataset_size
+        report.add("dataset size", ("fail" if workspace else "warn") if short else "pass",
+                   f"{size} tasks (wanted >= {c.dataset_size}"
+                   + (", an error for the agent's workspace only: candidate.workspace = false)" if short and not workspace
+                      else ")"), size=size, wanted=c.dataset_size)
     if d.get("duplicate_keys"):
         repeated = d.get("duplicate_key_examples") or []
         report.add("task keys", "fail", f"{d['duplicate_keys']} tasks share a key with another; keys must be unique"
                    + (f"; e.g. {', '.join(map(repr, repeated))}" if repeated else ""), keys=repeated)
     share = d.get("exact_duplicate_share", 0)
+    by = d.get("distinguished_by", "prompt")
+    what = "prompts" if by == "prompt" else "tasks (prompt, or data fields and seed without one)" \
+        if by.startswith("prompt") else "tasks (no prompts: compared on their data fields and seed)"
     report.add("exact duplicates", "fail" if share > c.max_duplicate_share else "warn" if share else "pass",
-               f"{d.get('exact_duplicates', 0)} repeated prompts ({share:.1%}, allowed {c.max_duplicate_share:.0%})"
+               f"{d.get('exact_duplicates', 0)} repeated {what} ({share:.1%}, allowed {c.max_duplicate_share:.0%})"
                + (f"; e.g. task idx {d['duplicate_examples']}" if d.get("duplicate_examples") else ""),
                examples=d.get("duplicate_examples"), repeated=d.get("exact_duplicates", 0))
     near = d.get("near_duplicate_share", 0)
-    report.add("near duplicates", "fail" if near > c.max_near_duplicate_share else "warn" if near else "pass",
-               f"{near:.1%} of tasks are near-duplicates (similarity >= {c.near_duplicate_similarity}, "
-               f"allowed {c.max_near_duplicate_share:.0%})"
-               + (f"; e.g. idx pairs {d['near_duplicate_examples']}" if d.get("near_duplicate_examples") else ""),
-               examples=d.get("near_duplicate_examples"))
+    if by == "data fields":
+        report.add("near duplicates", "skip", "the tasks have no prompts: near-duplicate text is not measured")
+    else:
+        report.add("near duplicates", "fail" if near > c.max_near_duplicate_share else "warn" if near else "pass",
+                   f"{near:.1%} of tasks are near-duplicates (similarity >= {c.near_duplicate_similarity}, "
+                   f"allowed {c.max_near_duplicate_share:.0%})"
+                   + (f"; e.g. idx pairs {d['near_duplicate_examples']}" if d.get("near_duplicate_examples") else ""),
+                   examples=d.get("near_duplicate_examples"))
     top = d.get("top_answer_share")
     if top is None:
         report.add("answer balance", "skip", "tasks carry no `answer` field")
@@ -152,6 +180,15 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
                "two loads gave the same tasks in the same order" if audit.get("deterministic_load") else
                f"two loads with the same config differ (first at position {audit.get('load_difference')}): "
                "seed every random choice from the config", position=audit.get("load_difference"))
+    gold = audit.get("gold")
+    if gold is not None:
+        bad = gold["invalid"] or gold["errors"]
+        report.add("gold validation", "fail" if bad else "pass" if gold["valid"] else "skip",
+                   f"verifiers' gold check (Task.validate) passed on {gold['valid']} of {gold['checked'] + len(gold['errors'])} "
+                   "sampled tasks" + (f"; invalid on task idx {gold['invalid'][:8]}" if gold["invalid"] else "")
+                   + (f"; raised: {'; '.join(gold['errors'][:3])}" if gold["errors"] else "")
+                   + (f"; no verdict (None) on task idx {gold['unchecked'][:8]}" if gold["unchecked"] else ""),
+                   **gold)
     if "probes" in audit:
         judge_probes(audit, config, report)
 
@@ -167,6 +204,9 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
     weights: dict[str, float] = {}
     errors: list[str] = []
     by_probe: dict[str, list[dict]] = defaultdict(list)
+    declared = audit.get("reward_range")
+    low, high = declared or (0.0, 1.0)
+    documented = "declared by the task's reward_range" if declared else "documented"
     for r in records:
         if r.get("skipped"):
             by_probe[r["probe"]].append(r)
@@ -179,14 +219,19 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
             weights[name] = r.get("weights", {}).get(name, 1.0)
             if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
                 problem = problem or f"reward {name!r} returned {score!r}, not a finite number"
-            elif not 0 <= score <= 1:
-                problem = problem or f"reward {name!r} returned {score}, outside its documented range [0, 1]"
+            elif not low <= score <= high:
+                problem = problem or f"reward {name!r} returned {score}, outside its {documented} range [{low:g}, {high:g}]"
         if not problem and not r.get("components") and r.get("outcome", "ok") == "ok":
             problem = "the rollout finished without any reward"
         r["env_error"] = problem
         if problem:
             errors.append(f"task {r['idx']} ({r['probe']}): {problem}")
         by_probe[r["probe"]].append(r)
+    constant_sum = constant_sum_game(records, audit.get("seats") or [])
+    if declared and high > low:  # the statistics compare shares of [0, 1]: normalise the declared range
+        for r in records:
+            if not r.get("env_error") and r.get("components"):
+                r["components"] = {k: (v - low) / (high - low) for k, v in r["components"].items()}
     maximum = max_reward(weights)
     if errors:
         report.add("reward errors", "fail", f"{len(errors)} probe replies hit environment errors, e.g. "
@@ -196,7 +241,14 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
     report.probes = summaries
     oracle = summaries.get("oracle")
     reference = oracle["mean"] if oracle and oracle["mean"] is not None else maximum
-    if not oracle:
+    gold = audit.get("gold")
+    if not oracle and gold and gold["valid"] and not gold["invalid"] and not gold["errors"]:
+        report.add("oracle", "pass", f"no oracle hook; verifiers' gold check (Task.validate) proves the reference "
+                   f"answer passes on {gold['valid']} sampled tasks (offline models still need a hook to play)")
+    elif not oracle and gold:
+        report.add("oracle", "fail", "no oracle hook, and verifiers' gold check (Task.validate) failed: see gold validation",
+                   cause="gold")
+    elif not oracle:
         report.add("oracle", "warn", "the task has no oracle hook: solvability is unproven offline "
                    "(add `def oracle(self, messages)`, see program.md)")
     elif oracle["mean"] is None:
@@ -215,14 +267,20 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
     for name, summary in summaries.items():
         if name == "oracle":
             continue
+        if constant_sum is not None and summary["mean"] is not None:
+            report.add(f"probe {name}", "skip", f"not applicable: a constant-sum game of {len(audit['seats'])} seats "
+                       f"({', '.join(audit['seats'])}, payoffs summing to {constant_sum:g} in every episode) with every "
+                       "seat playing this probe: a seat's reward is the other seat's failure, not a harvest. Probing one "
+                       "seat needs a reference policy for the others: add an oracle hook", constant_sum=constant_sum)
+            continue
         summary["of_oracle"] = None if not reference or summary["mean"] is None else round(summary["mean"] / reference, 4)
         if summary["mean"] is None:
             if summary["errors"]:
                 report.add(f"probe {name}", "fail", f"every reply hit an error ({summary['errors']} of "
                            f"{summary['tasks']}): see reward errors", errors=summary["errors"])
             else:
-                report.add(f"probe {name}", "skip", f"not applicable ({summary['skipped']} tasks without an "
-                           "answer in the oracle reply)")
+                why = next((r["why"] for r in by_probe[name] if r.get("why")), "without an answer in the oracle reply")
+                report.add(f"probe {name}", "skip", f"not applicable ({summary['skipped']} tasks: {why})")
             continue
         if name == "padding":
             bad = oracle is not None and summary["mean"] > (oracle["mean"] or 0) + 1e-9
@@ -236,6 +294,24 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                    f"mean {summary['mean']:.3f} ({limit})" + (f"; harvested {harvested}" if harvested and bad else "")
                    + (f"; best task idx {best['idx']} scored {best['reward']:.2f}" if bad and best else ""),
                    harvested=summary["harvested"] if bad else {})
+
+
+def constant_sum_game(records: list[dict], seats: list[str]) -> float | None:
+    """The constant the seats' rewards sum to in every probe episode of a multi-seat env, or None.
+
+    With every seat played by the same probe, such a game hands one seat what another
+    loses: its rewards measure the other seat's play, not a harvest by the probe.
+    """
+    if len(seats) < 2:
+        return None
+    totals: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        if r.get("episode") and r.get("outcome") == "ok" and not r.get("env_error"):
+            totals[r["episode"]].append(sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()))
+    sums = [sum(v) for v in totals.values() if len(v) == len(seats)]
+    if len(sums) < 2 or max(sums) - min(sums) > 1e-9:
+        return None
+    return round(sums[0], 9)
 
 
 def _short_components(short: list[dict], weights: dict[str, float]) -> dict[str, float]:
@@ -282,7 +358,7 @@ def run_gates(config: Config, worker: Worker) -> GateReport:
     """Platform checks here, then the audit stage in the evaluation's child process, judged against config."""
     started = time.time()
     report = Gates()
-    platform_checks(config.path("candidate"), report)
+    platform_checks(config.path("candidate"), report, workspace=config.candidate.workspace)
     worker.run("audit")
     out_dir = worker.job.audit_dir
     judge_audit(json.loads((out_dir / "audit.json").read_text()), config, report)

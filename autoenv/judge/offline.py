@@ -128,6 +128,10 @@ CHECK_FIXES: dict[str, Callable[[GateFinding], str]] = {
     "time limits": lambda f: ("make the named call return within its limit: no blocking sleep, network wait or "
                               "unbounded loop in load(), a reward or a tool; cache what is slow to build"
                               + (f"; {'; '.join((f.data.get('breaches') or [])[:2])}" if f.data.get("breaches") else "")),
+    "gold validation": lambda f: ("make the task's gold check pass on its own reference answer: fix the rows whose "
+                                  "answer fails Task.validate, or the check itself"
+                                  + (f" (task idx {f.data['invalid'][:8]})" if f.data.get("invalid") else "")
+                                  + (f"; it raised: {f.data['errors'][0]}" if f.data.get("errors") else "")),
     "load time": lambda f: ("make load() return within checks.max_load_seconds: build the dataset lazily or "
                             "from a file shipped with the candidate, never from the network"),
 }
@@ -156,6 +160,8 @@ def offline_findings(entry: Entry, bands: Bands, rollout_ids: list[str]) -> Find
     gates = entry.gates or GateReport()
     target, strong = entry.stats.get("target"), entry.stats.get("strong")
     no_reference = reference_missing(entry.stats, entry.candidate, entry.offline)
+    if no_reference is None and entry.verdict.reason.startswith("no reference policy"):  # stopped before rollouts
+        no_reference = entry.verdict.reason.split(": no rollout was run")[0]
     hacks: list[Hack] = []
     rl: list[str] = []
     data: list[str] = []
