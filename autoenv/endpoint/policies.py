@@ -97,7 +97,7 @@ class Policies:
         reply = probe_reply(
             name, oracle=oracle, answer=None if answer is None else str(answer),
             answers=getattr(self.oracle, "answers", []), messages=request.messages, tools=request.tools,
-            key=getattr(task, "key", request.session), seed=self.seed,
+            key=getattr(task, "key", request.session), seed=self.seed, constant=getattr(self.oracle, "constant", None),
         )
         return reply if reply is not None else Reply()
 

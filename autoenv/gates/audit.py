@@ -22,14 +22,16 @@ import os
 import pkgutil
 import time
 import traceback
+from collections import Counter
 from pathlib import Path
 
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
 from autoenv.gates import dataset
+from autoenv.gates.answer_oracle import format_reply, infer_format
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
-from autoenv.gates.probes import EXPLOITS, NEEDS_TOOLS, probe_reply
+from autoenv.gates.probes import EXPLOITS, IN_PROCESS_ONLY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS, probe_replies
 from autoenv.job import Job
 from autoenv.messages import Reply
 from autoenv.limits import TimeLimitExceeded, breaches, run_limited
@@ -144,13 +146,38 @@ def _nan(x) -> bool:
     return isinstance(x, float) and math.isnan(x)
 
 
-async def probe_in_process(vf, job: Job, tasks_all, sample, probes) -> tuple[list[dict], bool]:
-    answers = sorted({str(t.data.answer) for t in tasks_all if getattr(t.data, "answer", None) is not None})
-    records, deterministic = [], True
+def total_reward(trace) -> float | None:
+    values = [(v.score, v.weight) for v in (trace.rewards or {}).values() if v is not None]
+    if not values or any(not isinstance(score, (int, float)) or _nan(score) for score, _ in values):
+        return None
+    return sum(score * weight for score, weight in values)
+
+
+async def infer_oracle(vf, tasks: list) -> tuple[str | None, dict[str, float]]:
+    """The answer-field oracle's format for a single-turn candidate without a hook."""
+    async def score(task, text: str) -> float | None:
+        trace, error = await score_in_process(vf, task, Reply(content=text))
+        return None if error else total_reward(trace)
+    return await infer_format(tasks, score)
+
+
+NO_ORACLE = "needs the oracle's reply, and the candidate has no oracle hook and no inferable answer-field oracle"
+
+
+def skipped(probe: str, task, reason: str | None, error: str | None = None) -> dict:
+    return {"probe": probe, "key": task.key, "idx": task.data.idx, "skipped": True, "reason": reason, "error": error}
+
+
+async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_format: str | None = None
+                           ) -> tuple[list[dict], bool | None]:
+    counts = Counter(str(t.data.answer) for t in tasks_all if getattr(t.data, "answer", None) is not None)
+    answers, constant = sorted(counts), (counts.most_common(1)[0][0] if counts else None)
+    records, deterministic, checked = [], True, False
     for probe in probes:
         for task in sample:
             messages = task_messages(task)
             oracle, oracle_error = None, None
+            answer = getattr(task.data, "answer", None)
             if callable(getattr(task, HOOK, None)):
                 try:
                     oracle = Reply.coerce(oracle_reply(job, task, messages))
@@ -158,27 +185,39 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes) -> tuple[lis
                     oracle_error = str(e)
                 except Exception as e:
                     oracle_error = f"the oracle hook raised {type(e).__name__}: {e}"
+            elif answer_format and answer not in (None, ""):
+                oracle = Reply(content=format_reply(answer, answer_format))
             if probe == "oracle":
-                reply = oracle
+                replies = [] if oracle is None else [oracle]
             else:
-                answer = getattr(task.data, "answer", None)
-                reply = probe_reply(probe, oracle=oracle, answer=None if answer is None else str(answer),
-                                    answers=answers, messages=messages, tools=[], key=task.key, seed=job.seed)
-            if reply is None:
-                records.append({"probe": probe, "key": task.key, "idx": task.data.idx, "skipped": True,
-                                "error": oracle_error if probe == "oracle" else None})
+                replies = probe_replies(probe, oracle=oracle, answer=None if answer is None else str(answer),
+                                        answers=answers, messages=messages, tools=[], key=task.key, seed=job.seed,
+                                        constant=constant)
+            if not replies:
+                reason = (NO_ORACLE if oracle is None and probe in NEEDS_ORACLE | {"oracle"} and not oracle_error
+                          else "the task has no `answer` in the oracle's reply" if probe in NEEDS_ANSWER else None)
+                records.append(skipped(probe, task, reason, oracle_error if probe == "oracle" else None))
                 emit("probe", probe=probe)
                 continue
-            trace, error = await score_in_process(vf, task, reply)
-            if probe == "oracle" and error is None:
-                again, _ = await score_in_process(vf, task, reply)
-                deterministic &= same_rewards(trace.rewards, again.rewards)
-            records.append(reward_record(trace, probe, task, reply.content, error))
+            best = None
+            for reply in replies:
+                trace, error = await score_in_process(vf, task, reply)
+                if probe == "oracle" and error is None:
+                    again, _ = await score_in_process(vf, task, reply)
+                    deterministic &= same_rewards(trace.rewards, again.rewards)
+                    checked = True
+                record = reward_record(trace, probe, task, reply.content, error)
+                value = -1.0 if error else (total_reward(trace) or 0.0)
+                if best is None or value > best[0]:
+                    best = (value, record)
+            if len(replies) > 1:
+                best[1]["tried"] = len(replies)
+            records.append(best[1])
             emit("probe", probe=probe)
-    return records, deterministic
+    return records, (deterministic if checked else None)
 
 
-async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[list[dict], bool]:
+async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[list[dict], bool | None]:
     from verifiers.v1.utils.trace_store import append_episode  # deferred: verifiers only inside the child
 
     out = job.audit_dir
@@ -218,12 +257,21 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
                             "error": "; ".join(e.message for e in episode.errors) or "no trace", "outcome": "env_error"})
         emit("probe", probe=probe)
 
+    played = []
+    for probe in probes:
+        reason = ("scores many replies per task: played only where replies are scored in-process"
+                  if probe in IN_PROCESS_ONLY else NO_ORACLE if probe in NEEDS_ORACLE | {"oracle"} and not has_hook(sample[0])
+                  else None)
+        if reason:
+            records.extend(skipped(probe, task, reason) for task in sample)
+        else:
+            played.append(probe)
     try:
         async with env.serving():
-            await asyncio.gather(*(play(probe, task) for probe in probes for task in sample))
+            await asyncio.gather(*(play(probe, task) for probe in played for task in sample))
     finally:
         await endpoint.stop()
-    return records, all(rescored)
+    return records, (all(rescored) if rescored else None)
 
 
 _hung_tools: list[str] = []
@@ -278,19 +326,25 @@ async def audit(job: Job) -> None:
     mode = "rollouts" if has_tools or custom_env else "in-process"
     result.update(mode=mode, has_tools=has_tools, custom_env=custom_env,
                   has_oracle=bool(tasks) and has_hook(tasks[0]))
+    answer_format = None
+    if plan.probes and tasks and not result["has_oracle"] and mode == "in-process":
+        answer_format, tried = await infer_oracle(vf, tasks)
+        result.update(oracle_format=answer_format, oracle_formats_tried=tried)
     if plan.probes and tasks:
         size = plan.probe_sample if mode == "in-process" else plan.rollout_sample
         sample = sample_tasks(tasks, size, job.seed)
-        probes = (["oracle"] if result["has_oracle"] else []) + [
-            p for p in EXPLOITS if has_tools or p not in NEEDS_TOOLS]
+        probes = ["oracle"] + [p for p in EXPLOITS if has_tools or p not in NEEDS_TOOLS]
         emit("probe-plan", total=len(probes) * len(sample), mode=mode)
         started = time.time()
         if mode == "in-process":
-            records, deterministic = await probe_in_process(vf, job, tasks, sample, probes)
+            records, deterministic = await probe_in_process(vf, job, tasks, sample, probes, answer_format)
         else:
             records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes)
-        result.update(probes=records, deterministic_scoring=deterministic, probe_seconds=round(time.time() - started, 3),
-                      probe_tasks=len(sample), probe_names=probes)
+        if deterministic is not None:  # None: no reference reply was scored, nothing to compare
+            result["deterministic_scoring"] = deterministic
+        result.update(probes=records, probe_seconds=round(time.time() - started, 3),
+                      probe_tasks=len(sample), probe_names=probes, oracle_source=(
+                          "hook" if result["has_oracle"] else f"inferred:{answer_format}" if answer_format else None))
     result["time_limits"] = list(breaches()) + _hung_tools[:3]
     (out / "audit.json").write_text(json.dumps(result, indent=1))
     emit("finished", seconds=round(time.time() - begun, 3), done={})
