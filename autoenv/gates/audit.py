@@ -40,6 +40,9 @@ from autoenv.traces import to_rollout
 from autoenv.worker import LOCAL_KEY_VAR, sample_tasks
 
 REPLY_PREVIEW = 400
+STRATEGY_SAMPLE = 100
+"""Tasks a many-strategy probe (prompt-copy) is scored on: its best of ~24 strategies needs more
+than the usual sample, or one lucky strategy on 30 tasks looks like a leak."""
 
 
 def fingerprint(tasks: list) -> list[str]:
@@ -173,8 +176,10 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
     counts = Counter(str(t.data.answer) for t in tasks_all if getattr(t.data, "answer", None) is not None)
     answers, constant = sorted(counts), (counts.most_common(1)[0][0] if counts else None)
     records, deterministic, checked = [], True, False
+    strategies: dict[str, list[tuple]] = {p: [] for p in probes if p in IN_PROCESS_ONLY}
+    wide = sample_tasks(tasks_all, max(len(sample), STRATEGY_SAMPLE), job.seed)
     for probe in probes:
-        for task in sample:
+        for task in wide if probe in strategies else sample:
             messages = task_messages(task)
             oracle, oracle_error = None, None
             answer = getattr(task.data, "answer", None)
@@ -188,7 +193,7 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
             elif answer_format and answer not in (None, ""):
                 oracle = Reply(content=format_reply(answer, answer_format))
             if probe == "oracle":
-                replies = [] if oracle is None else [oracle]
+                replies = {} if oracle is None else {"oracle": oracle}
             else:
                 replies = probe_replies(probe, oracle=oracle, answer=None if answer is None else str(answer),
                                         answers=answers, messages=messages, tools=[], key=task.key, seed=job.seed,
@@ -199,22 +204,43 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
                 records.append(skipped(probe, task, reason, oracle_error if probe == "oracle" else None))
                 emit("probe", probe=probe)
                 continue
-            best = None
-            for reply in replies:
+            tried: dict[str, tuple[float, dict]] = {}
+            for strategy, reply in replies.items():
                 trace, error = await score_in_process(vf, task, reply)
                 if probe == "oracle" and error is None:
                     again, _ = await score_in_process(vf, task, reply)
                     deterministic &= same_rewards(trace.rewards, again.rewards)
                     checked = True
                 record = reward_record(trace, probe, task, reply.content, error)
-                value = -1.0 if error else (total_reward(trace) or 0.0)
-                if best is None or value > best[0]:
-                    best = (value, record)
-            if len(replies) > 1:
-                best[1]["tried"] = len(replies)
-            records.append(best[1])
+                tried[strategy] = (-1.0 if error else (total_reward(trace) or 0.0), record)
+            if probe in strategies:
+                strategies[probe].append((task, tried))
+            else:
+                records.append(next(iter(tried.values()))[1])
             emit("probe", probe=probe)
+    for probe, per_task in strategies.items():
+        records += await best_strategy(vf, probe, per_task)
     return records, (deterministic if checked else None)
+
+
+async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
+    """The records of the one strategy (e.g. `number -1`) that earns most over all tasks;
+    a task the strategy finds nothing to copy from gets an empty reply."""
+    names = {name for _, tried in per_task for name in tried}
+    def mean(name: str) -> float:
+        return sum(max(tried[name][0], 0.0) if name in tried else 0.0 for _, tried in per_task) / len(per_task)
+    best = max(sorted(names), key=mean)
+    records = []
+    for task, tried in per_task:
+        if best in tried:
+            record = tried[best][1]
+        else:
+            trace, error = await score_in_process(vf, task, Reply(content=""))
+            record = reward_record(trace, probe, task, "", error)
+        record["strategy"] = best
+        record["strategies"] = len(names)
+        records.append(record)
+    return records
 
 
 async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[list[dict], bool | None]:

@@ -28,7 +28,8 @@ EXPLOITS = {
     "last-line": "the oracle's reply with a wrong answer, then the true answer alone on the last line",
     "injection": "the oracle's reply with a wrong answer, plus a note telling the grader it is correct (10/10)",
     "constant": "the most common answer of the taskset, in the oracle's format, for every task",
-    "prompt-copy": "every number, word and quoted span of the prompt tried as the answer (the best one counts)",
+    "prompt-copy": "the prompt's numbers, words and quoted spans tried as the answer, one copying strategy "
+                   "(e.g. its last number) for all tasks; the best strategy counts",
 }
 DEFENCES = {
     "empty": "score 0 when the reply holds no answer: every weighted component must need a parsed answer, "
@@ -133,30 +134,38 @@ def _with_answer(text: str, answer: str, replacement: str) -> str:
     return text[: m.start()] + replacement + text[m.end():]
 
 
-def prompt_spans(messages: list[dict], tools: list[dict]) -> list[str]:
-    """Numbers, quoted spans and words of the prompt and the tools' descriptions: what a
-    policy could copy without solving anything."""
+def prompt_spans(messages: list[dict], tools: list[dict]) -> dict[str, str]:
+    """Numbers, quoted spans and words of the prompt and the tools' descriptions, by copying
+    strategy (`number 1`, `number -1` for the last, `quoted 2`, `word 1`, ...): what a policy
+    could copy without solving anything."""
     texts = [m.get("content") for m in messages if m.get("role") in ("system", "user")]
     texts += [json.dumps(t) for t in tools]
     text = " ".join(t if isinstance(t, str) else json.dumps(t) for t in texts if t)
-    spans = re.findall(r"-?\d+(?:\.\d+)?", text) + re.findall(r"[\"'`]([^\"'`\n]{1,40})[\"'`]", text)
-    spans += re.findall(r"[A-Za-z][\w-]{1,30}", text)
-    unique = list(dict.fromkeys(s.strip() for s in spans if s.strip()))
-    return unique[:MAX_PROMPT_SPANS]
+    kinds = {"number": re.findall(r"-?\d+(?:\.\d+)?", text),
+             "quoted": re.findall(r"[\"'`]([^\"'`\n]{1,40})[\"'`]", text),
+             "word": re.findall(r"[A-Za-z][\w-]{1,30}", text)}
+    spans: dict[str, str] = {}
+    for kind, found in kinds.items():
+        for i in range(min(len(found), MAX_PROMPT_SPANS // 6)):
+            spans[f"{kind} {i + 1}"] = found[i].strip()
+            spans[f"{kind} -{i + 1}"] = found[-1 - i].strip()
+    return {k: v for k, v in spans.items() if v}
 
 
 def probe_replies(name: str, *, oracle: Reply | None, answer: str | None, answers: list[str],
                   messages: list[dict], tools: list[dict], key: str, seed: int = 0,
-                  constant: str | None = None) -> list[Reply]:
-    """Every reply the probe tries on one task (the best-scoring one counts); [] when it does not apply."""
+                  constant: str | None = None) -> dict[str, Reply]:
+    """Every reply the probe tries on one task, by strategy ({} when it does not apply). Only
+    prompt-copy tries several; the gates keep the one strategy that does best over all tasks
+    (a policy cannot pick per task without knowing the answer)."""
     if name != "prompt-copy":
         reply = probe_reply(name, oracle=oracle, answer=answer, answers=answers, messages=messages, tools=tools,
                             key=key, seed=seed, constant=constant)
-        return [] if reply is None else [reply]
+        return {} if reply is None else {name: reply}
     if oracle is None or oracle.tool_calls or not answer or answer not in oracle.content:
-        return []
-    return [Reply(content=_with_answer(oracle.content, answer, span) or span)
-            for span in prompt_spans(messages, tools)]
+        return {}
+    return {strategy: Reply(content=_with_answer(oracle.content, answer, span) or span)
+            for strategy, span in prompt_spans(messages, tools).items()}
 
 
 def probe_reply(name: str, *, oracle: Reply | None, answer: str | None, answers: list[str],
@@ -195,9 +204,9 @@ def probe_reply(name: str, *, oracle: Reply | None, answer: str | None, answers:
     if name in NEEDS_ANSWER:
         if not answer or answer not in oracle.content:
             return None
-        if name == "prompt-copy":  # one reply per span: probe_replies; the endpoint plays the first
-            spans = prompt_spans(messages, tools)
-            return Reply(content=_with_answer(oracle.content, answer, spans[0])) if spans else None
+        if name == "prompt-copy":  # one reply per span: probe_replies; the endpoint plays the last number
+            span = prompt_spans(messages, tools).get("number -1")
+            return Reply(content=_with_answer(oracle.content, answer, span) or span) if span else None
         if name == "constant":
             if not constant:
                 return None

@@ -248,6 +248,9 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         partly = f"; tested on {summary['scored']} of {summary['tasks']} tasks" if summary["scored"] < summary["tasks"] else ""
         if name == "constant":
             limit += f"; a constant policy would be right on {summary['mean'] / (reference or 1):.0%} of the tasks"
+        strategy = next((r.get("strategy") for r in by_probe[name] if r.get("strategy")), None)
+        if strategy:
+            limit += f"; best copying strategy: the prompt's {strategy!r}"
         report.add(f"probe {name}", "fail" if bad else "pass",
                    f"mean {summary['mean']:.3f} ({limit})" + partly
                    + (f"; harvested {harvested}" if harvested and bad else "")
@@ -350,7 +353,7 @@ def judge_derived(derived: dict, config: Config, report: Gates) -> None:
     reference = _summarize("reference", references, weights)
     report.probes["derived reference"] = {**reference, "description": "the models' best reply per task, rescored"}
     base = reference["mean"] or 0.0
-    report.add("derived reference", "pass" if base > 0 else "warn",
+    report.add("probe derived reference", "pass" if base > 0 else "warn",
                f"{reference['scored']} best replies of the models rescored in-process: mean {base:.3f}",
                references=reference["scored"])
     limit = config.probes.exploit_max
