@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from autoenv.endpoint.policies import Policies
+from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint, Faults
 from autoenv.events import emit
 from autoenv.gates.answer_oracle import inferred_format
@@ -57,6 +57,7 @@ async def run(job: Job) -> None:
         faults = Faults(latency=job.embedded_latency)
         endpoint = await Endpoint(Policies(OracleBook(tasks, inferred_format(job.audit_dir)), seed=job.seed), faults).start()
         os.environ[LOCAL_KEY_VAR] = "local"
+        os.environ[GRADER_URL_VAR] = endpoint.base_url
     os.environ.setdefault(NO_KEY_VAR, "none")
 
     contexts = {}

@@ -25,7 +25,7 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
-from autoenv.endpoint.policies import Policies
+from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
 from autoenv.gates import dataset
@@ -352,6 +352,22 @@ async def audit(job: Job) -> None:
     mode = "rollouts" if has_tools or custom_env else "in-process"
     result.update(mode=mode, has_tools=has_tools, custom_env=custom_env,
                   has_oracle=bool(tasks) and has_hook(tasks[0]))
+    grader = await Endpoint(Policies(OracleBook(tasks), seed=job.seed)).start() if plan.probes and tasks else None
+    if grader is not None:
+        os.environ[GRADER_URL_VAR] = grader.base_url
+    try:
+        await play_probes(vf, job, env, tasks, result, mode, has_tools)
+    finally:
+        if grader is not None:
+            await grader.stop()
+    result["time_limits"] = list(breaches()) + _hung_tools[:3]
+    (out / "audit.json").write_text(json.dumps(result, indent=1))
+    emit("finished", seconds=round(time.time() - begun, 3), done={})
+
+
+async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, has_tools: bool) -> None:
+    """The oracle (hook, else inferred from the answer field) and the exploit probes, into `result`."""
+    plan = job.audit
     answer_format = None
     if plan.probes and tasks and not result["has_oracle"] and mode == "in-process":
         answer_format, tried = await infer_oracle(vf, tasks)
@@ -360,7 +376,9 @@ async def audit(job: Job) -> None:
         size = plan.probe_sample if mode == "in-process" else plan.rollout_sample
         sample = sample_tasks(tasks, size, job.seed)
         probes = ["oracle"] + [p for p in EXPLOITS if has_tools or p not in NEEDS_TOOLS]
-        emit("probe-plan", total=len(probes) * len(sample), mode=mode)
+        wide = [p for p in probes if p in IN_PROCESS_ONLY] if mode == "in-process" else []
+        emit("probe-plan", total=(len(probes) - len(wide)) * len(sample)
+             + len(wide) * max(len(sample), STRATEGY_SAMPLE), mode=mode)
         started = time.time()
         if mode == "in-process":
             records, deterministic = await probe_in_process(vf, job, tasks, sample, probes, answer_format)
@@ -371,7 +389,4 @@ async def audit(job: Job) -> None:
         result.update(probes=records, probe_seconds=round(time.time() - started, 3),
                       probe_tasks=len(sample), probe_names=probes, oracle_source=(
                           "hook" if result["has_oracle"] else f"inferred:{answer_format}" if answer_format else None))
-    result["time_limits"] = list(breaches()) + _hung_tools[:3]
-    (out / "audit.json").write_text(json.dumps(result, indent=1))
-    emit("finished", seconds=round(time.time() - begun, 3), done={})
 
