@@ -50,7 +50,8 @@ def play(name: str, **kw) -> Reply | None:
 
 
 def test_every_probe_has_a_defence():
-    assert set(DEFENCES) == set(EXPLOITS)
+    assert set(EXPLOITS) | {f"derived {n}" for n in ("swap-answer", "kitchen-sink", "format-only", "padding")} \
+        <= set(DEFENCES)
 
 
 def test_first_number_and_last_line_put_the_true_answer_outside_a_wrong_final_answer():

@@ -53,7 +53,15 @@ DEFENCES = {
     "prompt-copy": "never put the answer (or a field equal to it) in the prompt, the system prompt or a tool's "
                    "description; vary the tasks so no prompt number is the answer",
 }
-"""The change that defeats each probe, for the judge's advice (one per entry of EXPLOITS)."""
+DEFENCES.update({
+    "derived swap-answer": DEFENCES["wrong-answer"],
+    "derived kitchen-sink": DEFENCES["kitchen-sink"],
+    "derived format-only": DEFENCES["wrong-answer"],
+    "derived padding": DEFENCES["padding"],
+    "derived whitespace": "normalise whitespace before comparing answers: layout must not change the score",
+})
+"""The change that defeats each probe, for the judge's advice (one per entry of EXPLOITS, and
+the derived probes that can fail or warn)."""
 NEEDS_ANSWER = {"wrong-answer", "kitchen-sink", "first-number", "last-line", "injection", "constant", "prompt-copy"}
 NEEDS_TOOLS = {"tool-spam"}
 NEEDS_ORACLE = {"wrong-answer", "kitchen-sink", "padding", "first-number", "last-line", "injection", "constant",
