@@ -36,8 +36,9 @@ from autoenv.traces import iter_traces, to_rollout
 SINK_SIZE = 20
 
 
-def reference_replies(directory: Path, limit: int) -> dict[str, dict]:
-    """The best-scoring finished reply per task key over the roles' stored rollouts (strong first)."""
+def reference_replies(directory: Path, limit: int, multi_turn: list | None = None) -> dict[str, dict]:
+    """The best-scoring finished reply per task key over the roles' stored rollouts (strong first);
+    rewarded multi-turn or tool rollouts, which cannot be rescored this way, are appended to `multi_turn`."""
     best: dict[str, dict] = {}
     for role in reversed(ROLES):  # strong, then target: the first of equal rewards wins
         for trace, episode in iter_traces(directory / role):
@@ -47,6 +48,8 @@ def reference_replies(directory: Path, limit: int) -> dict[str, dict]:
             if rollout.outcome != "ok" or not rollout.reward or rollout.reward <= 0:
                 continue
             if rollout.turns > 1 or any(m.get("tool_calls") for m in _assistant(trace)):
+                if multi_turn is not None:
+                    multi_turn.append(rollout.task_key)
                 continue  # only single-turn transcripts can be rescored by replacing the final reply
             reply = _final_text(trace)
             if reply is None:
@@ -121,11 +124,14 @@ async def derive(job: Job) -> None:
     started = time.time()
     source = Path(job.reference_dir) if job.reference_dir else job.out
     limit = job.audit.probe_sample if job.audit else 30
-    references = reference_replies(source, limit)
+    multi_turn: list[str] = []
+    references = reference_replies(source, limit, multi_turn)
     out = {"source": str(source), "references": len(references), "records": [], "mutations": MUTATIONS}
     if not references:
-        out["reason"] = ("no single-turn rollout of the strong or target model earned reward: there is no "
-                         "reference behaviour to mutate")
+        out["reason"] = (f"the {len(multi_turn)} rewarded rollouts are multi-turn or call tools, and derived probes "
+                         "rescore single-turn transcripts only (not built for multi-turn yet)" if multi_turn else
+                         "no rollout of the strong or target model earned reward: there is no reference "
+                         "behaviour to mutate")
     else:
         _, tasks = await load_tasks(vf, job, "derive")
         by_key = {t.key: t for t in tasks}
