@@ -3,7 +3,11 @@
 autoenv.child runs it between the install check and the rollouts. It loads the taskset
 twice (determinism), measures the dataset, imports every module of the candidate
 package (a tool server that dies at start costs minutes per rollout inside verifiers),
-and plays the probes: the oracle and the exploits of autoenv.gates.probes.
+and plays the probes: the oracle (the hook, else the answer-field oracle of
+autoenv.gates.answer_oracle) and the exploits of autoenv.gates.probes. A probe that cannot
+be played here is recorded as skipped with its reason, never scored as a pass. The
+embedded endpoint runs throughout, its address in AUTOENV_GRADER_URL, so a model-graded
+reward can reach a scripted grader.
 
 Single-turn candidates (no tools, no custom Env) are scored in-process: the reply is put
 into a trace and the task's own `score` runs on it, which costs a fraction of a
