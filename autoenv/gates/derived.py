@@ -18,12 +18,16 @@ only the final answer, the reasoning truncated, upper case, changed whitespace.
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import time
 from pathlib import Path
 
+from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
+from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
+from autoenv.gates.oracle import OracleBook
 from autoenv.gates.audit import reward_record, score_in_process, total_reward
 from autoenv.gates.probes import DERIVED_FILE, FILLER, _with_answer, wrong_answers
 from autoenv.gates.probes import DERIVED_MUTATIONS as MUTATIONS
@@ -134,35 +138,46 @@ async def derive(job: Job) -> None:
                          "behaviour to mutate")
     else:
         _, tasks = await load_tasks(vf, job, "derive")
-        by_key = {t.key: t for t in tasks}
-        pool = sorted({str(t.data.answer) for t in tasks if getattr(t.data, "answer", None) is not None})
-        replies = [r["reply"] for r in references.values()]
-        for ref in references.values():
-            task = by_key.get(ref["key"])
-            if task is None:
-                continue
-            answer = getattr(task.data, "answer", None)
-            answer = None if answer is None else str(answer)
-            rng = random.Random(f"{job.seed}:{ref['key']}")
-            others = [r for r in replies if r != ref["reply"]]
-            rng.shuffle(others)
-            trace, error = await score_in_process(vf, task, Reply(content=ref["reply"]))
-            record = reward_record(trace, "reference", task, ref["reply"], error)
-            record.update(role=ref["role"], stored_reward=ref["reward"])
-            out["records"].append(record)
-            base = None if error else total_reward(trace)
-            for name in MUTATIONS:
-                text = mutate(name, ref["reply"], answer, others, pool, rng)
-                if text is None:
-                    out["records"].append({"probe": name, "key": task.key, "idx": task.data.idx, "skipped": True,
-                                           "reason": "does not apply to this reply"})
-                    continue
-                trace, error = await score_in_process(vf, task, Reply(content=text))
-                record = reward_record(trace, name, task, text, error)
-                record["reference_reward"] = base
-                out["records"].append(record)
-                emit("probe", probe=f"derived {name}")
+        # the rollouts stage's endpoint has stopped: a model-graded reward needs its grader again
+        grader = await Endpoint(Policies(OracleBook(tasks), seed=job.seed)).start()
+        os.environ[GRADER_URL_VAR] = grader.base_url
+        try:
+            await score_mutations(vf, job, tasks, references, out)
+        finally:
+            await grader.stop()
     out["seconds"] = round(time.time() - started, 3)
     job.audit_dir.mkdir(parents=True, exist_ok=True)
     (job.audit_dir / DERIVED_FILE).write_text(json.dumps(out, indent=1))
     emit("finished", seconds=out["seconds"], done={})
+
+
+async def score_mutations(vf, job: Job, tasks: list, references: dict[str, dict], out: dict) -> None:
+    """Each reference reply rescored, then each of its mutations, into out["records"]."""
+    by_key = {t.key: t for t in tasks}
+    pool = sorted({str(t.data.answer) for t in tasks if getattr(t.data, "answer", None) is not None})
+    replies = [r["reply"] for r in references.values()]
+    for ref in references.values():
+        task = by_key.get(ref["key"])
+        if task is None:
+            continue
+        answer = getattr(task.data, "answer", None)
+        answer = None if answer is None else str(answer)
+        rng = random.Random(f"{job.seed}:{ref['key']}")
+        others = [r for r in replies if r != ref["reply"]]
+        rng.shuffle(others)
+        trace, error = await score_in_process(vf, task, Reply(content=ref["reply"]))
+        record = reward_record(trace, "reference", task, ref["reply"], error)
+        record.update(role=ref["role"], stored_reward=ref["reward"])
+        out["records"].append(record)
+        base = None if error else total_reward(trace)
+        for name in MUTATIONS:
+            text = mutate(name, ref["reply"], answer, others, pool, rng)
+            if text is None:
+                out["records"].append({"probe": name, "key": task.key, "idx": task.data.idx, "skipped": True,
+                                       "reason": "does not apply to this reply"})
+                continue
+            trace, error = await score_in_process(vf, task, Reply(content=text))
+            record = reward_record(trace, name, task, text, error)
+            record["reference_reward"] = base
+            out["records"].append(record)
+            emit("probe", probe=f"derived {name}")
