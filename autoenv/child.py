@@ -29,6 +29,7 @@ from autoenv.events import emit
 from autoenv.exports import inspect_module
 from autoenv.forwarder import relay
 from autoenv.gates.audit import audit
+from autoenv.gates.derived import derive
 from autoenv.job import Job
 from autoenv.worker import run as rollouts
 
@@ -49,8 +50,9 @@ async def inspect(job: Job) -> None:
     emit("inspected", **out)
 
 
-STAGES: dict[str, Callable[[Job], Awaitable[None]]] = {"inspect": inspect, "audit": audit, "rollouts": rollouts}
-LOGS = {"inspect": "inspect.log", "audit": "gates/audit.log", "rollouts": None}  # None: the job's log_name
+STAGES: dict[str, Callable[[Job], Awaitable[None]]] = {"inspect": inspect, "audit": audit, "rollouts": rollouts,
+                                                        "derive": derive}
+LOGS = {"inspect": "inspect.log", "audit": "gates/audit.log", "rollouts": None, "derive": "gates/derive.log"}  # None: the job's log_name
 
 
 def log_to(path: Path) -> None:

@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=text)
         p.add_argument("--config", type=Path, default=None)
         add_env_options(p)
+        if name == "probe":
+            p.add_argument("--from", dest="from_commit", default=None, metavar="COMMIT",
+                           help="also derive exploit probes from that evaluation's stored rollouts")
         p.set_defaults(func=cmd_gates, probes=name == "probe")
 
     p = sub.add_parser("feedback", help="recompute statistics and verdict for a commit from its stored traces")
@@ -198,7 +201,8 @@ def print_result(entry: Entry, root: Path | None = None) -> None:
 
 
 def cmd_gates(args) -> int:
-    report = audit_only(Path.cwd(), args.config, probes=args.probes, env=args.env, env_id=args.env_id)
+    report = audit_only(Path.cwd(), args.config, probes=args.probes, env=args.env, env_id=args.env_id,
+                        from_commit=getattr(args, "from_commit", None))
     display.result_block({"gates": "passed" if report.passed else "failed", "failed": len(report.failed),
                           "mode": report.mode, "seconds": report.seconds})
     for item in report.failed:

@@ -19,7 +19,7 @@ from autoenv import display
 from autoenv.config import CONFIG_NAME, load_config, with_env
 from autoenv.errors import AutoEnvError
 from autoenv.formats import stamp
-from autoenv.gates.rules import audit_plan, run_gates
+from autoenv.gates.rules import audit_plan, run_derived, run_gates
 from autoenv.gitrepo import Repo
 from autoenv.install import inspect_candidate, install_candidate
 from autoenv.integrity import check as check_integrity
@@ -30,7 +30,7 @@ from autoenv.ledger import read_entries
 from autoenv.ledger import verify as verify_ledger
 from autoenv.paths import spec_warnings
 from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, config_job, judge, record, verdict
-from autoenv.record import CandidateInfo, Entry, GateReport
+from autoenv.record import ROLES, CandidateInfo, Entry, GateReport
 from autoenv.report import render, write_report
 from autoenv.rollouts import Worker
 from autoenv.runbase import RulesCheck
@@ -113,31 +113,45 @@ def rejudge(cwd: Path, commit: str, backend: str | None = None, config: Path | N
 
 
 def audit_only(cwd: Path, config: Path | None = None, probes: bool = True, env: str | None = None,
-               env_id: str = "") -> GateReport:
+               env_id: str = "", from_commit: str | None = None) -> GateReport:
     """`autoenv check` / `autoenv probe`: the gates alone, on the candidate as it is on disk.
 
     No clean tree, no key and nothing recorded: the agent runs this before every commit.
-    Traces of the probe rollouts go to outputs/scratch/<time>/.
+    Traces of the probe rollouts go to outputs/scratch/<time>/. With `from_commit`, the
+    probes derived from that evaluation's stored rollouts (outputs/<commit>/) are added.
     """
     try:
-        root = Repo(cwd).root
+        repo: Repo | None = Repo(cwd)
+        root = repo.root
     except AutoEnvError:
-        root = Path(cwd).resolve()
+        repo, root = None, Path(cwd).resolve()
     cfg = load_config(config or root / CONFIG_NAME)
     if env:
         cfg = with_env(cfg, env, env_id)
     candidate = cfg.path("candidate")
     out = cfg.path("outputs") / "scratch" / f"{stamp()}-{'probe' if probes else 'check'}"
+    job = config_job(cfg, out, audit=audit_plan(cfg, probes))
+    if from_commit:
+        commit = repo.resolve(from_commit) if repo is not None else from_commit
+        reference = cfg.path("outputs") / commit
+        if not any((reference / role / "traces.jsonl").is_file() for role in ROLES):
+            raise AutoEnvError(f"no stored rollouts of commit {from_commit} ({commit[:12]})",
+                               where=str(reference), fix="evaluate that commit first (bash evaluate.sh), "
+                               "or name a commit listed in the ledger")
+        job = job.model_copy(update={"reference_dir": str(reference)})
     if cfg.candidate.install:
         with display.stage("install", f"{cfg.candidate.taskset} into the venv"):
             install_candidate(candidate)
-    with Worker(config_job(cfg, out, audit=audit_plan(cfg, probes))) as worker:
+    with Worker(job) as worker:
         with display.stage("import", "the candidate in the child process"):
             inspect_candidate(candidate, worker)
         gates_dir = out / "gates"
         shown = str(gates_dir.relative_to(cfg.root)) if gates_dir.is_relative_to(cfg.root) else str(gates_dir)
         with display.stage("check + probe" if probes else "check", shown):
             report = run_gates(cfg, worker)
+        if from_commit:
+            with display.stage("derived probes", f"the best replies stored in {job.reference_dir}, mutated"):
+                report = run_derived(cfg, worker, report)
     tables = display.gates_tables(report)
     for table in tables if probes else tables[:1]:
         display.console.print(table)

@@ -8,6 +8,7 @@ user's own checkout is never touched.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -19,10 +20,27 @@ from autoenv.lifecycle import new_run
 from autoenv.paths import EXAMPLES, PROJECT, examples
 
 
+ORACLE_METHOD = re.compile(r"(?m)^(    )def oracle\(self.*?(?=^\1?\S|\Z)", re.S)
+
+
+def remove_oracle_hooks(candidate: Path) -> int:
+    """Delete every task's `oracle` method from the candidate's Python files (an environment
+    someone wrote without one); the number of hooks removed."""
+    removed = 0
+    for path in sorted(Path(candidate).rglob("*.py")):
+        text = path.read_text()
+        new, count = ORACLE_METHOD.subn("", text)
+        if count:
+            path.write_text(new)
+            removed += count
+    return removed
+
+
 def make_run_repo(example: str, directory: Path | None = None, config_text: str | None = None,
-                  run_base: bool = True) -> Path:
+                  run_base: bool = True, oracle: bool = True) -> Path:
     """A fresh git repository on branch autoenv/demo-<example> holding the example as candidate/;
-    with `run_base`, the branch is made by `autoenv new` from a `main` holding the same files."""
+    with `run_base`, the branch is made by `autoenv new` from a `main` holding the same files;
+    without `oracle`, the candidate's oracle hooks are removed first."""
     source = EXAMPLES / example
     if not (source / "pyproject.toml").is_file():
         raise AutoEnvError(
@@ -36,6 +54,9 @@ def make_run_repo(example: str, directory: Path | None = None, config_text: str 
     root.mkdir(parents=True, exist_ok=True)
     shutil.copytree(source, root / "candidate", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "spec.md"))
     shutil.copy(source / "spec.md", root / "spec.md")
+    if not oracle and not remove_oracle_hooks(root / "candidate"):
+        raise AutoEnvError(f"example {example!r} has no oracle hook to remove", where=str(source),
+                           fix="remove oracle hooks only from examples that have one")
     (root / "config.toml").write_text(config_text or (PROJECT / "config.toml").read_text())
     shutil.copy(PROJECT / ".gitignore", root / ".gitignore")
     repo = git.Repo.init(root, initial_branch="main" if run_base else f"autoenv/demo-{example}")

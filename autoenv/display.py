@@ -159,6 +159,6 @@ def gates_tables(report: GateReport) -> list[Table]:
         if best and status.get(name) == "fail":
             detail += f" | idx {best.idx}: {best.reply[:60]!r}"
         st = status.get(name, "skip")
-        probes.add_row(name, Text(st, style=STATUS_STYLE[st]), number(s.mean), number(s.of_oracle),
+        probes.add_row(name, Text("n/a" if st == "skip" else st, style=STATUS_STYLE[st]), number(s.mean), number(s.of_oracle),
                        f"{s.scored}/{s.tasks}", detail)
     return [checks, probes]

@@ -37,7 +37,7 @@ from autoenv.driver.gate import agent_usd, refuse_when_spent
 from autoenv.errors import AutoEnvError, ProviderUnavailable
 from autoenv.formats import iso_now, stamp
 from autoenv.forwarder import forwarding
-from autoenv.gates.rules import audit_plan, run_gates
+from autoenv.gates.rules import audit_plan, run_derived, run_gates
 from autoenv.gitrepo import Head, Repo
 from autoenv.install import inspect_candidate, install_candidate
 from autoenv.job import AuditPlan, CallLimits, Job, RolloutPlan, SamplingSpec, Seat
@@ -201,6 +201,9 @@ def run_stages(ctx: Context) -> Outcome:
                     where=str(ctx.out / "smoke" / "traces.jsonl"),
                     fix="an env_error is the candidate's: read the smoke trace's error and fix the candidate",
                 )
+            stage_name = "derived probes"
+            with timed(ctx, "derived"), display.stage("derived probes", "the models' best replies, mutated; no model"):
+                ctx.gates = derived_gates(ctx, worker)
         except AutoEnvError as error:
             return Outcome(error=error, failed_stage=stage_name)
     if result.loaded_tasks:
@@ -455,6 +458,16 @@ def gates(ctx: Context, worker: Worker) -> GateReport:
         display.note(f"the task declares rewards in [{declared[0]:g}, {declared[1]:g}]: statistics normalise to [0, 1]")
     for table in display.gates_tables(report):
         display.console.print(table)
+    return report
+
+
+def derived_gates(ctx: Context, worker: Worker) -> GateReport:
+    """Exploit probes derived from the rollouts just stored (autoenv.gates.derived); a failure discards."""
+    before = set(ctx.gates.failed)
+    report = run_derived(ctx.config, worker, ctx.gates)
+    new = [f for f in report.failed if f not in before]
+    if new:
+        display.warn(f"{len(new)} derived probe(s) failed: " + "; ".join(new))
     return report
 
 

@@ -200,6 +200,24 @@ class ProbeSummary(Part):
     of_oracle: float | None = Field(None, description="mean / the oracle's mean.")
 
 
+class Harvest(Part):
+    """A reward component an exploit probe earned above its share, with the evidence."""
+
+    component: str = Field(description="The `@vf.reward` component.")
+    probe: str = Field(description="The probe that harvested it (`derived <name>` for probes derived from rollouts).")
+    score: float = Field(description="The component's mean score on the probe's replies.")
+    idx: int | None = Field(None, description="The task of the best-scoring reply.")
+    reply: str = Field("", description="That reply, cut to 200 characters.")
+
+
+class ExploitMatrix(Part):
+    """For each reward component, the mean score each probe harvested from it."""
+
+    weights: dict[str, float] = Field(default_factory=dict, description="Each component's weight.")
+    scores: dict[str, dict[str, float]] = Field(default_factory=dict, description="probe -> component -> mean score.")
+    harvests: list[Harvest] = Field(default_factory=list, description="Components harvested above their share.")
+
+
 class GateReport(Part):
     """The model-free gates: checks of the package and dataset, then the probes."""
 
@@ -207,6 +225,7 @@ class GateReport(Part):
     probes: dict[str, ProbeSummary] = Field(default_factory=dict, description="What each scripted policy earned.")
     mode: Literal["in-process", "rollouts"] | None = Field(None, description="How the probes were scored.")
     seconds: float | None = Field(None, description="Wall time of the gates.")
+    matrix: ExploitMatrix | None = Field(None, description="The exploit matrix per reward component (autoenv.gates.matrix).")
 
     @model_validator(mode="before")
     @classmethod

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from autoenv.config import Bands
 from autoenv.formats import mean_ci, number
+from autoenv.gates.matrix import markdown as matrix_markdown
 from autoenv.ledger import atomic_write
 from autoenv.record import Entry
 
@@ -97,6 +98,8 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
                 lines.append(f"- {name}: best task idx {b.idx} scored {b.reward:.2f} with reply "
                              f"`{b.reply[:120].replace(chr(10), ' ')}`")
         lines.append("")
+        if gates.matrix is not None:
+            lines += ["## Exploit matrix (mean score per reward component and probe)", "", *matrix_markdown(gates.matrix), ""]
     for section in extra_sections or []:
         lines += [section.rstrip(), ""]
     if entry.outputs or plot:

@@ -18,9 +18,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from autoenv.endpoint.policies import Policies
+from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint, Faults
 from autoenv.events import emit
+from autoenv.gates.answer_oracle import inferred_format
 from autoenv.gates.oracle import OracleBook
 from autoenv.inprocess import HARNESS_ID, client_retries
 from autoenv.inprocess import seat as retry_seat
@@ -54,8 +55,9 @@ async def run(job: Job) -> None:
     endpoint = None
     if any(seat.embedded for seat in plan.roles.values()):
         faults = Faults(latency=job.embedded_latency)
-        endpoint = await Endpoint(Policies(OracleBook(tasks), seed=job.seed), faults).start()
+        endpoint = await Endpoint(Policies(OracleBook(tasks, inferred_format(job.audit_dir)), seed=job.seed), faults).start()
         os.environ[LOCAL_KEY_VAR] = "local"
+        os.environ[GRADER_URL_VAR] = endpoint.base_url
     os.environ.setdefault(NO_KEY_VAR, "none")
 
     contexts = {}

@@ -213,7 +213,7 @@ def probe(name: str, oracle: str | Reply | None = "<answer>42</answer>", answer:
 
 def test_every_exploit_has_a_description():
     assert set(EXPLOITS) == {"empty", "refusal", "echo", "wrong-answer", "kitchen-sink", "padding", "garbage",
-                             "tool-spam"}
+                             "tool-spam", "first-number", "last-line", "injection", "constant", "prompt-copy"}
     assert all(isinstance(v, str) and v for v in EXPLOITS.values())
 
 

@@ -527,7 +527,7 @@ def test_gate_report():
     assert out["passed"] is False and out["failed"] == ["d: broken", "e: also broken"]
     assert [f["name"] for f in out["findings"]] == ["a", "b", "c", "d", "e"]
     assert out["findings"][3] == {"name": "d", "status": "fail", "message": "broken", "data": {"extra": [1, 2]}}
-    assert set(out) == {"passed", "failed", "mode", "seconds", "findings", "probes"}
+    assert set(out) == {"passed", "failed", "mode", "seconds", "findings", "probes", "matrix"}
 
 
 def test_full_report_is_json():
@@ -571,6 +571,9 @@ def edit_taskset(root: Path, edit) -> None:
     ("hack-format", "probe wrong-answer"),
     ("hack-length", "probe padding"),
     ("hack-repeats", "exact duplicates"),
+    ("hack-leak", "probe prompt-copy"),
+    ("hack-lastline", "probe last-line"),
+    ("hack-injection", "probe injection"),
 ])
 def test_probe_catches_each_planted_hack(run_repo, hack, finding):
     root = run_repo(hack)
@@ -584,6 +587,8 @@ def test_probe_catches_each_planted_hack(run_repo, hack, finding):
         assert any("harvested thorough" in line for line in failed), failed
     if hack == "hack-repeats":
         assert not any(line.startswith("FAILED probe") for line in failed), failed  # only the dataset is wrong
+    if hack in ("hack-leak", "hack-lastline", "hack-injection"):  # each new hack: exactly the probe meant for it
+        assert [line.split(":")[0] for line in failed] == [f"FAILED {finding}"], failed
     (out,) = scratch_outputs(root)
     gates = json.loads((out / "gates.json").read_text())
     assert gates["passed"] is False and any(f.startswith(finding) for f in gates["failed"])
@@ -602,6 +607,10 @@ def test_clean_example_passes_probe_and_check(run_repo):
     a = json.loads((out / "audit.json").read_text())
     assert a["has_oracle"] is True and a["dataset"]["size"] == 1000
     assert a["probe_names"] == ["oracle", *[p for p in EXPLOITS if p not in NEEDS_TOOLS]]
+    gates = json.loads((out / "gates.json").read_text())
+    tested = [f for f in gates["findings"] if f["name"] == "probes tested"]
+    assert tested[0]["status"] == "pass" and tested[0]["data"]["untested"] == {}
+    assert gates["matrix"]["harvests"] == [] and set(gates["matrix"]["scores"]) == set(a["probe_names"])
     check = autoenv("check", cwd=root)
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
     assert GATES_PASSED.search(check.stdout)
@@ -611,24 +620,49 @@ def test_clean_example_passes_probe_and_check(run_repo):
 
 
 @pytest.mark.e2e
-def test_candidate_without_oracle_still_runs_every_exploit_probe(run_repo):
+def test_candidate_without_oracle_gets_the_answer_field_oracle_and_every_probe(run_repo):
     root = run_repo("arithmetic")
     edit_taskset(root, lambda t: re.sub(r"    def oracle\(self.*?\n\n\n", "\n\n", t, flags=re.S))
     commit_all(root, "no oracle hook")
     result = autoenv("probe", cwd=root)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert GATES_PASSED.search(result.stdout)
-    assert re.search(r"│ oracle\s+│ warn\s+│ the task has no oracle hook: solvability is unproven", result.stdout)
     (out,) = scratch_outputs(root)
     a = json.loads((out / "audit.json").read_text())
-    assert a["has_oracle"] is False
-    assert a["probe_names"] == [p for p in EXPLOITS if p not in NEEDS_TOOLS]
-    played = {r["probe"] for r in a["probes"]}
-    assert played == set(a["probe_names"])
+    assert a["has_oracle"] is False and a["oracle_source"] == "inferred:answer-tag"
+    assert a["oracle_formats_tried"]["answer-tag"] == 1.0 and a["oracle_formats_tried"]["bare"] == 0.0
+    assert a["probe_names"] == ["oracle", *[p for p in EXPLOITS if p not in NEEDS_TOOLS]]
     gates = json.loads((out / "gates.json").read_text())
     oracle = [f for f in gates["findings"] if f["name"] == "oracle"]
-    assert oracle and oracle[0]["status"] == "warn" and "unproven" in oracle[0]["message"]
-    assert gates["probes"]["empty"]["scored"] == a["probe_tasks"]  # played and scored, not skipped
+    assert oracle[0]["status"] == "pass" and "inferred from the tasks' `answer` field" in oracle[0]["message"]
+    for name in ("wrong-answer", "kitchen-sink", "padding", "injection"):
+        assert gates["probes"][name]["scored"] == a["probe_tasks"], name  # played and scored, not skipped
+    assert [f["status"] for f in gates["findings"] if f["name"] == "probes tested"] == ["pass"]
+
+
+@pytest.mark.e2e
+def test_tool_candidate_without_oracle_shows_what_was_not_tested(run_repo):
+    root = run_repo("shopping")
+    edit_taskset(root, lambda t: re.sub(r"    def oracle\(self.*?\n\n\n", "\n\n", t, flags=re.S))
+    commit_all(root, "no oracle hook")
+    result = autoenv("probe", cwd=root)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (out,) = scratch_outputs(root)
+    gates = json.loads((out / "gates.json").read_text())
+    by_name = {f["name"]: f for f in gates["findings"]}
+    assert by_name["oracle"]["status"] == "warn" and "not tested" in by_name["oracle"]["message"]
+    for name in ("wrong-answer", "kitchen-sink", "padding", "first-number", "constant", "prompt-copy"):
+        finding = by_name[f"probe {name}"]
+        assert finding["status"] == "skip" and finding["message"].startswith("n/a, not tested"), finding
+        assert gates["probes"][name]["mean"] is None and gates["probes"][name]["scored"] == 0
+    assert "oracle hook" in by_name["probe padding"]["message"]
+    assert "in-process" in by_name["probe prompt-copy"]["message"]
+    for name in ("empty", "echo", "tool-spam"):
+        assert by_name[f"probe {name}"]["status"] == "pass"
+    tested = by_name["probes tested"]
+    assert tested["status"] == "warn" and tested["message"].startswith("5 of 13 exploit probes tested")
+    assert "deterministic scoring" not in by_name  # nothing was rescored: no row claiming it was
+    assert re.search(r"│ padding\s+│ n/a\s+│", result.stdout)
 
 
 # `correct` breaks on answers ending in 0 or 5 (several of the 30 sampled tasks; none of them

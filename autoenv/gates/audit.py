@@ -3,7 +3,11 @@
 autoenv.child runs it between the install check and the rollouts. It loads the taskset
 twice (determinism), measures the dataset, imports every module of the candidate
 package (a tool server that dies at start costs minutes per rollout inside verifiers),
-and plays the probes: the oracle and the exploits of autoenv.gates.probes.
+and plays the probes: the oracle (the hook, else the answer-field oracle of
+autoenv.gates.answer_oracle) and the exploits of autoenv.gates.probes. A probe that cannot
+be played here is recorded as skipped with its reason, never scored as a pass. The
+embedded endpoint runs throughout, its address in AUTOENV_GRADER_URL, so a model-graded
+reward can reach a scripted grader.
 
 Single-turn candidates (no tools, no custom Env) are scored in-process: the reply is put
 into a trace and the task's own `score` runs on it, which costs a fraction of a
@@ -24,15 +28,17 @@ import os
 import pkgutil
 import time
 import traceback
+from collections import Counter
 from pathlib import Path
 
-from autoenv.endpoint.policies import Policies
+from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
 from autoenv.gates import dataset
+from autoenv.gates.answer_oracle import format_reply, infer_format
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
-from autoenv.gates.probes import EXPLOITS, NEEDS_ORACLE, NEEDS_TOOLS, probe_reply
+from autoenv.gates.probes import EXPLOITS, IN_PROCESS_ONLY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS, probe_replies
 from autoenv.job import Job
 from autoenv.messages import Reply
 from autoenv.scripts import script_kind
@@ -42,6 +48,9 @@ from autoenv.traces import to_rollout
 from autoenv.worker import LOCAL_KEY_VAR, sample_tasks
 
 REPLY_PREVIEW = 400
+STRATEGY_SAMPLE = 100
+"""Tasks a many-strategy probe (prompt-copy) is scored on: its best of ~24 strategies needs more
+than the usual sample, or one lucky strategy on 30 tasks looks like a leak."""
 
 
 def fingerprint(tasks: list) -> list[str]:
@@ -166,13 +175,40 @@ def _nan(x) -> bool:
     return isinstance(x, float) and math.isnan(x)
 
 
-async def probe_in_process(vf, job: Job, tasks_all, sample, probes) -> tuple[list[dict], bool]:
-    answers = sorted({str(t.data.answer) for t in tasks_all if getattr(t.data, "answer", None) is not None})
-    records, deterministic = [], True
+def total_reward(trace) -> float | None:
+    values = [(v.score, v.weight) for v in (trace.rewards or {}).values() if v is not None]
+    if not values or any(not isinstance(score, (int, float)) or _nan(score) for score, _ in values):
+        return None
+    return sum(score * weight for score, weight in values)
+
+
+async def infer_oracle(vf, tasks: list) -> tuple[str | None, dict[str, float]]:
+    """The answer-field oracle's format for a single-turn candidate without a hook."""
+    async def score(task, text: str) -> float | None:
+        trace, error = await score_in_process(vf, task, Reply(content=text))
+        return None if error else total_reward(trace)
+    return await infer_format(tasks, score)
+
+
+NO_ORACLE = "needs the oracle's reply, and the candidate has no oracle hook and no inferable answer-field oracle"
+
+
+def skipped(probe: str, task, reason: str | None, error: str | None = None) -> dict:
+    return {"probe": probe, "key": task.key, "idx": task.data.idx, "skipped": True, "reason": reason, "error": error}
+
+
+async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_format: str | None = None
+                           ) -> tuple[list[dict], bool | None]:
+    counts = Counter(str(t.data.answer) for t in tasks_all if getattr(t.data, "answer", None) is not None)
+    answers, constant = sorted(counts), (counts.most_common(1)[0][0] if counts else None)
+    records, deterministic, checked = [], True, False
+    strategies: dict[str, list[tuple]] = {p: [] for p in probes if p in IN_PROCESS_ONLY}
+    wide = sample_tasks(tasks_all, max(len(sample), STRATEGY_SAMPLE), job.seed)
     for probe in probes:
-        for task in sample:
+        for task in wide if probe in strategies else sample:
             messages = task_messages(task)
             oracle, oracle_error = None, None
+            answer = getattr(task.data, "answer", None)
             if callable(getattr(task, HOOK, None)):
                 try:
                     oracle = Reply.coerce(oracle_reply(job, task, messages))
@@ -180,27 +216,60 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes) -> tuple[lis
                     oracle_error = str(e)
                 except Exception as e:
                     oracle_error = f"the oracle hook raised {type(e).__name__}: {e}"
+            elif answer_format and answer not in (None, ""):
+                oracle = Reply(content=format_reply(answer, answer_format))
             if probe == "oracle":
-                reply = oracle
+                replies = {} if oracle is None else {"oracle": oracle}
             else:
-                answer = getattr(task.data, "answer", None)
-                reply = probe_reply(probe, oracle=oracle, answer=None if answer is None else str(answer),
-                                    answers=answers, messages=messages, tools=[], key=task.key, seed=job.seed)
-            if reply is None:
-                records.append({"probe": probe, "key": task.key, "idx": task.data.idx, "skipped": True,
-                                "error": oracle_error if probe == "oracle" else None})
+                replies = probe_replies(probe, oracle=oracle, answer=None if answer is None else str(answer),
+                                        answers=answers, messages=messages, tools=[], key=task.key, seed=job.seed,
+                                        constant=constant)
+            if not replies:
+                reason = (NO_ORACLE if oracle is None and probe in NEEDS_ORACLE | {"oracle"} and not oracle_error
+                          else "the task has no `answer` in the oracle's reply" if probe in NEEDS_ANSWER else None)
+                records.append(skipped(probe, task, reason, oracle_error if probe == "oracle" else None))
                 emit("probe", probe=probe)
                 continue
-            trace, error = await score_in_process(vf, task, reply)
-            if probe == "oracle" and error is None:
-                again, _ = await score_in_process(vf, task, reply)
-                deterministic &= same_rewards(trace.rewards, again.rewards)
-            records.append(reward_record(trace, probe, task, reply.content, error))
+            tried: dict[str, tuple[float, dict]] = {}
+            for strategy, reply in replies.items():
+                trace, error = await score_in_process(vf, task, reply)
+                if probe == "oracle" and error is None:
+                    again, _ = await score_in_process(vf, task, reply)
+                    deterministic &= same_rewards(trace.rewards, again.rewards)
+                    checked = True
+                record = reward_record(trace, probe, task, reply.content, error)
+                tried[strategy] = (-1.0 if error else (total_reward(trace) or 0.0), record)
+            if probe in strategies:
+                strategies[probe].append((task, tried))
+            else:
+                records.append(next(iter(tried.values()))[1])
             emit("probe", probe=probe)
-    return records, deterministic
+    for probe, per_task in strategies.items():
+        records += await best_strategy(vf, probe, per_task)
+    return records, (deterministic if checked else None)
 
 
-async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[list[dict], bool]:
+async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
+    """The records of the one strategy (e.g. `number -1`) that earns most over all tasks;
+    a task the strategy finds nothing to copy from gets an empty reply."""
+    names = {name for _, tried in per_task for name in tried}
+    def mean(name: str) -> float:
+        return sum(max(tried[name][0], 0.0) if name in tried else 0.0 for _, tried in per_task) / len(per_task)
+    best = max(sorted(names), key=mean)
+    records = []
+    for task, tried in per_task:
+        if best in tried:
+            record = tried[best][1]
+        else:
+            trace, error = await score_in_process(vf, task, Reply(content=""))
+            record = reward_record(trace, probe, task, "", error)
+        record["strategy"] = best
+        record["strategies"] = len(names)
+        records.append(record)
+    return records
+
+
+async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[list[dict], bool | None]:
     from verifiers.v1.utils.trace_store import append_episode  # deferred: verifiers only inside the child
 
     out = job.audit_dir
@@ -244,12 +313,21 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
                             "error": "; ".join(e.message for e in episode.errors) or "no trace", "outcome": "env_error"})
         emit("probe", probe=probe)
 
+    played = []
+    for probe in probes:
+        reason = ("scores many replies per task: played only where replies are scored in-process"
+                  if probe in IN_PROCESS_ONLY else NO_ORACLE if probe in NEEDS_ORACLE | {"oracle"} and not has_hook(sample[0])
+                  else None)
+        if reason:
+            records.extend(skipped(probe, task, reason) for task in sample)
+        else:
+            played.append(probe)
     try:
         async with env.serving():
-            await asyncio.gather(*(play(probe, task) for probe in probes for task in sample))
+            await asyncio.gather(*(play(probe, task) for probe in played for task in sample))
     finally:
         await endpoint.stop()
-    return records, all(rescored)
+    return records, (all(rescored) if rescored else None)
 
 
 _hung_tools: list[str] = []
@@ -326,29 +404,43 @@ async def audit(job: Job) -> None:
     result["seats"] = seat_names(vf, job.taskset_id, job.env_id)
     result.update(mode=mode, has_tools=has_tools, custom_env=custom_env, runtime_rewards=runtime_signals,
                   has_oracle=bool(tasks) and has_hook(tasks[0]))
-    if plan.probes and tasks:
-        size = plan.probe_sample if mode == "in-process" else plan.rollout_sample
-        sample = sample_tasks(tasks, size, job.seed)
-        probes = (["oracle"] if result["has_oracle"] else []) + [
-            p for p in EXPLOITS if (has_tools or p not in NEEDS_TOOLS)
-            and (result["has_oracle"] or mode == "in-process" or p not in NEEDS_ORACLE)]
-        # without an oracle hook, the probes built from the oracle's reply have nothing to build from:
-        # recorded as not applicable rather than played (the endpoint would answer 404 for every one)
-        if defines_gold(vf, sample[0]):
-            result["gold"] = await gold_check(vf, job, env, result["seats"][0], sample)
-        emit("probe-plan", total=len(probes) * len(sample), mode=mode)
-        started = time.time()
-        if mode == "in-process":
-            records, deterministic = await probe_in_process(vf, job, tasks, sample, probes)
-        else:
-            records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes)
-        if mode != "in-process" and not result["has_oracle"]:
-            records += [{"probe": p, "key": t.key, "idx": t.data.idx, "skipped": True, "error": None,
-                         "why": "needs the oracle's reply (no oracle hook)"}
-                        for p in EXPLOITS if p in NEEDS_ORACLE and (has_tools or p not in NEEDS_TOOLS) for t in sample]
-        result.update(probes=records, deterministic_scoring=deterministic, probe_seconds=round(time.time() - started, 3),
-                      probe_tasks=len(sample), probe_names=probes)
+    grader = await Endpoint(Policies(OracleBook(tasks), seed=job.seed)).start() if plan.probes and tasks else None
+    if grader is not None:
+        os.environ[GRADER_URL_VAR] = grader.base_url
+    try:
+        await play_probes(vf, job, env, tasks, result, mode, has_tools)
+    finally:
+        if grader is not None:
+            await grader.stop()
     result["time_limits"] = list(breaches()) + _hung_tools[:3]
     (out / "audit.json").write_text(json.dumps(result, indent=1))
     emit("finished", seconds=round(time.time() - begun, 3), done={})
+
+
+async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, has_tools: bool) -> None:
+    """The oracle (hook, else inferred from the answer field) and the exploit probes, into `result`."""
+    plan = job.audit
+    answer_format = None
+    if plan.probes and tasks and not result["has_oracle"] and mode == "in-process":
+        answer_format, tried = await infer_oracle(vf, tasks)
+        result.update(oracle_format=answer_format, oracle_formats_tried=tried)
+    if plan.probes and tasks:
+        size = plan.probe_sample if mode == "in-process" else plan.rollout_sample
+        sample = sample_tasks(tasks, size, job.seed)
+        if defines_gold(vf, sample[0]):
+            result["gold"] = await gold_check(vf, job, env, result["seats"][0], sample)
+        probes = ["oracle"] + [p for p in EXPLOITS if has_tools or p not in NEEDS_TOOLS]
+        wide = [p for p in probes if p in IN_PROCESS_ONLY] if mode == "in-process" else []
+        emit("probe-plan", total=(len(probes) - len(wide)) * len(sample)
+             + len(wide) * max(len(sample), STRATEGY_SAMPLE), mode=mode)
+        started = time.time()
+        if mode == "in-process":
+            records, deterministic = await probe_in_process(vf, job, tasks, sample, probes, answer_format)
+        else:
+            records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes)
+        if deterministic is not None:  # None: no reference reply was scored, nothing to compare
+            result["deterministic_scoring"] = deterministic
+        result.update(probes=records, probe_seconds=round(time.time() - started, 3),
+                      probe_tasks=len(sample), probe_names=probes, oracle_source=(
+                          "hook" if result["has_oracle"] else f"inferred:{answer_format}" if answer_format else None))
 

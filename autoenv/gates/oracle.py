@@ -14,8 +14,10 @@ user message (and the system prompt when several tasks share a prompt).
 from __future__ import annotations
 
 import inspect
+from collections import Counter
 from typing import Any, Iterable
 
+from autoenv.gates.answer_oracle import format_reply
 from autoenv.messages import Reply, message_text
 
 HOOK = "oracle"
@@ -54,16 +56,20 @@ def has_hook(task: Any) -> bool:
 class OracleBook:
     """An index of a candidate's tasks by first user message, answering `next_message`."""
 
-    def __init__(self, tasks: Iterable[Any]):
+    def __init__(self, tasks: Iterable[Any], answer_format: str | None = None):
         self._by_prompt: dict[str, list[Any]] = {}
-        answers = set()
+        counts: Counter[str] = Counter()
         for task in tasks:
             self._by_prompt.setdefault(task_prompt_text(task), []).append(task)
             answer = getattr(task.data, "answer", None)
             if answer is not None:
-                answers.add(str(answer))
-        self.answers = sorted(answers)
+                counts[str(answer)] += 1
+        self.answers = sorted(counts)
         """Every task's reference answer: the pool the wrong-answer probes draw from."""
+        self.constant = counts.most_common(1)[0][0] if counts else None
+        """The most common answer: what the constant probe replies."""
+        self.answer_format = answer_format
+        """For tasks without a hook: the answer-field oracle's format (autoenv.gates.answer_oracle)."""
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_prompt.values())
@@ -89,6 +95,9 @@ class OracleBook:
         if task is None:
             return None
         hook = getattr(task, HOOK, None)
+        answer = getattr(task.data, "answer", None)
+        if not callable(hook) and self.answer_format and answer not in (None, ""):
+            return Reply(content=format_reply(answer, self.answer_format))
         if not callable(hook):
             # nothing to play: an empty reply, which scores 0. The verdict knows from the
             # install stage (CandidateInfo.oracle_hook) and calls such evaluations inconclusive.

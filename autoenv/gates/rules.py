@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoenv.config import Config
-from autoenv.gates.probes import EXPLOITS
+from autoenv.gates import matrix
+from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS, EXPLOITS
 from autoenv.job import AuditPlan
 from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
 from autoenv.rollouts import Worker
@@ -43,13 +44,14 @@ class Gates:
     probes: dict[str, dict] = field(default_factory=dict)
     mode: str | None = None
     seconds: float | None = None
+    matrix: dict = field(default_factory=dict)
 
     def add(self, name: str, status: GateStatus, message: str, **data) -> None:
         self.findings.append(GateFinding(name=name, status=status, message=message, data=data))
 
     def report(self) -> GateReport:
         return GateReport(findings=self.findings, probes={k: ProbeSummary(**v) for k, v in self.probes.items()},
-                          mode=self.mode, seconds=self.seconds)
+                          mode=self.mode, seconds=self.seconds, matrix=matrix.freeze(self.matrix))
 
     @property
     def failed(self) -> list[str]:
@@ -240,17 +242,25 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
     summaries = {name: _summarize(name, by_probe[name], weights) for name in sorted(by_probe, key=order.index)}
     report.probes = summaries
     oracle = summaries.get("oracle")
+    if oracle and oracle["scored"] == 0 and not oracle["errors"] and not any(r.get("error") for r in by_probe["oracle"]):
+        oracle = None  # no reference reply at all (no hook, nothing inferable): not an error, unproven
     reference = oracle["mean"] if oracle and oracle["mean"] is not None else maximum
+    source = audit.get("oracle_source")
+    inferred = (f"inferred from the tasks' `answer` field in the {source.split(':', 1)[1]} format (the candidate "
+                "has no oracle hook: this proves only that the answer so formatted earns the reward); "
+                if source and source.startswith("inferred:") else "")
     gold = audit.get("gold")
     if not oracle and gold and gold["valid"] and not gold["invalid"] and not gold["errors"]:
         report.add("oracle", "pass", f"no oracle hook; verifiers' gold check (Task.validate) proves the reference "
-                   f"answer passes on {gold['valid']} sampled tasks (offline models still need a hook to play)")
+                   f"answer passes on {gold['valid']} sampled tasks (offline models still need a hook to play; the "
+                   "exploits built from the oracle's reply were not tested)", source="gold")
     elif not oracle and gold:
         report.add("oracle", "fail", "no oracle hook, and verifiers' gold check (Task.validate) failed: see gold validation",
                    cause="gold")
     elif not oracle:
-        report.add("oracle", "warn", "the task has no oracle hook: solvability is unproven offline "
-                   "(add `def oracle(self, messages)`, see program.md)")
+        report.add("oracle", "warn", "the task has no oracle hook and no answer-field oracle could be inferred: "
+                   "solvability is unproven offline and the exploits built from the oracle's reply were not "
+                   "tested (add `def oracle(self, messages)`, see program.md)", source=source)
     elif oracle["mean"] is None:
         report.add("oracle", "fail", "no oracle reply could be scored (the hook raised or the reward failed "
                    "on every sampled task): see reward errors", cause="unscored")
@@ -260,10 +270,11 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         short = [r for r in by_probe["oracle"] if r.get("reward") is not None and r["reward"] < p.oracle_min * maximum]
         share = (oracle["mean"] or 0) / maximum
         status = "pass" if share >= p.oracle_min and not short else "fail"
-        report.add("oracle", status, f"mean {oracle['mean']:.3f} of a maximum {maximum:g} ({share:.0%}, "
+        report.add("oracle", status, inferred + f"mean {oracle['mean']:.3f} of a maximum {maximum:g} ({share:.0%}, "
                    f"wanted >= {p.oracle_min:.0%})" + (f"; below on task idx {[r['idx'] for r in short][:8]}: "
                    "unsolvable or wrongly scored" if short else ""), tasks=[r["idx"] for r in short],
-                   components=_short_components(short, weights))
+                   components=_short_components(short, weights), source=source)
+    untested: dict[str, str] = {}
     for name, summary in summaries.items():
         if name == "oracle":
             continue
@@ -272,6 +283,8 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                        f"({', '.join(audit['seats'])}, payoffs summing to {constant_sum:g} in every episode) with every "
                        "seat playing this probe: a seat's reward is the other seat's failure, not a harvest. Probing one "
                        "seat needs a reference policy for the others: add an oracle hook", constant_sum=constant_sum)
+            untested[name] = (f"a constant-sum game of {len(audit['seats'])} seats: probing one seat needs a reference "
+                              "policy for the others")
             continue
         summary["of_oracle"] = None if not reference or summary["mean"] is None else round(summary["mean"] / reference, 4)
         if summary["mean"] is None:
@@ -279,8 +292,11 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                 report.add(f"probe {name}", "fail", f"every reply hit an error ({summary['errors']} of "
                            f"{summary['tasks']}): see reward errors", errors=summary["errors"])
             else:
-                why = next((r["why"] for r in by_probe[name] if r.get("why")), "without an answer in the oracle reply")
-                report.add(f"probe {name}", "skip", f"not applicable ({summary['skipped']} tasks: {why})")
+                reasons = sorted({r.get("reason") or r.get("why") or "the task has no answer in the oracle's reply"
+                                  for r in by_probe[name] if r.get("skipped")})
+                untested[name] = "; ".join(reasons)
+                report.add(f"probe {name}", "skip", f"n/a, not tested on any of {summary['tasks']} tasks: "
+                           + untested[name], reasons=reasons)
             continue
         if name == "padding":
             bad = oracle is not None and summary["mean"] > (oracle["mean"] or 0) + 1e-9
@@ -290,10 +306,26 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
             limit = f"allowed {p.exploit_max:.0%} of the oracle"
         harvested = ", ".join(f"{k}: {v}" for k, v in summary["harvested"].items())
         best = summary["best"][0] if summary["best"] else None
+        partly = f"; tested on {summary['scored']} of {summary['tasks']} tasks" if summary["scored"] < summary["tasks"] else ""
+        if name == "constant":
+            limit += f"; a constant policy would be right on {summary['mean'] / (reference or 1):.0%} of the tasks"
+        strategy = next((r.get("strategy") for r in by_probe[name] if r.get("strategy")), None)
+        if strategy:
+            limit += f"; best copying strategy: the prompt's {strategy!r}"
         report.add(f"probe {name}", "fail" if bad else "pass",
-                   f"mean {summary['mean']:.3f} ({limit})" + (f"; harvested {harvested}" if harvested and bad else "")
-                   + (f"; best task idx {best['idx']} scored {best['reward']:.2f}" if bad and best else ""),
+                   f"mean {summary['mean']:.3f} ({limit})" + partly
+                   + (f"; harvested {harvested}" if harvested and bad else "")
+                   + (f"; best task idx {best['idx']} scored {best['reward']:.2f}: {best['reply'][:80]!r}"
+                      if bad and best else ""),
                    harvested=summary["harvested"] if bad else {})
+    add_matrix(report, by_probe, weights, p.exploit_max)
+    tested = [n for n, s in summaries.items() if n != "oracle" and s["mean"] is not None]
+    exploits = [n for n in summaries if n != "oracle"]
+    report.add("probes tested", "pass" if not untested else "warn",
+               f"{len(tested)} of {len(exploits)} exploit probes tested"
+               + ("; not tested: " + "; ".join(f"{', '.join(n for n in untested if untested[n] == why)} ({why})"
+                                              for why in dict.fromkeys(untested.values())) if untested else ""),
+               tested=tested, untested=untested)
 
 
 def constant_sum_game(records: list[dict], seats: list[str]) -> float | None:
@@ -366,3 +398,83 @@ def run_gates(config: Config, worker: Worker) -> GateReport:
     gates = report.report()
     (out_dir / "gates.json").write_text(gates.model_dump_json(indent=1))
     return gates
+
+
+def add_matrix(report: Gates, by_probe: dict[str, list[dict]], weights: dict[str, float], limit: float,
+               prefix: str = "") -> None:
+    """Add the probes' columns to the exploit matrix; name the components harvested above their share."""
+    report.matrix["limit"] = limit
+    matrix.add_columns(report.matrix, by_probe, weights, prefix)
+    added = {prefix + name for name in by_probe}
+    found = [h for h in matrix.harvests(report.matrix, limit) if h.probe in added]
+    report.add(f"exploit matrix{' (derived)' if prefix else ''}", "warn" if found else "pass",
+               "; ".join(f"{h.component} harvested by {h.probe} (mean {h.score:.2f}, e.g. task idx {h.idx}: "
+                         f"{h.reply[:60]!r})" for h in found[:6]) if found else
+               f"no reward component of {len(weights)} harvested above its share by any probe",
+               harvests=[h.model_dump() for h in found])
+
+
+def judge_derived(derived: dict, config: Config, report: Gates) -> None:
+    """Gate findings from the derive stage's derived.json: the models' best replies, mutated."""
+    records = derived.get("records") or []
+    references = [r for r in records if r["probe"] == "reference" and not r.get("error")]
+    if not references:
+        report.add("derived probes", "skip", "n/a, not tested: " + (derived.get("reason") or "no reference reply"))
+        return
+    weights: dict[str, float] = {}
+    for r in records:
+        weights.update(r.get("weights") or {})
+    by_probe: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        if not r.get("skipped") and r.get("error"):
+            r["env_error"] = r["error"]
+        by_probe[r["probe"]].append(r)
+    reference = _summarize("reference", references, weights)
+    report.probes["derived reference"] = {**reference, "description": "the models' best reply per task, rescored"}
+    base = reference["mean"] or 0.0
+    report.add("probe derived reference", "pass" if base > 0 else "warn",
+               f"{reference['scored']} best replies of the models rescored in-process: mean {base:.3f}",
+               references=reference["scored"])
+    limit = config.probes.exploit_max
+    add_matrix(report, {"reference": references, **{n: by_probe.get(n, []) for n in DERIVED_MUTATIONS}}, weights,
+               limit, prefix="derived ")
+    for name in DERIVED_MUTATIONS:
+        summary = _summarize(name, by_probe.get(name, []), weights)
+        summary["description"] = DERIVED_MUTATIONS[name]
+        summary["of_oracle"] = None if not base or summary["mean"] is None else round(summary["mean"] / base, 4)
+        report.probes[f"derived {name}"] = summary
+        if summary["mean"] is None:
+            report.add(f"probe derived {name}", "skip", f"n/a, not tested: does not apply to any of the "
+                       f"{len(by_probe.get(name, []))} reference replies")
+            continue
+        best = summary["best"][0] if summary["best"] else None
+        evidence = f"; best task idx {best['idx']} scored {best['reward']:.2f}: {best['reply'][:80]!r}" if best else ""
+        if name in DERIVED_VARIANTS:
+            kept = summary["of_oracle"] or 0.0
+            status = "warn" if name == "whitespace" and kept < 0.5 else "pass"
+            report.add(f"probe derived {name}", status, f"keeps {kept:.0%} of the reference's reward "
+                       + ("(whitespace must not matter)" if status == "warn" else "(measured, not judged)"))
+            continue
+        if name == "padding":
+            bad = summary["mean"] > base + 1e-9
+            rule = "must not beat the reference"
+        else:
+            bad = summary["mean"] > limit * base + 1e-9
+            rule = f"allowed {limit:.0%} of the reference"
+        harvested = ", ".join(f"{k}: {v}" for k, v in summary["harvested"].items())
+        report.add(f"probe derived {name}", "fail" if bad else "pass", f"mean {summary['mean']:.3f} ({rule})"
+                   + (f"; harvested {harvested}{evidence}" if bad else ""), harvested=summary["harvested"] if bad else {})
+
+
+def run_derived(config: Config, worker: Worker, gates: GateReport) -> GateReport:
+    """The derive stage in the evaluation's child, judged and added to the gate report."""
+    started = time.time()
+    worker.run("derive")
+    derived = json.loads((worker.job.audit_dir / DERIVED_FILE).read_text())
+    report = Gates(findings=list(gates.findings), probes={k: v.model_dump() for k, v in gates.probes.items()},
+                   mode=gates.mode, matrix=matrix.thaw(gates.matrix, config.probes.exploit_max))
+    judge_derived(derived, config, report)
+    report.seconds = round((gates.seconds or 0) + time.time() - started, 2)
+    out = report.report()
+    (worker.job.audit_dir / "gates.json").write_text(out.model_dump_json(indent=1))
+    return out

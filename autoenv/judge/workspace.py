@@ -16,6 +16,7 @@ import json
 import shutil
 from pathlib import Path
 
+from autoenv.gates.matrix import markdown as matrix_markdown
 from autoenv.paths import SPEC
 from autoenv.record import Entry
 from autoenv.traces import TRACES_FILE, to_rollout
@@ -103,6 +104,10 @@ def build(workspace: Path, *, repo_root: Path, candidate: Path, out: Path, entry
     public = {k: record[k] for k in ("commit", "offline", "stats", "rl_readiness", "verdict", "budget")}
     (workspace / "stats.json").write_text(json.dumps(public, indent=1))
     (workspace / "gates.json").write_text(json.dumps(record["gates"] or {}, indent=1))
+    if entry.gates is not None and entry.gates.matrix is not None:
+        (workspace / "exploit_matrix.md").write_text(
+            "# Exploit matrix: what each probe harvested from each reward component\n\n"
+            + "\n".join(matrix_markdown(entry.gates.matrix)) + "\n")
     (workspace / "CLAIM.md").write_text(
         "# The coding agent's description of this change (an unverified claim)\n\n"
         "Check it against the code and the rollouts; do not take it as fact.\n\n"
@@ -133,6 +138,7 @@ def build(workspace: Path, *, repo_root: Path, candidate: Path, out: Path, entry
         "- `candidate/` — the environment's source (taskset, rewards, tools)\n"
         "- `stats.json` — statistics and the harness's verdict\n"
         "- `gates.json` — model-free checks and probe results\n"
+        "- `exploit_matrix.md` — per reward component, what each probe harvested (when probes ran)\n"
         "- `rollouts/` — sampled transcripts (low, middle, high reward, errors); cite them by file stem\n"
         "- `CLAIM.md` — the agent's own description of the change (unverified)\n"
         "- `previous_feedback.md` — the last iteration's feedback, when there is one\n")

@@ -1,0 +1,51 @@
+"""The answer-field oracle: a reference reply inferred from the tasks' `answer` when the candidate has no hook.
+
+Most environments someone already wrote carry the reference answer in each task's data but
+no oracle hook. Without a reference reply the probes built from it (wrong-answer,
+kitchen-sink, padding, ...) cannot be played, and solvability stays unproven. So the audit
+tries the answer in the common final-answer formats on a few tasks, scored by the task's
+own rewards, and keeps the format the rewards accept best. The gates report the oracle as
+inferred: it proves only that the answer field, so formatted, earns the reward.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+FORMATS = {
+    "answer-tag": "<answer>{}</answer>",
+    "boxed": "\\boxed{{{}}}",
+    "answer-line": "Answer: {}",
+    "bare": "{}",
+}
+"""Final-answer formats, tried in this order (the first of equally good formats wins)."""
+TRIAL_TASKS = 5
+
+
+def format_reply(answer: object, form: str) -> str:
+    return FORMATS[form].format(answer)
+
+
+async def infer_format(tasks: list, score) -> tuple[str | None, dict[str, float]]:
+    """The format whose replies earn the most reward on up to TRIAL_TASKS tasks with an answer.
+
+    `score(task, text)` is an awaitable giving the reply's total reward (None on an error).
+    Returns (format or None when no format earns anything, {format: mean reward}).
+    """
+    trial = [t for t in tasks if getattr(t.data, "answer", None) not in (None, "")][:TRIAL_TASKS]
+    means: dict[str, float] = {}
+    for form in FORMATS:
+        values = [await score(task, format_reply(task.data.answer, form)) for task in trial]
+        scored = [v for v in values if v is not None]
+        means[form] = round(sum(scored) / len(scored), 4) if scored else 0.0
+    best = max(FORMATS, key=lambda f: means.get(f, 0.0)) if means else None
+    return (best if best is not None and means[best] > 0 else None), means
+
+
+def inferred_format(audit_dir: Path) -> str | None:
+    """The format the audit inferred for this candidate (audit.json's `oracle_format`), if any."""
+    try:
+        return json.loads((Path(audit_dir) / "audit.json").read_text()).get("oracle_format")
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,183 @@
+"""Probes derived from real rollouts: the models' best replies, mutated, scored by the task's own rewards.
+
+Most environments have no oracle hook, so the probes built from the oracle's reply cannot
+be played before the models run. After the rollouts they can: the best-scoring reply of
+the strong model (else the target) on each task is reference behaviour, and mutating it
+gives exploit probes for any environment whose tasks can be scored from a transcript,
+with no hook. The `derive` stage runs in the evaluation's child process after the
+rollouts (and in `autoenv probe --from COMMIT` on a finished evaluation's outputs); it
+writes gates/derived.json. autoenv.gates.rules.judge_derived (harness side) turns it into gate findings:
+a failed exploit discards the evaluation like any other gate.
+
+Exploits (must not earn): another task's answer swapped in, the reply hidden among other
+tasks' replies, the format with the answer emptied, and padding (must not beat the
+reference). Variants (measured, not judged, except that whitespace must not matter):
+only the final answer, the reasoning truncated, upper case, changed whitespace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import time
+from pathlib import Path
+
+from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
+from autoenv.endpoint.server import Endpoint
+from autoenv.events import emit
+from autoenv.gates.oracle import OracleBook
+from autoenv.gates.audit import reward_record, score_in_process, total_reward
+from autoenv.gates.probes import DERIVED_FILE, FILLER, _with_answer, wrong_answers
+from autoenv.gates.probes import DERIVED_MUTATIONS as MUTATIONS
+from autoenv.job import Job
+from autoenv.messages import Reply
+from autoenv.record import ROLES
+from autoenv.tasks import load_tasks
+from autoenv.traces import iter_traces, to_rollout
+
+SINK_SIZE = 20
+
+
+def reference_replies(directory: Path, limit: int, multi_turn: list | None = None) -> dict[str, dict]:
+    """The best-scoring finished reply per task key over the roles' stored rollouts (strong first);
+    rewarded multi-turn or tool rollouts, which cannot be rescored this way, are appended to `multi_turn`."""
+    best: dict[str, dict] = {}
+    for role in reversed(ROLES):  # strong, then target: the first of equal rewards wins
+        for trace, episode in iter_traces(directory / role):
+            if trace is None:
+                continue
+            rollout = to_rollout(trace, episode)
+            if rollout.outcome != "ok" or not rollout.reward or rollout.reward <= 0:
+                continue
+            if rollout.turns > 1 or any(m.get("tool_calls") for m in _assistant(trace)):
+                if multi_turn is not None:
+                    multi_turn.append(rollout.task_key)
+                continue  # only single-turn transcripts can be rescored by replacing the final reply
+            reply = _final_text(trace)
+            if reply is None:
+                continue
+            old = best.get(rollout.task_key)
+            if old is None or rollout.reward > old["reward"]:
+                best[rollout.task_key] = {"key": rollout.task_key, "idx": rollout.idx, "role": role,
+                                          "reward": rollout.reward, "reply": reply}
+    return dict(list(best.items())[:limit])
+
+
+def _assistant(trace: dict) -> list[dict]:
+    out = []
+    for node in trace.get("nodes") or []:
+        message = node.get("message") or {}
+        if message.get("role") == "assistant":
+            out.append(message)
+    return out
+
+
+def _final_text(trace: dict) -> str | None:
+    messages = _assistant(trace)
+    if not messages:
+        return None
+    content = messages[-1].get("content")
+    return content if isinstance(content, str) else None
+
+
+def mutate(name: str, reply: str, answer: str | None, others: list[str], pool: list[str],
+           rng: random.Random) -> str | None:
+    """The mutated reply, or None when the mutation does not apply to this reply."""
+    known = bool(answer) and _with_answer(reply, answer, "\x00") != ""
+    if name == "swap-answer":
+        if known:
+            return _with_answer(reply, answer, wrong_answers(answer, pool, 1, rng)[0])
+        return others[0] if others else None
+    if name == "kitchen-sink":
+        if known:
+            options = [_with_answer(reply, answer, w) for w in wrong_answers(answer, pool, SINK_SIZE, rng)]
+        else:
+            options = others[:SINK_SIZE]
+        if not options:
+            return None
+        options.insert(rng.randrange(len(options) + 1), reply)
+        return "\n".join(options)
+    if name == "format-only":
+        if known:
+            return _with_answer(reply, answer, "")
+        return re.sub(r"(<[^>]*>)|[A-Za-z0-9]+", lambda m: m.group(1) or "", reply)
+    if name == "padding":
+        return reply + "\n\n" + FILLER * 120
+    lines = [line for line in reply.splitlines() if line.strip()]
+    if name == "final-only":
+        if known:
+            return next(line for line in reversed(lines) if answer in line).strip()
+        return lines[-1].strip() if lines else None
+    if name == "truncated":
+        if len(lines) < 3:
+            return None
+        return "\n".join(lines[: (len(lines) - 1) // 2] + lines[-1:])
+    if name == "case":
+        return reply.upper() if reply.upper() != reply else None
+    if name == "whitespace":
+        return "\n\n" + re.sub(r" ", "  ", reply.replace("\n", "\n\n")) + "  \n"
+    raise ValueError(f"unknown mutation {name!r}")
+
+
+async def derive(job: Job) -> None:
+    """The child stage: score the mutations of the reference replies, write gates/derived.json."""
+    import verifiers.v1 as vf  # deferred: verifiers costs seconds and is needed only inside the child
+
+    started = time.time()
+    source = Path(job.reference_dir) if job.reference_dir else job.out
+    limit = job.audit.probe_sample if job.audit else 30
+    multi_turn: list[str] = []
+    references = reference_replies(source, limit, multi_turn)
+    out = {"source": str(source), "references": len(references), "records": [], "mutations": MUTATIONS}
+    if not references:
+        out["reason"] = (f"the {len(multi_turn)} rewarded rollouts are multi-turn or call tools, and derived probes "
+                         "rescore single-turn transcripts only (not built for multi-turn yet)" if multi_turn else
+                         "no rollout of the strong or target model earned reward: there is no reference "
+                         "behaviour to mutate")
+    else:
+        _, tasks = await load_tasks(vf, job, "derive")
+        # the rollouts stage's endpoint has stopped: a model-graded reward needs its grader again
+        grader = await Endpoint(Policies(OracleBook(tasks), seed=job.seed)).start()
+        os.environ[GRADER_URL_VAR] = grader.base_url
+        try:
+            await score_mutations(vf, job, tasks, references, out)
+        finally:
+            await grader.stop()
+    out["seconds"] = round(time.time() - started, 3)
+    job.audit_dir.mkdir(parents=True, exist_ok=True)
+    (job.audit_dir / DERIVED_FILE).write_text(json.dumps(out, indent=1))
+    emit("finished", seconds=out["seconds"], done={})
+
+
+async def score_mutations(vf, job: Job, tasks: list, references: dict[str, dict], out: dict) -> None:
+    """Each reference reply rescored, then each of its mutations, into out["records"]."""
+    by_key = {t.key: t for t in tasks}
+    pool = sorted({str(t.data.answer) for t in tasks if getattr(t.data, "answer", None) is not None})
+    replies = [r["reply"] for r in references.values()]
+    for ref in references.values():
+        task = by_key.get(ref["key"])
+        if task is None:
+            continue
+        answer = getattr(task.data, "answer", None)
+        answer = None if answer is None else str(answer)
+        rng = random.Random(f"{job.seed}:{ref['key']}")
+        others = [r for r in replies if r != ref["reply"]]
+        rng.shuffle(others)
+        trace, error = await score_in_process(vf, task, Reply(content=ref["reply"]))
+        record = reward_record(trace, "reference", task, ref["reply"], error)
+        record.update(role=ref["role"], stored_reward=ref["reward"])
+        out["records"].append(record)
+        base = None if error else total_reward(trace)
+        for name in MUTATIONS:
+            text = mutate(name, ref["reply"], answer, others, pool, rng)
+            if text is None:
+                out["records"].append({"probe": name, "key": task.key, "idx": task.data.idx, "skipped": True,
+                                       "reason": "does not apply to this reply"})
+                continue
+            trace, error = await score_in_process(vf, task, Reply(content=text))
+            record = reward_record(trace, name, task, text, error)
+            record["reference_reward"] = base
+            out["records"].append(record)
+            emit("probe", probe=f"derived {name}")

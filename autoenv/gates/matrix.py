@@ -1,0 +1,98 @@
+"""The exploit matrix: for each reward component, what each probe harvested from it.
+
+A probe's total can stay under its limit while one component gives itself away (a format
+bonus fully paid to a wrong answer, a length bonus paid to filler); summing the
+components hides that. The matrix keeps them apart: rows are the `@vf.reward` components,
+columns the probes (static and derived), cells the component's mean score on the probe's
+scored replies. A component some exploit harvests above its share (config
+`probes.exploit_max` of 1.0; padding: above the reference's own score on it) is named
+with the probe, the task and the reply. The feedback file and the judge's workspace show it.
+"""
+
+from __future__ import annotations
+
+from autoenv.record import ExploitMatrix, Harvest
+
+REFERENCES = ("oracle", "derived reference")
+NOT_EXPLOITS = {"derived final-only", "derived truncated", "derived case", "derived whitespace"}
+"""Columns shown but not judged: the reference behaviour and the measured variants."""
+
+
+def _scored(records: list[dict]) -> list[dict]:
+    return [r for r in records if not r.get("skipped") and not r.get("env_error") and r.get("outcome", "ok") == "ok"]
+
+
+def add_columns(matrix: dict, by_probe: dict[str, list[dict]], weights: dict[str, float],
+                prefix: str = "") -> None:
+    """Add each probe's per-component means (and its best reply per component) to `matrix`."""
+    matrix.setdefault("weights", {}).update(weights)
+    for probe, records in by_probe.items():
+        scored = _scored(records)
+        if not scored:
+            continue
+        column, best = {}, {}
+        for component in weights:
+            values = [(r["components"].get(component), r) for r in scored
+                      if isinstance(r["components"].get(component), (int, float))]
+            if not values:
+                continue
+            column[component] = round(sum(v for v, _ in values) / len(values), 4)
+            top = max(values, key=lambda pair: pair[0])
+            best[component] = {"idx": top[1].get("idx"), "reply": (top[1].get("reply") or "")[:200],
+                               "score": top[0]}
+        matrix.setdefault("scores", {})[prefix + probe] = column
+        matrix.setdefault("best", {})[prefix + probe] = best
+
+
+def harvests(matrix: dict, limit: float) -> list[Harvest]:
+    """Components an exploit probe earned above its share, with the evidence."""
+    scores, best = matrix.get("scores", {}), matrix.get("best", {})
+    out = []
+    for probe, column in scores.items():
+        if probe not in best or probe in REFERENCES or probe in NOT_EXPLOITS:
+            continue
+        reference = scores.get("derived reference" if probe.startswith("derived ") else "oracle", {})
+        for component, value in column.items():
+            if matrix["weights"].get(component, 1.0) <= 0:
+                continue
+            if probe.endswith("padding"):
+                over = component in reference and value > reference[component] + 1e-9
+            else:
+                over = value > limit * max(reference.get(component, 1.0), 1e-9) + 1e-9
+            if over:
+                evidence = best[probe][component]
+                out.append(Harvest(component=component, probe=probe, score=value, idx=evidence["idx"],
+                                   reply=evidence["reply"]))
+    return out
+
+
+def freeze(matrix: dict) -> ExploitMatrix | None:
+    if not matrix.get("scores"):
+        return None
+    return ExploitMatrix(weights=matrix["weights"], scores=matrix["scores"],
+                         harvests=[*matrix.get("kept", []), *harvests(matrix, matrix.get("limit", 0.1))])
+
+
+def thaw(frozen: ExploitMatrix | None, limit: float) -> dict:
+    """A frozen matrix back into the working dict, its harvests kept as found (for more columns)."""
+    if frozen is None:
+        return {"limit": limit}
+    return {"weights": dict(frozen.weights), "scores": {k: dict(v) for k, v in frozen.scores.items()},
+            "kept": list(frozen.harvests), "limit": limit}
+
+
+def markdown(m: ExploitMatrix) -> list[str]:
+    """The matrix as a markdown table (components as rows), then the harvests named."""
+    probes = list(m.scores)
+    lines = ["| component (weight) | " + " | ".join(probes) + " |", "|---|" + "---|" * len(probes)]
+    for component, weight in m.weights.items():
+        cells = [m.scores[p].get(component) for p in probes]
+        lines.append(f"| {component} ({weight:g}) | "
+                     + " | ".join("–" if c is None else f"{c:.2f}" for c in cells) + " |")
+    lines.append("")
+    if m.harvests:
+        lines += [f"- **{h.component}** harvested by `{h.probe}`: mean {h.score:.2f}; e.g. task idx {h.idx}: "
+                  f"`{h.reply[:120]!r}`" for h in m.harvests]
+    else:
+        lines.append("No component was harvested above its share by any probe.")
+    return lines
