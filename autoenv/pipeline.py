@@ -184,7 +184,7 @@ def run_stages(ctx: Context) -> Outcome:
                     display.note("skipping the model evaluation (probes.continue_on_failure = false)")
                     return Outcome()
             missing = no_reference_policy({role: getattr(ctx.config.offline, role) for role in ROLES}, ctx.candidate,
-                                          ctx.options.offline)
+                                          ctx.options.offline, oracle_inferred(ctx.gates))
             if missing:
                 display.warn(f"{missing}: no rollout is run (an oracle hook, or real models, give a reference)")
                 return Outcome(no_reference=missing)
@@ -553,7 +553,8 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
     decision = decide(stats, config.bands, kept, eval_success=success,
                       error=outcome.error.what.splitlines()[0] if outcome.error else None,
                       gates_failed=ctx.gates.failed if ctx.gates else None,
-                      no_reference=outcome.no_reference or reference_missing(stats, ctx.candidate, offline),
+                      no_reference=outcome.no_reference or reference_missing(stats, ctx.candidate, offline,
+                                                                          oracle_inferred(ctx.gates)),
                       run=ctx.head.branch,
                       confidence=config.verdict.confidence, seed=config.seed, tampered=ctx.rules.changed,
                       provider_unavailable=outcome.provider_unavailable)
@@ -654,6 +655,12 @@ def record(ctx: Context, entry: Entry) -> Entry:
         shown = report_path.relative_to(config.root) if report_path.is_relative_to(config.root) else report_path
         display.note(f"feedback: {shown}")
     return entry
+
+
+def oracle_inferred(report: GateReport | None) -> bool:
+    """The gates inferred an answer-field oracle (no hook): the scripted models replay it."""
+    oracle = next((f for f in report.findings if f.name == "oracle"), None) if report else None
+    return bool(oracle and oracle.status == "pass" and str(oracle.data.get("source") or "").startswith("inferred:"))
 
 
 def others_writes(ctx: Context) -> list[str]:

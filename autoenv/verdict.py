@@ -97,7 +97,7 @@ def baseline_of(entries: list[Entry], stats: Stats, *, branch: str | None, offli
     return last_kept(entries, lambda e: same_run(e, branch, run_base) and comparable(e, stats, offline))
 
 
-def reference_missing(stats: Stats, candidate: CandidateInfo, offline: bool) -> str | None:
+def reference_missing(stats: Stats, candidate: CandidateInfo, offline: bool, inferred: bool = False) -> str | None:
     """Why the scripted models could not play the candidate, or None when they could.
 
     Offline, the scripted models replay the candidate's oracle hook (`oracle`,
@@ -105,16 +105,18 @@ def reference_missing(stats: Stats, candidate: CandidateInfo, offline: bool) -> 
     empty reply, so both models score about 0 whatever the reward does: such numbers say
     nothing about the candidate. The install stage records whether the hook exists.
     """
-    return no_reference_policy({role: s.model for role, s in stats.items()}, candidate, offline)
+    return no_reference_policy({role: s.model for role, s in stats.items()}, candidate, offline, inferred)
 
 
-def no_reference_policy(models: dict[str, str], candidate: CandidateInfo, offline: bool) -> str | None:
+def no_reference_policy(models: dict[str, str], candidate: CandidateInfo, offline: bool,
+                        inferred: bool = False) -> str | None:
     """Why the scripted `models` (role -> policy name) cannot play the candidate, or None when they can.
 
     The pipeline asks before any rollout: an offline evaluation whose reference policy cannot
-    play ends `inconclusive` without spending rollouts on empty replies.
+    play ends `inconclusive` without spending rollouts on empty replies. `inferred`: the gates
+    inferred an answer-field oracle, which the scripted models replay instead of a hook.
     """
-    if not offline or candidate.oracle_hook is not False:
+    if not offline or candidate.oracle_hook is not False or inferred:
         return None
     players = [f"{role} {model}" for role, model in models.items() if plays_the_oracle(model)]
     if not players:

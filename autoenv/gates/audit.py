@@ -242,7 +242,10 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
             if probe in strategies:
                 strategies[probe].append((task, tried))
             else:
-                records.append(next(iter(tried.values()))[1])
+                record = next(iter(tried.values()))[1]
+                if probe == "constant":  # right by the data, not by the reward: the constant's fair share
+                    record["answer_is_constant"] = str(answer) == constant
+                records.append(record)
             emit("probe", probe=probe)
     for probe, per_task in strategies.items():
         records += await best_strategy(vf, probe, per_task)
@@ -295,6 +298,8 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
             full = " ".join(str(e.get("message", "")) for e in (wire_trace.get("errors") or []) + (wire.get("errors") or []))
             error = None if rollout.outcome == "ok" else tool_timeout(trace, task, job, full) or rollout.error
             record = reward_record(trace, probe, task, reply or "", error)
+            if probe == "constant":  # right by the data, not by the reward: the constant's fair share
+                record["answer_is_constant"] = str(getattr(task.data, "answer", None)) == endpoint.policies.oracle.constant
             record["outcome"] = rollout.outcome
             record["seat"] = getattr(trace.agent, "name", None) if trace.agent is not None else None
             record["episode"] = episode.id

@@ -301,6 +301,13 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         if name == "padding":
             bad = oracle is not None and summary["mean"] > (oracle["mean"] or 0) + 1e-9
             limit = "must not beat the oracle"
+        elif name == "constant":
+            # on tasks whose answer *is* the most common one a constant is rightly paid: its fair share
+            own = [bool(r.get("answer_is_constant")) for r in by_probe[name] if not r.get("skipped")]
+            fair = sum(own) / len(own) if own else 0.0
+            bad = summary["mean"] > max(p.exploit_max, fair) * (reference or 0) + 1e-9
+            limit = (f"allowed {p.exploit_max:.0%} of the oracle, or the {fair:.0%} of sampled tasks whose answer it is"
+                     if fair > p.exploit_max else f"allowed {p.exploit_max:.0%} of the oracle")
         else:
             bad = summary["mean"] > p.exploit_max * (reference or 0) + 1e-9
             limit = f"allowed {p.exploit_max:.0%} of the oracle"
