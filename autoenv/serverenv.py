@@ -29,7 +29,7 @@ def venvs_home() -> Path:
 
 
 def venv_dir(package: Path) -> Path:
-    digest = hashlib.sha256((package / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(venv_key(package)).hexdigest()[:16]
     return venvs_home() / digest
 
 
@@ -40,6 +40,24 @@ def server_packages(root: Path) -> list[Path]:
         if SKIP.isdisjoint(manifest.relative_to(root).parts) and (manifest.parent / "pyproject.toml").is_file():
             found.append(manifest.parent)
     return found
+
+
+def requirements(package: Path) -> list[str]:
+    """uv pip arguments: requirements.txt (+ overrides.txt) when the package has them, else its pyproject's dependencies."""
+    if (package / "requirements.txt").is_file():
+        overrides = ["--override", "overrides.txt"] if (package / "overrides.txt").is_file() else []
+        return ["-r", "requirements.txt", *overrides]
+    return ["-r", "pyproject.toml"]
+
+
+def venv_key(package: Path) -> bytes:
+    """What the venv depends on: the pyproject, and the requirement files when present."""
+    parts = [(package / name).read_bytes() for name in ("pyproject.toml", "requirements.txt", "overrides.txt")
+             if (package / name).is_file()]
+    local = package / "candidate"  # a wrapped candidate is installed from here: its code is part of the venv
+    if (package / "requirements.txt").is_file() and local.is_dir():
+        parts += [p.read_bytes() for p in sorted(local.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    return b"".join(parts)
 
 
 def prepare(package: Path) -> Path:
@@ -58,8 +76,8 @@ def prepare(package: Path) -> Path:
         if (venv / READY).is_file():
             return python
         for cmd in ([uv, "venv", "-q", "--allow-existing", "--python", sys.executable, str(venv)],
-                    [uv, "pip", "install", "-q", "--python", str(python), "-r", str(package / "pyproject.toml")]):
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                    [uv, "pip", "install", "-q", "--python", str(python), *requirements(package)]):
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=package)
             if proc.returncode != 0:
                 tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-10:])
                 raise AutoEnvError(f"uv could not build the OpenEnv server's venv {venv}:\n{tail}",
