@@ -50,6 +50,7 @@ def test_export_openenv_wraps_a_single_turn_candidate(kept_run):
     assert info["kind"] == "wrapped" and info["commit"] == ledger(kept_run)[-1]["commit"]
 
 
+@pytest.mark.e2e
 def test_export_openenv_check_passes_on_the_wrapped_arithmetic(kept_run):
     package = kept_run / "export" / "openenv" / "demo_arithmetic_env"
     if not package.is_dir():
@@ -104,6 +105,7 @@ def smoke_python() -> Path:
     return python
 
 
+@pytest.mark.e2e
 def test_the_exported_trl_script_runs_grpo_steps_on_cpu(kept_run, smoke_python, tmp_path):
     out = kept_run / "export" / "grpo-trl"
     if not (out / "train_trl.py").is_file():
