@@ -22,6 +22,7 @@ from autoenv.sandbox import cache_home
 
 READY = ".ready"
 SKIP = {".venv", "__pycache__", "node_modules", ".git"}
+BUILD_LEFTOVERS = {"__pycache__", "build", "dist", ".venv"}  # written by installing, not part of the source
 
 
 def venvs_home() -> Path:
@@ -56,7 +57,8 @@ def venv_key(package: Path) -> bytes:
              if (package / name).is_file()]
     local = package / "candidate"  # a wrapped candidate is installed from here: its code is part of the venv
     if (package / "requirements.txt").is_file() and local.is_dir():
-        parts += [p.read_bytes() for p in sorted(local.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+        parts += [p.read_bytes() for p in sorted(local.rglob("*")) if p.is_file() and not any(
+            part in BUILD_LEFTOVERS or part.endswith(".egg-info") for part in p.relative_to(local).parts)]
     return b"".join(parts)
 
 
