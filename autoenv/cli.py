@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import os
+import signal
 import sys
 from pathlib import Path
 

@@ -19,10 +19,10 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import yaml
 
@@ -142,9 +142,9 @@ def reserved_names(package: Path) -> Check:
     bad = []
     for path in sorted((package / "server").rglob("*.py")) if (package / "server").is_dir() else []:
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in RESERVED:
-                if any("tool" in ast.unparse(d) for d in node.decorator_list):
-                    bad.append(f"{path.relative_to(package)}:{node.lineno} {node.name}")
+            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in RESERVED
+                    and any("tool" in ast.unparse(d) for d in node.decorator_list)):
+                bad.append(f"{path.relative_to(package)}:{node.lineno} {node.name}")
     return Check("mcp.reserved_names", "FAIL" if bad else "PASS", "; ".join(bad) or "no MCP tool uses a reserved name")
 
 

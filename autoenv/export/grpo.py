@@ -124,25 +124,25 @@ def _readme(kept: Kept, trainer: str, group: int, n_train: int, n_eval: int, cur
         lines.append(f"- {role} `{stats.model}`: mean {stats.mean:.3f}, solve rate {stats.solve_rate:.3f}, "
                      f"disagreeing tasks {stats.disagree_share:.2f}" if stats.mean is not None else f"- {role}: no score")
     lines += ["", "## Rewards", "", reward_table(kept), "",
-              f"## Data\n\n`dataset/train.jsonl`: {n_train} tasks; `dataset/eval.jsonl`: the {n_eval} tasks AutoEnv "
-              "sampled for its evaluations, held out of training. Rows: idx, key, messages, difficulty, answer.", ""]
+              (f"## Data\n\n`dataset/train.jsonl`: {n_train} tasks; `dataset/eval.jsonl`: the {n_eval} tasks AutoEnv "
+               "sampled for its evaluations, held out of training. Rows: idx, key, messages, difficulty, answer."), ""]
     if curriculum["levels"]:
         lines += ["## Curriculum", "", "The training split is ordered by level, easiest first:", ""]
         for level in curriculum["levels"]:
             mean = level["target_mean_at_export"]
             lines.append(f"- `{level['difficulty']}`: {level['train_tasks']} tasks, target mean at export "
                          + ("–" if mean is None else f"{mean:.3f}"))
-        lines += ["", f"Unlock the next level when the policy's mean reward on the current one reaches "
-                  f"{curriculum['unlock_next_when_mean_reaches']} (the top of the target band), measured on that "
-                  "level's held-out tasks.", ""]
+        lines += ["", (f"Unlock the next level when the policy's mean reward on the current one reaches "
+                       f"{curriculum['unlock_next_when_mean_reaches']} (the top of the target band), measured on "
+                       "that level's held-out tasks."), ""]
     if trainer == "trl":
         lines += ["## Run", "", "```bash", "pip install torch trl datasets 'verifiers==0.4.0' -e ./candidate",
                   "python train_trl.py --model Qwen/Qwen2.5-0.5B-Instruct --max-steps 200 --output-dir runs/grpo",
-                  "```", "", f"`num_generations` = {group} (the budget's rollouts per example). `--tiny` builds a small "
-                  "random model and tokenizer locally (no download) to check the plumbing on CPU.", ""]
+                  "```", "", (f"`num_generations` = {group} (the budget's rollouts per example). `--tiny` builds a "
+                              "small random model and tokenizer locally (no download) to check the plumbing on CPU."), ""]
     else:
-        lines += ["## Run", "", "`prime-rl.toml` names the environment and the group size; install ./candidate into "
-                  "the trainer's venv.", ""]
-    lines += ["## Before and after", "", "Evaluate the trained model against the base one on the held-out tasks with "
-              "`autoenv compare --models` (point [target] at each model's endpoint).", ""]
+        lines += ["## Run", "", ("`prime-rl.toml` names the environment and the group size; install ./candidate "
+                                 "into the trainer's venv."), ""]
+    lines += ["## Before and after", "", ("Evaluate the trained model against the base one on the held-out tasks "
+                                          "with `autoenv compare --models` (point [target] at each model's endpoint)."), ""]
     return "\n".join(lines)

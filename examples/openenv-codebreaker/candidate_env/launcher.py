@@ -87,10 +87,11 @@ def _die_with_parent() -> None:
 
 def _start() -> str:
     port = _free_port()
-    errors = tempfile.TemporaryFile()
+    errors = tempfile.TemporaryFile()  # noqa: SIM115 - the server writes to it for its whole life
     proc = subprocess.Popen([str(server_python()), "-m", "uvicorn", APP, "--host", "127.0.0.1", "--port", str(port),
                              "--log-level", "warning"], cwd=SERVER_PACKAGE.parent,
-                            stdout=subprocess.DEVNULL, stderr=errors, preexec_fn=_die_with_parent)
+                            stdout=subprocess.DEVNULL, stderr=errors,
+                            preexec_fn=_die_with_parent)  # noqa: PLW1509 - only prctl, before exec
     atexit.register(_stop, proc)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + READY_SECONDS

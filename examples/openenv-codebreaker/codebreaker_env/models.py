@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
 
-from openenv.core.env_server.types import Action, Observation, State
 
 class GuessAction(Action):
     """One guess at the secret code."""
