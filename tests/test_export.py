@@ -85,7 +85,7 @@ def test_export_grpo_holds_out_the_evaluated_tasks_and_orders_levels(kept_run):
 
 def test_the_trl_export_refuses_a_multi_turn_candidate():
     with pytest.raises(AutoEnvError, match="prime-rl"):
-        _refuse_multi_turn(SimpleNamespace(candidate=EXAMPLES / "openenv-codebreaker"))
+        _refuse_multi_turn(SimpleNamespace(candidate=EXAMPLES / "openenv-codebreaker", root=EXAMPLES))
 
 
 @pytest.fixture(scope="session")

@@ -80,7 +80,7 @@ def _refuse_multi_turn(kept: Kept) -> None:
         if re.search(r"\bvf\.(Toolset|SingleAgentEnv|Env)\b|@vf\.tool\b|OpenEnvEnv", path.read_text(errors="replace")):
             raise AutoEnvError(
                 f"the candidate is multi-turn or uses tools ({path.relative_to(kept.candidate)}): the TRL script "
-                "scores one completion per prompt", where=str(path),
+                "scores one completion per prompt", where=str(kept.root / "candidate" / path.relative_to(kept.candidate)),
                 fix="use --trainer prime-rl, whose trainer runs verifiers environments (multi-turn and tools included)")
 
 

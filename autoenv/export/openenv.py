@@ -89,7 +89,7 @@ def _refuse_unwrappable(kept: Kept) -> None:
             raise AutoEnvError(
                 f"the candidate uses tools or its own Env ({path.relative_to(kept.candidate)}): "
                 "only a single-turn taskset can be wrapped as an OpenEnv server",
-                where=str(path), fix="write the environment as an OpenEnv server package (openenv.yaml beside its "
+                where=str(kept.root / "candidate" / path.relative_to(kept.candidate)), fix="write the environment as an OpenEnv server package (openenv.yaml beside its "
                 "pyproject.toml) inside candidate/, as examples/openenv-codebreaker does, and export that")
 
 
