@@ -1,4 +1,5 @@
-"""The `autoenv` command: eval, new, run, rebase-rules, verify, check, probe, feedback, judge, serve, demo, setup;
+"""The `autoenv` command: eval, new, run, rebase-rules, verify, check, probe, feedback, judge, serve, demo, export,
+setup;
 and the review commands (autoenv.review.cli).
 
 Nothing here imports verifiers (it costs seconds): only the worker processes do.
@@ -24,6 +25,9 @@ from autoenv.driver.loop import RunOptions, drive
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults, load_oracle, serve_forever
 from autoenv.errors import AutoEnvError
+from autoenv.export.check import run_checks
+from autoenv.export.grpo import export_grpo
+from autoenv.export.openenv import export_openenv
 from autoenv.gitrepo import Repo
 from autoenv.install import install_candidate
 from autoenv.judge.registry import CHOICES
@@ -150,6 +154,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--example", default="arithmetic")
     p.add_argument("--dir", type=Path, default=None, help="where to build the scratch repository (default: a temp dir)")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("export", help="hand a kept candidate on: an OpenEnv package, or what a GRPO run needs")
+    target = p.add_subparsers(metavar="FORMAT")
+    e = target.add_parser("openenv", help="write the last kept candidate as an OpenEnv package (or --check one)")
+    e.add_argument("--out", type=Path, default=None, help="package folder (default: export/openenv/<name>)")
+    e.add_argument("--commit", default=None, help="a kept commit to export (default: the last kept one)")
+    e.add_argument("--check", type=Path, default=None, metavar="DIR",
+                   help="run the submission checklist on an exported package instead of exporting")
+    e.set_defaults(func=cmd_export_openenv)
+    g = target.add_parser("grpo", help="write a GRPO hand-off (dataset split, rewards, trainer config) of a kept commit")
+    g.add_argument("--trainer", choices=["trl", "prime-rl"], default="trl")
+    g.add_argument("--out", type=Path, default=None, help="folder (default: export/grpo-<trainer>)")
+    g.add_argument("--commit", default=None, help="a kept commit to export (default: the last kept one)")
+    g.set_defaults(func=cmd_export_grpo)
 
     p = sub.add_parser("setup", help="fill verifiers/, install the candidate and warm the first rollout")
     p.add_argument("--skip-warm", action="store_true")
@@ -305,6 +323,27 @@ def cmd_verify(args) -> int:
 def cmd_rebase_rules(args) -> int:
     commit, changed = rebase_rules(Path.cwd(), args.message)
     display.result_block({"run_base": commit, "rules_changed": "; ".join(changed) or "none"})
+    return 0
+
+
+def cmd_export_openenv(args) -> int:
+    if args.check is not None:
+        checks = run_checks(args.check)
+        for c in checks:
+            display.console.print(f"{c.status:<5} {c.name:<26} {c.detail}", markup=False)
+        failed = sum(c.status == "FAIL" for c in checks)
+        display.result_block({"package": str(args.check), "passed": sum(c.status == "PASS" for c in checks),
+                              "failed": failed, "skipped": sum(c.status == "SKIP" for c in checks)})
+        return 1 if failed else 0
+    out = export_openenv(Repo(Path.cwd()).root, args.out, args.commit)
+    display.result_block({"openenv_package": str(out), "next": f"autoenv export openenv --check {out}"})
+    return 0
+
+
+def cmd_export_grpo(args) -> int:
+    root = Repo(Path.cwd()).root
+    out = export_grpo(root, args.trainer, args.out, args.commit)
+    display.result_block({"grpo_handoff": str(out), "trainer": args.trainer, "readme": str(out / "README.md")})
     return 0
 
 

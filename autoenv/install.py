@@ -21,6 +21,7 @@ from pathlib import Path
 from autoenv.errors import AutoEnvError
 from autoenv.job import CANDIDATE_MODULE, Job
 from autoenv.rollouts import Worker, WorkerFailed, child_env
+from autoenv.serverenv import prepare_all
 
 STAMP = Path(sys.prefix) / ".autoenv-candidate-stamp"
 
@@ -68,6 +69,7 @@ def install_candidate(candidate_dir: Path, force: bool = False) -> bool:
             fix="the candidate is a package named candidate-env (module candidate_env); "
             "see program.md, 'The candidate contract'",
         )
+    prepare_all(candidate_dir)  # OpenEnv servers in the candidate get their own venvs, before the sandbox
     stamp = _stamp(candidate_dir)
     if not force and STAMP.is_file() and STAMP.read_text() == stamp:
         return False

@@ -76,6 +76,7 @@ def runtime_paths() -> list[Path]:
     if uv:
         paths.append(Path(uv).resolve().parent)
     paths.append(uv_cache())
+    paths.append(cache_home() / "autoenv" / "openenv-servers")  # OpenEnv servers' venvs (autoenv.serverenv)
     return [p.resolve() for p in paths]
 
 

@@ -1,0 +1,1 @@
+"""The hand-off: a kept candidate exported as an OpenEnv package (`openenv`, checked by `check`) or for GRPO (`grpo`)."""

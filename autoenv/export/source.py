@@ -1,0 +1,142 @@
+"""What an export reads about a kept commit: the candidate's files at that commit and its ledger entry.
+
+Everything comes from the record, never from a fresh run: the reward components and their
+weights from the stored traces, the held-out evaluation tasks from tasks.json, the probes it
+passed and the per-level means from the entry.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+import subprocess
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autoenv.config import CONFIG_NAME, load_config
+from autoenv.errors import AutoEnvError
+from autoenv.gitrepo import Repo
+from autoenv.ledger import last_kept, read_entries
+from autoenv.record import Entry
+
+
+@dataclass
+class Component:
+    name: str
+    weight: float
+    measures: str
+    mean_target: float | None = None
+
+
+@dataclass
+class Kept:
+    """A kept evaluation and what it recorded."""
+
+    root: Path
+    entry: Entry
+    candidate: Path
+    """The candidate's files at the kept commit (extracted into `candidate` of the export's work folder)."""
+    components: list[Component]
+    held_out: list[dict] = field(default_factory=list)
+    """The tasks the harness sampled for its evaluations: kept out of any training split."""
+
+    @property
+    def commit(self) -> str:
+        return self.entry.commit
+
+    @property
+    def passed_probes(self) -> list[str]:
+        gates = self.entry.gates
+        if gates is None:
+            return []
+        failed = {f.name.split(":")[0] for f in gates.findings if f.status == "fail"}
+        return [name for name in gates.probes if name != "oracle" and name not in failed]
+
+
+def kept_entry(root: Path, commit: str | None = None) -> tuple[Entry, Path]:
+    """The last kept entry of the run at `root` (or the kept entry of `commit`), and its outputs folder."""
+    cfg = load_config(root / CONFIG_NAME)
+    log = cfg.path("log_file")
+    entries = read_entries(log) if log.is_file() else []
+    if commit:
+        full = Repo(root).commit_info(commit).commit
+        matches = [e for e in entries if e.commit == full and e.kept]
+        entry = matches[-1] if matches else None
+    else:
+        entry = last_kept(entries)
+    if entry is None:
+        raise AutoEnvError(f"no kept evaluation{' of ' + commit if commit else ''} in {log.name}",
+                           where=str(log), fix="evaluate the candidate first (bash evaluate.sh); only a kept "
+                           "(or baseline) commit is exported, so the package carries numbers that were measured")
+    return entry, cfg.path("outputs") / entry.commit
+
+
+def extract_candidate(root: Path, commit: str, dest: Path, folder: str = "candidate") -> Path:
+    """`folder` of the repository as it was at `commit`, written under `dest`."""
+    proc = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", commit, folder],
+                          capture_output=True, check=False)
+    if proc.returncode != 0:
+        raise AutoEnvError(f"git could not read {folder}/ at {commit[:12]}: {proc.stderr.decode().strip()}",
+                           where=str(root), fix="run the export inside the run's repository")
+    with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest / folder
+
+
+def reward_weights(outputs: Path) -> dict[str, float]:
+    """{component: weight} from the first scored trace the evaluation stored (the oracle probe first)."""
+    for path in [outputs / "gates" / "oracle" / "traces.jsonl", *sorted(outputs.glob("*/traces.jsonl"))]:
+        if not path.is_file():
+            continue
+        for line in path.read_text().splitlines():
+            for trace in json.loads(line).get("traces") or []:
+                rewards = trace.get("rewards") or {}
+                if rewards and all(isinstance(v, dict) for v in rewards.values()):
+                    return {name: float(v.get("weight", 1.0)) for name, v in rewards.items()}
+    return {}
+
+
+def docstrings(folder: Path) -> dict[str, str]:
+    """First docstring line of every function and class under `folder`, by name and by snake_case name."""
+    found: dict[str, str] = {}
+    for path in sorted(folder.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text())
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                doc = ast.get_docstring(node)
+                if doc:
+                    first = doc.strip().splitlines()[0]
+                    found.setdefault(node.name, first)
+                    found.setdefault(re.sub(r"(?<!^)(?=[A-Z])", "_", node.name).lower(), first)
+    return found
+
+
+def load_kept(root: Path, work: Path, commit: str | None = None) -> Kept:
+    entry, outputs = kept_entry(root, commit)
+    candidate = extract_candidate(root, entry.commit, work)
+    weights = reward_weights(outputs)
+    if not weights:
+        raise AutoEnvError(f"no scored trace under {outputs} names the reward components",
+                           where=str(outputs), fix="re-evaluate the commit so its traces are stored")
+    docs = docstrings(candidate)
+    target = entry.stats.get("target")
+    components = [Component(name, weight, docs.get(name, "(no docstring)"),
+                            target.components.get(name) if target else None) for name, weight in weights.items()]
+    held_out = json.loads((outputs / "tasks.json").read_text()) if (outputs / "tasks.json").is_file() else []
+    return Kept(root=root, entry=entry, candidate=candidate, components=components, held_out=held_out)
+
+
+def reward_table(kept: Kept) -> str:
+    """The README's reward table: component, weight, what it measures, the exploit probes it passed."""
+    probes = ", ".join(kept.passed_probes) or "none recorded"
+    rows = ["| component | weight | measures | target mean | exploit probes passed |", "|---|---|---|---|---|"]
+    for c in kept.components:
+        mean = "–" if c.mean_target is None else f"{c.mean_target:.3f}"
+        rows.append(f"| `{c.name}` | {c.weight:g} | {c.measures} | {mean} | {probes} |")
+    return "\n".join(rows)
