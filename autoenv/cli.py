@@ -1,6 +1,5 @@
 """The `autoenv` command: eval, new, run, rebase-rules, verify, check, probe, feedback, judge, serve, demo, export,
-setup;
-and the review commands (autoenv.review.cli).
+setup; and the review commands (autoenv.review.cli).
 
 Nothing here imports verifiers (it costs seconds): only the worker processes do.
 Exit codes: 0 done, 1 the evaluation crashed (recorded), 2 bad input (nothing recorded),
