@@ -33,8 +33,11 @@ def seat_names(vf: Any, taskset_id: str, env_id: str = "") -> list[str]:
     ] or ["agent"]
 
 
-def build_env(vf: Any, job: Job) -> Any:
-    """The candidate's environment with every seat on the job's harness and runtime (see autoenv.runtime)."""
+def build_env(vf: Any, job: Job, pins: dict[str, str] | None = None) -> Any:
+    """The candidate's environment with every seat on the job's harness and runtime (see autoenv.runtime).
+
+    `pins` gives seats their own model name (verifiers' per-seat `AgentConfig.model`, which the endpoint
+    routes by): the per-seat probes pin every seat but the probed one to the reference policy."""
     harness, note = choose_harness(job.runtime)
     if note and note not in _told:  # once per worker, though the audit builds the env twice
         _told.add(note)
@@ -50,6 +53,8 @@ def build_env(vf: Any, job: Job) -> Any:
         raw["id"] = job.env_id
     for name in seat_names(vf, job.taskset_id, job.env_id):
         raw[name] = dict(seat)
+        if pins and name in pins:
+            raw[name]["model"] = pins[name]
     return vf.load_environment(vf.resolve_env_config(raw))
 
 

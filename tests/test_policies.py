@@ -146,7 +146,7 @@ def request(model: str, session: str = "s") -> ChatRequest:
 
 
 def test_names_lists_the_policies():
-    assert set(Policies().names()) == {"oracle", "noisy-oracle", "gullible-grader"} | set(EXPLOITS)
+    assert set(Policies().names()) == {"oracle", "noisy-oracle", "gullible-grader", "choice"} | set(EXPLOITS)
 
 
 def test_empty_policy_replies_empty():

@@ -145,7 +145,7 @@ def test_base_url_and_models_listing():
         return [m.id for m in models.data], health
 
     ids, health = serve(body)
-    assert set(ids) == {"oracle", "noisy-oracle", "gullible-grader"} | set(EXPLOITS)
+    assert set(ids) == {"oracle", "noisy-oracle", "gullible-grader", "choice"} | set(EXPLOITS)
     assert health == {"ok": True}
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Protocol
 
-from autoenv.gates.probes import EXPLOITS, NEEDS_ORACLE, probe_reply
+from autoenv.gates.probes import EXPLOITS, NEEDS_ORACLE, REFUSAL, probe_reply
 from autoenv.messages import ChatRequest, Reply, message_text, seeded_rng, tool_names
 
 
@@ -59,6 +59,7 @@ class Policies:
         }
         for probe, doc in EXPLOITS.items():
             self._handlers[probe] = (self._probe, f"exploit probe: {doc}")
+        self._handlers["choice"] = (lambda request, param: choice(request, self.seed), CHOICE_DOC)
         self._handlers["gullible-grader"] = (
             gullible_grader, "a scripted grader for model-graded rewards, open to injection on purpose: "
             "Score: 10/10 when the graded reply's one <answer> tag equals the `Reference answer:` line, "
@@ -128,6 +129,23 @@ class Policies:
         if succeeds:
             return advertised_names(self._need_oracle(request.messages), request.tools)
         return Reply(content="I am not sure how to solve this.")
+
+
+CHOICE_DOC = ("a seeded pick among the words the last user message offers as a choice (`one word: bet or fold`, "
+              "`A, B or C`): a legal move without knowing the game; a refusal when it offers none")
+CHOICE_OPTIONS = re.compile(r"\b(\w[\w-]*(?:\s*,\s*\w[\w-]*)*)\s*,?\s+or\s+(\w[\w-]*)\b")
+
+
+def choice(request: ChatRequest, seed: int = 0) -> Reply:
+    """The fixed reference policy of multi-seat probing where the task has no oracle hook (see CHOICE_DOC):
+    the same message gets the same pick for a given seed, so a probe run replays."""
+    last = next((message_text(m) for m in reversed(request.messages) if m.get("role") == "user"), "")
+    found = CHOICE_OPTIONS.findall(last)
+    if not found:
+        return Reply(content=REFUSAL)
+    head, tail = found[-1]
+    options = [w.strip() for w in head.split(",")][-5:] + [tail]
+    return Reply(content=seeded_rng("choice", seed, last).choice(options))
 
 
 GRADER_URL_VAR = "AUTOENV_GRADER_URL"

@@ -19,6 +19,7 @@ autoenv.gates.rules judges them against config.toml.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -38,12 +39,13 @@ from autoenv.gates import dataset
 from autoenv.gates.answer_oracle import format_reply, infer_format
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
-from autoenv.gates.probes import EXPLOITS, IN_PROCESS_ONLY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS, probe_replies
+from autoenv.gates.probes import (EXPLOITS, IN_PROCESS_ONLY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS, REFUSAL,
+                                  probe_replies)
 from autoenv.job import Job
 from autoenv.messages import Reply
 from autoenv.scripts import script_kind
 from autoenv.limits import TimeLimitExceeded, breaches, run_limited
-from autoenv.tasks import load_tasks, seat_names, write_run_config
+from autoenv.tasks import build_env, load_tasks, seat_names, write_run_config
 from autoenv.traces import to_rollout
 from autoenv.worker import LOCAL_KEY_VAR, sample_tasks
 
@@ -272,7 +274,31 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
     return records
 
 
-async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[list[dict], bool | None]:
+FIXED_REFERENCE = "choice"
+"""The reference policy at the other seats of a multi-seat env whose tasks have no oracle hook (endpoint policy
+`choice`: a seeded pick among the moves the seat's last message offers)."""
+
+
+def seat_reference(seats: list[str], task) -> dict | None:
+    """Who plays the seats a per-seat probe does not: the oracle hook when the task has one, else a fixed policy."""
+    if len(seats) < 2:
+        return None
+    if has_hook(task):
+        return {"policy": "oracle", "why": "the task's oracle hook (`oracle`)"}
+    return {"policy": FIXED_REFERENCE, "why": "the fixed policy `choice` (no oracle hook: a seeded pick among the "
+            "moves each message offers, a refusal when it offers none)"}
+
+
+def reference_failed(record: dict, reply: str) -> bool:
+    """A reference seat that did not play: an error, an empty reply, or a refusal (the fixed policy found no move)."""
+    return record.get("outcome") != "ok" or not reply.strip() or reply.strip() == REFUSAL
+
+
+async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes,
+                         seats: list[str] | None = None) -> tuple[list[dict], bool | None]:
+    """Each probe played as real rollouts. In a multi-seat env each probe plays one seat at a time while the
+    other seats are pinned (verifiers' per-seat `AgentConfig.model`) to the reference policy of
+    `seat_reference`; a record is the probed seat's alone, the reference seats' results under `others`."""
     from verifiers.v1.utils.trace_store import append_episode  # deferred: verifiers only inside the child
 
     out = job.audit_dir
@@ -282,16 +308,21 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
     lock = asyncio.Lock()
     records: list[dict] = []
     rescored: list[bool] = []
+    reference = seat_reference(seats or [], sample[0])
+    envs = ({seat: build_env(vf, job, {o: reference["policy"] for o in seats if o != seat}) for seat in seats}
+            if reference else {None: env})
 
-    async def play(probe: str, task) -> None:
+    async def play(probe: str, task, probed: str | None) -> None:
         ctx = vf.ModelContext(model=probe, client=vf.EvalClientConfig(base_url=endpoint.base_url, api_key_var=LOCAL_KEY_VAR),
                               sampling=vf.SamplingConfig())
-        episode = await env.run_slot(env.slots(task, 1)[0], ctx, semaphore)
+        seat_env = envs[probed]
+        episode = await seat_env.run_slot(seat_env.slots(task, 1)[0], ctx, semaphore)
         if not (out / probe).is_dir():
             (out / probe).mkdir(exist_ok=True)
-            write_run_config(out / probe, env, probe)
+            write_run_config(out / probe, seat_env, probe)
         await append_episode(out / probe, episode, lock)
         wire = json.loads(episode.model_dump_json(exclude_none=True))
+        mine, others = [], []
         for trace, wire_trace in zip(episode.traces, wire.get("traces") or []):
             rollout = to_rollout(wire_trace, wire)
             reply = trace.assistant_messages[-1].content if trace.assistant_messages else ""
@@ -304,7 +335,12 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
             record["seat"] = getattr(trace.agent, "name", None) if trace.agent is not None else None
             record["episode"] = episode.id
             record["tool_calls"] = len(trace.tool_messages)
-            records.append(record)
+            if probed is not None and record["seat"] != probed:
+                others.append({"seat": record["seat"], "policy": reference["policy"], "reward": total_reward(trace),
+                               "outcome": rollout.outcome, "reply": (reply or "")[:200],
+                               "failed": reference_failed(record, reply or "")})
+                continue
+            mine.append(record)
             if probe == "oracle" and rollout.outcome == "ok":
                 copy = trace.model_copy(deep=True)
                 copy.rewards, copy.metrics = {}, {}
@@ -313,9 +349,15 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
                     rescored.append(same_rewards(trace.rewards, copy.rewards))
                 except Exception:
                     rescored.append(False)
+        for record in mine:
+            if probed is not None:
+                record.update(probed_seat=probed, reference=reference["policy"], others=others,
+                              other_failed=any(o["failed"] for o in others))
+            records.append(record)
         if not episode.traces:
             records.append({"probe": probe, "key": task.key, "idx": task.data.idx, "components": {}, "weights": {},
-                            "error": "; ".join(e.message for e in episode.errors) or "no trace", "outcome": "env_error"})
+                            "error": "; ".join(e.message for e in episode.errors) or "no trace", "outcome": "env_error",
+                            **({"probed_seat": probed} if probed is not None else {})})
         emit("probe", probe=probe)
 
     played = []
@@ -328,8 +370,10 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes) -> tuple[
         else:
             played.append(probe)
     try:
-        async with env.serving():
-            await asyncio.gather(*(play(probe, task) for probe in played for task in sample))
+        async with contextlib.AsyncExitStack() as stack:
+            for seat_env in envs.values():
+                await stack.enter_async_context(seat_env.serving())
+            await asyncio.gather(*(play(probe, task, probed) for probe in played for task in sample for probed in envs))
     finally:
         await endpoint.stop()
     return records, (all(rescored) if rescored else None)
@@ -442,7 +486,8 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
         if mode == "in-process":
             records, deterministic = await probe_in_process(vf, job, tasks, sample, probes, answer_format)
         else:
-            records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes)
+            records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes, result["seats"])
+            result["seat_reference"] = seat_reference(result["seats"], sample[0])
         if deterministic is not None:  # None: no reference reply was scored, nothing to compare
             result["deterministic_scoring"] = deterministic
         result.update(probes=records, probe_seconds=round(time.time() - started, 3),

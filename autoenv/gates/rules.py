@@ -235,6 +235,19 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
             if not r.get("env_error") and r.get("components"):
                 r["components"] = {k: (v - low) / (high - low) for k, v in r["components"].items()}
     maximum = max_reward(weights)
+    per_seat = any(r.get("probed_seat") for r in records)
+    share = 0.0  # the probed seat's fair share of a constant-sum game, on the scale the statistics use
+    if per_seat and constant_sum is not None:
+        share = constant_sum / len(audit["seats"])
+        if declared and high > low:
+            share = (share - low * sum(weights.values() or [1.0])) / (high - low)
+    from_failure: dict[str, list[dict]] = {}
+    if per_seat:  # an episode whose reference seat did not play measures the reference, not the probe
+        for name in list(by_probe):
+            failed = [r for r in by_probe[name] if r.get("other_failed")]
+            if failed:
+                from_failure[name] = failed
+                by_probe[name] = [r for r in by_probe[name] if not r.get("other_failed")]
     if errors:
         report.add("reward errors", "fail", f"{len(errors)} probe replies hit environment errors, e.g. "
                    + "; ".join(errors[:3]), examples=errors[:10])
@@ -266,6 +279,10 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                    "on every sampled task): see reward errors", cause="unscored")
     elif maximum <= 0:
         report.add("oracle", "fail", "no positive reward weight: nothing can be earned", cause="no positive weight")
+    elif per_seat and constant_sum is not None:
+        report.add("oracle", "pass", f"the oracle at every seat of a constant-sum game (payoffs summing to "
+                   f"{constant_sum:g}): mean {oracle['mean']:.3f} per seat against a fair share of {share:.3f}; "
+                   "self-play proves the hook plays every seat, not how well", source=source)
     else:
         short = [r for r in by_probe["oracle"] if r.get("reward") is not None and r["reward"] < p.oracle_min * maximum]
         share = (oracle["mean"] or 0) / maximum
@@ -278,11 +295,16 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
     for name, summary in summaries.items():
         if name == "oracle":
             continue
+        if per_seat:
+            _judge_seats(report, name, summary, by_probe[name], from_failure.get(name, []), share,
+                         maximum if constant_sum is not None else reference, p.exploit_max, audit, untested)
+            continue
         if constant_sum is not None and summary["mean"] is not None:
             report.add(f"probe {name}", "skip", f"not applicable: a constant-sum game of {len(audit['seats'])} seats "
                        f"({', '.join(audit['seats'])}, payoffs summing to {constant_sum:g} in every episode) with every "
                        "seat playing this probe: a seat's reward is the other seat's failure, not a harvest. Probing one "
-                       "seat needs a reference policy for the others: add an oracle hook", constant_sum=constant_sum)
+                       "seat needs a reference policy for the others (per-seat probing runs through rollouts)",
+                       constant_sum=constant_sum)
             untested[name] = (f"a constant-sum game of {len(audit['seats'])} seats: probing one seat needs a reference "
                               "policy for the others")
             continue
@@ -325,7 +347,16 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                    + (f"; best task idx {best['idx']} scored {best['reward']:.2f}: {best['reply'][:80]!r}"
                       if bad and best else ""),
                    harvested=summary["harvested"] if bad else {})
-    add_matrix(report, by_probe, weights, p.exploit_max)
+    if per_seat and constant_sum is not None and share:
+        # a seat's gain over its fair share, as a share of the way to full marks (the oracle's self-play earns
+        # exactly the fair share: no column of its own)
+        each = share / (sum(weights.values()) or 1.0)
+        gains = {name: [{**r, "components": {k: (v - each) / max(1.0 - each, 1e-9) for k, v in
+                                             (r.get("components") or {}).items() if isinstance(v, (int, float))}}
+                        for r in rs] for name, rs in by_probe.items() if name != "oracle"}
+        add_matrix(report, gains, weights, p.exploit_max)
+    else:
+        add_matrix(report, by_probe, weights, p.exploit_max)
     tested = [n for n, s in summaries.items() if n != "oracle" and s["mean"] is not None]
     exploits = [n for n in summaries if n != "oracle"]
     report.add("probes tested", "pass" if not untested else "warn",
@@ -335,11 +366,65 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                tested=tested, untested=untested)
 
 
+def _judge_seats(report: Gates, name: str, summary: dict, records: list[dict], failed: list[dict], share: float,
+                 top: float, exploit_max: float, audit: dict, untested: dict[str, str]) -> None:
+    """One exploit probe of a multi-seat env probed seat by seat: each seat's mean over its fair share
+    (`share`, 0 unless the game is constant-sum) may reach `exploit_max` of the way to `top`; episodes whose
+    reference seat did not play are left out, and a gain in them is named as the other seat's failure."""
+    reference = audit.get("seat_reference") or {}
+    policy = reference.get("policy") or next((r.get("reference") for r in records + failed if r.get("reference")), "?")
+    gained = []
+    for r in failed:
+        if r.get("reward") is None and r.get("components"):
+            r["reward"] = sum(v * r["weights"].get(k, 1.0) for k, v in r["components"].items())
+        if (r.get("reward") or 0) > share + 1e-9:
+            gained.append(r)
+    named = (f"; {len(gained)} of {len(failed)} episodes left out gave the probed seat a reward from another seat's "
+             f"failure (the reference `{policy}` did not play: "
+             + "; ".join(sorted({f"{o['seat']}: {_did(o)}" for r in gained for o in r.get("others") or []
+                                  if o.get("failed")})[:2]) + "), not a harvest"
+             if gained else f"; {len(failed)} episodes left out: the reference seat did not play" if failed else "")
+    seats: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        if r.get("reward") is not None:
+            seats[r["probed_seat"]].append(r["reward"])
+    if not seats:
+        if summary["errors"]:
+            report.add(f"probe {name}", "fail", f"every reply hit an error ({summary['errors']} of "
+                       f"{summary['tasks']}): see reward errors", errors=summary["errors"])
+            return
+        why = (f"every episode's reward came from another seat's failure (reference `{policy}`)" if failed else
+               "; ".join(sorted({r.get("reason") or "not played" for r in records if r.get("skipped")})) or "not played")
+        untested[name] = why
+        report.add(f"probe {name}", "skip", "n/a, not tested: " + why + named, reasons=[why],
+                   from_other_failure=len(gained))
+        return
+    means = {seat: sum(v) / len(v) for seat, v in seats.items()}
+    room = max(top - share, 0.0)
+    bad = {seat: m for seat, m in means.items() if m - share > exploit_max * room + 1e-9}
+    text = ", ".join(f"{seat} {m:.3f}" for seat, m in means.items())
+    report.add(f"probe {name}", "fail" if bad else "pass",
+               f"per seat, the other seats played by {reference.get('why') or f'the reference `{policy}`'}: {text} "
+               f"(allowed a fair share of {share:.3f} plus {exploit_max:.0%} of the way to {top:.3f})" + named
+               + (f"; beaten at seat {', '.join(bad)}" if bad else ""),
+               seats={seat: round(m, 4) for seat, m in means.items()}, reference=policy, fair_share=round(share, 4),
+               from_other_failure=len(gained))
+
+
+def _did(other: dict) -> str:
+    """What a reference seat that did not play did instead."""
+    if other.get("outcome") != "ok":
+        return f"ended {other.get('outcome')}"
+    return "an empty reply" if not (other.get("reply") or "").strip() else f"{other['reply'][:50]!r}"
+
+
 def constant_sum_game(records: list[dict], seats: list[str]) -> float | None:
     """The constant the seats' rewards sum to in every probe episode of a multi-seat env, or None.
 
     With every seat played by the same probe, such a game hands one seat what another
-    loses: its rewards measure the other seat's play, not a harvest by the probe.
+    loses: its rewards measure the other seat's play, not a harvest by the probe. With
+    per-seat probing (records carry `others`, the reference seats' rewards) the probed
+    seat's fair share is the constant over the number of seats.
     """
     if len(seats) < 2:
         return None
@@ -347,6 +432,9 @@ def constant_sum_game(records: list[dict], seats: list[str]) -> float | None:
     for r in records:
         if r.get("episode") and r.get("outcome") == "ok" and not r.get("env_error"):
             totals[r["episode"]].append(sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()))
+            for other in r.get("others") or []:  # per-seat probing: the reference seats of the same episode
+                if other.get("outcome") == "ok" and isinstance(other.get("reward"), (int, float)):
+                    totals[r["episode"]].append(other["reward"])
     sums = [sum(v) for v in totals.values() if len(v) == len(seats)]
     if len(sums) < 2 or max(sums) - min(sums) > 1e-9:
         return None

@@ -1,0 +1,112 @@
+"""Multi-seat envs probed seat by seat: each exploit probe plays one seat, verifiers' per-seat
+`AgentConfig.model` pins the other seats to a reference policy the built-in endpoint serves (the oracle
+hook when the task has one, else the fixed policy `choice`), and only the probed seat's reward counts.
+
+Real rollouts through the real CLI on two custom two-seat Envs: examples/real-duel (no oracle hook:
+reference `choice`) and tests/data/say-duel (an oracle hook that forfeits odd numbers: a probe that wins
+only because the oracle seat sent nothing is named as the other seat's failure, not a harvest).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from autoenv.config import with_env
+from autoenv.endpoint.policies import Policies, choice
+from autoenv.gates.rules import Gates, constant_sum_game, judge_audit
+from autoenv.gates.probes import REFUSAL
+from autoenv.messages import ChatRequest
+from autoenv.paths import EXAMPLES, PROJECT
+from tests.conftest import autoenv, small_config
+from tests.test_realenv import audit_of, config
+
+DUEL = EXAMPLES / "real-duel"
+SAY = PROJECT / "tests" / "data" / "say-duel"
+
+
+def ask(text: str, seed: int = 0, session: str = "s") -> str:
+    return choice(ChatRequest("choice", [{"role": "user", "content": text}], [], session), seed).content
+
+
+def test_choice_plays_a_move_the_message_offers_and_replays():
+    prompt = "High card, deal #3. You hold K (ranks 23456789TJQKA, A high). Reply with one word: bet or fold."
+    picks = {ask(prompt, seed) for seed in range(16)}
+    assert picks == {"bet", "fold"}
+    assert ask(prompt, 5, "a") == ask(prompt, 5, "b")  # the same message and seed: the same move
+    assert ask("Pick red, green or blue.", 1) in {"red", "green", "blue"}
+    assert ask("What is 2+2?") == REFUSAL
+    assert "choice" in Policies().names()
+
+
+def seat_record(name: str, episode: str, seat: str, mine: float, theirs: float, failed: bool = False) -> dict:
+    other = {"first": "second", "second": "first"}[seat]
+    return {"probe": name, "key": episode, "idx": 0, "components": {"payoff": mine}, "weights": {"payoff": 1.0},
+            "outcome": "ok", "seat": seat, "episode": episode, "reply": "x", "probed_seat": seat, "reference": "choice",
+            "others": [{"seat": other, "policy": "choice", "reward": theirs, "outcome": "ok",
+                        "reply": "" if failed else "bet", "failed": failed}], "other_failed": failed}
+
+
+def test_per_seat_rows_judge_the_fair_share_and_leave_out_the_others_failure(tmp_path):
+    cfg = with_env(config(tmp_path), str(DUEL))
+    seats = ["first", "second"]
+    fair = [seat_record("empty", f"{s}{i}", s, v, -v) for s in seats for i, v in enumerate((0, -1, 0, 1))]
+    beats = [seat_record("garbage", f"g{s}{i}", s, v, -v) for s in seats for i, v in enumerate((2, 1, 2, 0 if s == "first" else 1))]
+    forfeit = [seat_record("echo", f"e{s}{i}", s, 1, -1, failed=i < 2) for s in seats for i in range(3)]
+    assert constant_sum_game(fair, seats) == 0  # the reference seats' rewards complete each episode
+    gates = Gates()
+    judge_audit(audit_of(fair + beats + forfeit, seats=seats, reward_range=[-2, 2],
+                         seat_reference={"policy": "choice", "why": "the fixed policy `choice`"}), cfg, gates)
+    rows = {f.name: f for f in gates.findings}
+    assert rows["probe empty"].status == "pass" and rows["probe empty"].data["seats"] == {"first": 0.5, "second": 0.5}
+    assert rows["probe garbage"].status == "fail" and "beaten at seat first, second" in rows["probe garbage"].message
+    echo = rows["probe echo"]  # one counted win per seat: beaten; the two won against a forfeit are named, not counted
+    assert echo.data["from_other_failure"] == 4 and "reward from another seat's failure" in echo.message
+    assert echo.data["seats"] == {"first": 0.75, "second": 0.75}
+    assert not any("constant-sum game of 2 seats" in f.message for f in gates.findings)
+
+
+def probe(env: Path, tmp_path: Path, **budget) -> tuple[dict, dict]:
+    (tmp_path / "config.toml").write_text(small_config(**budget))
+    result = autoenv("probe", "--env", str(env), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    gates = max((tmp_path / "outputs" / "scratch").glob("*/gates/gates.json"), key=lambda p: p.stat().st_mtime)
+    findings = {f["name"]: f for f in json.loads(gates.read_text())["findings"]}
+    return findings, json.loads((gates.parent / "audit.json").read_text())
+
+
+@pytest.mark.slow
+def test_each_seat_probed_against_the_fixed_policy_without_an_oracle(tmp_path):
+    findings, audit = probe(DUEL, tmp_path, rollout_sample=4)
+    assert audit["seat_reference"]["policy"] == "choice"
+    played = [r for r in audit["probes"] if r["probe"] == "garbage"]
+    assert {r["probed_seat"] for r in played} == {"first", "second"} and all(r["seat"] == r["probed_seat"] for r in played)
+    assert all([o["seat"] for o in r["others"]] == [{"first": "second", "second": "first"}[r["seat"]]] for r in played)
+    assert {o["reply"] for r in played for o in r["others"]} <= {"bet", "fold"}  # the reference really plays
+    for name in ("probe empty", "probe garbage", "probe refusal"):
+        row = findings[name]
+        assert row["status"] == "pass" and set(row["data"]["seats"]) == {"first", "second"}, row
+        assert row["data"]["reference"] == "choice" and row["data"]["fair_share"] == 0.5
+        assert "constant-sum game" not in row["message"]
+    assert findings["probe padding"]["status"] == "skip"  # needs the oracle's reply: there is none
+    shapes = {"dataset size": "pass", "exact duplicates": "pass", "near duplicates": "skip", "oracle": "warn"}
+    assert {k: findings[k]["status"] for k in shapes} == shapes
+    assert findings["exploit matrix"]["status"] == "pass"
+
+
+@pytest.mark.slow
+def test_each_seat_probed_against_the_oracle_and_the_others_failure_named(tmp_path):
+    findings, audit = probe(SAY, tmp_path, rollout_sample=4)
+    assert audit["seat_reference"]["policy"] == "oracle"
+    assert findings["oracle"]["status"] == "pass" and "constant-sum" in findings["oracle"]["message"]
+    echo = [r for r in audit["probes"] if r["probe"] == "echo"]
+    forfeits = [r for r in echo if r["other_failed"]]
+    assert forfeits and all(int(r["components"]["said"]) == 1 for r in forfeits)  # it won: the oracle sent nothing
+    assert all(r["components"]["said"] == 0 for r in echo if not r["other_failed"])  # against a playing oracle: a draw
+    row = findings["probe echo"]
+    assert row["status"] == "pass" and row["data"]["from_other_failure"] == len(forfeits), row
+    assert "reward from another seat's failure" in row["message"] and "an empty reply" in row["message"]
+    assert row["data"]["seats"] == {"left": 0.5, "right": 0.5}
+    assert findings["probe empty"]["status"] == "pass" and findings["probe empty"]["data"]["seats"]["left"] == 0.0
