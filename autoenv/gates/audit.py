@@ -258,6 +258,8 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
     """The records of the one strategy (e.g. `number -1`) that earns most over all tasks;
     a task the strategy finds nothing to copy from gets an empty reply."""
     names = {name for _, tried in per_task for name in tried}
+    if not names:  # no task had anything to try (each recorded as skipped, with its reason)
+        return []
     def mean(name: str) -> float:
         return sum(max(tried[name][0], 0.0) if name in tried else 0.0 for _, tried in per_task) / len(per_task)
     best = max(sorted(names), key=mean)
