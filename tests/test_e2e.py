@@ -244,13 +244,20 @@ def test_hanging_provider_is_a_timeout_not_a_zero(provider, attack_row):
 def test_interrupt_records_nothing_and_stops_the_worker(run_repo):
     import signal
 
-    root = run_repo("arithmetic", small_config(examples=6, rollouts_per_example=4, max_concurrent=1))
+    # Slow replies (0.3 s each, one at a time: 48 rollouts take 15 s or more), and the signal is sent
+    # on an event, the first finished main rollout, never after a guessed number of seconds.
+    config = re.sub(r"(?m)^latency = [^\n#]*", "latency = 0.3  ",
+                    small_config(examples=6, rollouts_per_example=4, max_concurrent=1))
+    root = run_repo("arithmetic", config)
     proc = subprocess.Popen([sys.executable, "-m", "autoenv.cli", "eval", "--offline"], cwd=root,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1"})
-    for line in proc.stdout:
-        if "smoke rollout ok" in line:
-            break
-    time.sleep(2)  # the main rollouts are under way
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "NO_COLOR": "1"})
+    target = root / "outputs" / head(root) / "target"
+    deadline = time.time() + 300
+    while proc.poll() is None and time.time() < deadline and not any(
+            path.stat().st_size for path in target.glob("*.jsonl")):
+        time.sleep(0.1)
+    assert proc.poll() is None, "the evaluation ended before a main rollout was seen"
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr[-3000:]
