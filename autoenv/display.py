@@ -12,11 +12,15 @@ markup made "[target]" vanish and a stray "[/x]" replace the error with a Markup
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import sys
+import threading
 import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Mapping
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -99,12 +103,116 @@ def interrupted() -> None:
                                     ": nothing was recorded for this run; traces written so far are kept"))
 
 
-def rollout_progress() -> Progress:
+def rollout_progress() -> Progress | PlainProgress:
+    """A live bar on a terminal; plain progress lines (PlainProgress) when stdout is a file or a pipe."""
+    if not console.is_terminal:
+        return PlainProgress()
     return Progress(
         TextColumn("  {task.description:<8}", markup=False), BarColumn(), MofNCompleteColumn(),
         TextColumn("{task.fields[status]}", style="dim", markup=False), TimeElapsedColumn(),
         console=console, transient=False,
     )
+
+
+PROGRESS_SECONDS = 30.0
+"""The longest a long stage stays silent when stdout is not a terminal (AUTOENV_PROGRESS_SECONDS overrides)."""
+
+
+class PlainProgress:
+    """Progress for a reader that is not a terminal (an agent's shell, a log file): one plain line
+    `progress: target 12/40, strong 10/40; errors 1; 95 s elapsed` when something finished and at
+    least every PROGRESS_SECONDS while nothing does, and a last line at the end. Same calls as rich's
+    Progress (start, add_task, update, advance, stop)."""
+
+    def __init__(self, every: float | None = None):
+        self.every = every if every is not None else float(os.environ.get("AUTOENV_PROGRESS_SECONDS")
+                                                           or PROGRESS_SECONDS)
+        self.tasks: dict[int, dict] = {}
+        self.started = time.time()
+        self.last = 0.0
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.ticker = threading.Thread(target=self._tick, daemon=True)
+
+    def start(self) -> None:
+        self.started = self.last = time.time()
+        self.ticker.start()
+
+    def add_task(self, description: str, total: int | None = None, status: str = "") -> int:
+        with self.lock:
+            self.tasks[len(self.tasks)] = {"name": description, "total": total, "done": 0, "errors": 0}
+            return len(self.tasks) - 1
+
+    def update(self, task: int, completed: int | None = None, status: str = "") -> None:
+        with self.lock:
+            if completed is not None:
+                self.tasks[task]["done"] = completed
+            if status == "errors":
+                self.tasks[task]["errors"] += 1
+
+    def advance(self, task: int, amount: int = 1) -> None:
+        with self.lock:
+            self.tasks[task]["done"] += amount
+
+    def stop(self) -> None:
+        if self.done.is_set():
+            return
+        self.done.set()
+        self.line()
+
+    def line(self) -> None:
+        with self.lock:
+            parts = ", ".join(f"{t['name']} {t['done']}/{t['total'] if t['total'] is not None else '?'}"
+                              for t in self.tasks.values())
+            errors = sum(t["errors"] for t in self.tasks.values())
+            self.last = time.time()
+        console.print(f"  progress: {parts or 'starting'}; errors {errors}; {self.last - self.started:.0f} s elapsed")
+
+    def _tick(self) -> None:
+        while not self.done.wait(min(self.every, 1.0) if self.every > 1.0 else self.every):
+            if time.time() - self.last >= self.every:
+                self.line()
+
+
+class _Tee(io.TextIOBase):
+    """Writes to the stream it replaces and to a log buffer (a file's reader sees the same lines)."""
+
+    def __init__(self, stream, log: io.StringIO):
+        self.stream, self.log = stream, log
+
+    def write(self, text: str) -> int:
+        self.log.write(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+
+_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+
+
+@contextmanager
+def captured() -> Iterator[io.StringIO]:
+    """Everything both consoles print inside the block, also kept in a buffer (for an evaluation's run.log)."""
+    log = io.StringIO()
+    saved = console._file, err_console._file  # None: the console follows sys.stdout / sys.stderr
+    console.file, err_console.file = _Tee(console.file, log), _Tee(err_console.file, log)
+    try:
+        yield log
+    finally:
+        console._file, err_console._file = saved
+
+
+def write_log(path: Path, log: io.StringIO) -> None:
+    """The captured output as plain text (no colour or cursor codes)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_ESCAPES.sub("", log.getvalue()), encoding="utf-8")
 
 
 def summary_table(stats: Mapping[str, ModelStats], bands: Bands) -> Table:

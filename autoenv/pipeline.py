@@ -254,7 +254,7 @@ def preflight(options: EvalOptions) -> Context:
             display.note(message)
         ledger_check = verify_notes(repo, config)
         head = repo.head()
-        repo.require_clean(harness_paths(config), head.commit)
+        repo.require_clean(harness_paths(config), head.commit, candidate=config.path("candidate"))
         refuse_when_spent(config.path("outputs"), config.path("log_file"), head.branch)  # autoenv run's budget
         candidate = config.path("candidate")
         if config.candidate.install and not candidate.is_dir():
@@ -557,7 +557,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
                                                                           oracle_inferred(ctx.gates)),
                       run=ctx.head.branch,
                       confidence=config.verdict.confidence, seed=config.seed, tampered=ctx.rules.changed,
-                      provider_unavailable=outcome.provider_unavailable)
+                      provider_unavailable=outcome.provider_unavailable, recover=ctx.rules.recovery)
     strong = stats.get("strong")
     entry = Entry(
         commit=ctx.head.commit,
