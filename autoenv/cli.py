@@ -18,7 +18,7 @@ from pathlib import Path
 
 from autoenv import __version__, display, vendor
 from autoenv.commands import audit_only, recompute, rejudge, verify
-from autoenv.config import AGENT_KINDS
+from autoenv.config import AGENT_KINDS, CONFIG_NAME, load_config
 from autoenv.demo import make_run_repo
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.endpoint.policies import Policies
@@ -320,9 +320,23 @@ def cmd_demo(args) -> int:
 def cmd_new(args) -> int:
     root = new_run(Path.cwd(), args.tag, spec=args.spec, example=args.example, from_ref=args.from_ref,
                    worktree=args.worktree)
-    display.result_block({"run": f"autoenv/{args.tag}", "root": str(root), "run_base": ".autoenv/run.toml",
-                          "next": f"cd {root} && bash evaluate.sh -d 'baseline'"})
+    unset = unset_key(root)
+    fields = {"run": f"autoenv/{args.tag}", "root": str(root), "run_base": ".autoenv/run.toml",
+              "next": f"cd {root} && bash evaluate.sh -d 'baseline'" + (" --offline" if unset else "")}
+    if unset:
+        fields["offline"] = f"${unset} is not set: --offline evaluates with scripted models (export it for real ones)"
+    display.result_block(fields)
     return 0
+
+
+def unset_key(root: Path) -> str | None:
+    """The API key variable a model of the run's config needs and the environment lacks, if any."""
+    try:
+        config = load_config(root / CONFIG_NAME)
+    except AutoEnvError:
+        return None
+    return next((m.api_key_var for m in config.models().values()
+                 if m.api_key_var and not os.environ.get(m.api_key_var)), None)
 
 
 def cmd_run(args) -> int:

@@ -91,3 +91,30 @@ def test_the_hook_process_allows_the_loop_as_program_md_writes_it(tmp_path):
         done = subprocess.run([sys.executable, "-m", "autoenv.driver.hook", "--root", str(tmp_path)],
                               input=json.dumps(call), capture_output=True, text=True, timeout=30, check=False)
         assert done.returncode == 0, f"{command.text}: {done.stderr}"
+
+
+def test_autoenv_new_says_offline_when_no_key_is_set(tmp_path):
+    from conftest import autoenv, small_config
+
+    from autoenv.demo import make_run_repo
+    root = make_run_repo("arithmetic", tmp_path / "r", small_config(), run_base=False)
+    subprocess.run(["git", "checkout", "-qb", "main"], cwd=root, check=True)
+    bare = autoenv("new", "keyless", cwd=root, env={"OPENAI_API_KEY": ""})
+    assert bare.returncode == 0, bare.stdout + bare.stderr
+    nxt = re.search(r"(?m)^next: +(.*)$", bare.stdout).group(1)
+    assert nxt.endswith("bash evaluate.sh -d 'baseline' --offline") and "OPENAI_API_KEY is not set" in bare.stdout
+    subprocess.run(["git", "checkout", "-q", "main"], cwd=root, check=True)
+    keyed = autoenv("new", "keyed", cwd=root, env={"OPENAI_API_KEY": "k"})
+    assert re.search(r"(?m)^next: +.*'baseline'$", keyed.stdout), keyed.stdout
+
+
+def test_no_harness_message_asks_the_agent_to_edit_what_program_md_forbids(tmp_path):
+    from autoenv.judge.offline import CHECK_FIXES
+    from autoenv.paths import spec_warnings
+    from autoenv.record import GateFinding
+    (warning,) = spec_warnings(tmp_path)  # no spec.md here
+    assert "not the agent" in warning and "tampered" in warning
+    fix = CHECK_FIXES["modules"](GateFinding(name="modules", status="fail", message="x",
+                                             data={"modules": ["candidate_env.tools"]}))
+    for span in re.findall(r"`([^`]+)`", fix):
+        assert forbidden_command(span, ROOT) is None, span

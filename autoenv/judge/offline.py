@@ -97,8 +97,8 @@ def _oracle(f: GateFinding) -> str:
 def _modules(f: GateFinding) -> str:
     modules = f.data.get("modules") or []
     first = modules[0] if modules else "candidate_env"
-    return (f"make {', '.join(modules) or 'every module'} importable: `.venv/bin/python -c 'import {first}'` shows "
-            "the error; a missing package goes in candidate/pyproject.toml [project].dependencies")
+    return (f"make {', '.join(modules) or 'every module'} importable (`autoenv check` shows the import error of "
+            f"{first}); a missing package goes in candidate/pyproject.toml [project].dependencies")
 
 
 def _reward_errors(f: GateFinding) -> str:
