@@ -29,7 +29,7 @@ from rich.text import Text
 
 from autoenv.config import Bands
 from autoenv.errors import AutoEnvError
-from autoenv.formats import mean_ci, number
+from autoenv.formats import mean_ci, number, quoted
 from autoenv.record import GateReport, ModelStats
 
 
@@ -265,7 +265,7 @@ def gates_tables(report: GateReport) -> list[Table]:
         best = s.best[0] if s.best else None
         detail = ", ".join(f"{k} {v}" for k, v in s.harvested.items())
         if best and status.get(name) == "fail":
-            detail += f" | idx {best.idx}: {best.reply[:60]!r}"
+            detail += f" | idx {best.idx}: {quoted(best.reply, 60)}"
         st = status.get(name, "skip")
         probes.add_row(name, Text("n/a" if st == "skip" else st, style=STATUS_STYLE[st]), number(s.mean), number(s.of_oracle),
                        f"{s.scored}/{s.tasks}", detail)
