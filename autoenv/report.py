@@ -8,8 +8,8 @@ from pathlib import Path
 from autoenv.config import Bands
 from autoenv.formats import mean_ci, number, quoted
 from autoenv.gates.matrix import markdown as matrix_markdown
-from autoenv.ledger import atomic_write
 from autoenv.judge.causes import causes
+from autoenv.ledger import atomic_write
 from autoenv.record import Entry, GateFinding, GateReport
 
 

@@ -13,8 +13,8 @@ fix from autoenv.judge.offline.CHECK_FIXES; a passed check never gets one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from autoenv.formats import idx_list, quoted
 from autoenv.gates.probes import DEFENCES
