@@ -18,3 +18,25 @@ def test_notes_warnings_and_gate_tables_print_candidate_text_verbatim(capsys):
         display.console.print(table)
     out = capsys.readouterr().out
     assert out.count("'[/no]'") >= 3 and "[bold]x" in out and "[/fmt]" in out
+
+
+def test_progress_off_a_terminal_is_plain_lines_at_least_every_interval(capsys):
+    """An agent reading captured output sees a line while nothing finishes, then the last count."""
+    import time as _time
+
+    from autoenv.display import PlainProgress, rollout_progress
+    assert isinstance(rollout_progress(), PlainProgress)  # pytest's stdout is not a terminal
+    progress = PlainProgress(every=0.2)
+    progress.start()
+    bars = {role: progress.add_task(role, total=4) for role in ("target", "strong")}
+    seen = ""
+    deadline = _time.time() + 20
+    while seen.count("progress:") < 2 and _time.time() < deadline:  # two silent intervals, printed by the ticker
+        _time.sleep(0.05)
+        seen += capsys.readouterr().out
+    assert seen.count("progress:") >= 2 and "target 0/4, strong 0/4; errors 0;" in seen
+    progress.update(bars["target"], completed=3, status="errors")
+    progress.stop()
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("progress: target 3/4, strong 0/4; errors 1; ") and last.endswith("s elapsed")
+    assert "\x1b[" not in seen + last
