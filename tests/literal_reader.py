@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from agent_standin import emit, run_hooks  # noqa: E402
-from program_md import Command, loop  # noqa: E402
+from program_md import Command, commands, loop  # noqa: E402
 
 COST = 0.5
 
@@ -144,6 +144,24 @@ def act_on(reader: Reader, item: str) -> str:
     raise Stuck(f"no `@vf.reward` method named {name} under candidate/")
 
 
+READING = ("check", "probe", "show", "log")
+"""The harness's reading commands program.md names anywhere (run after the verdict, on the evaluated commit)."""
+
+
+def reading(program: Path, commit: str) -> list[str]:
+    """Each `autoenv check|probe|show|log ...` program.md names, as `.venv/bin/autoenv ...` (Setup, step 2),
+    with `<commit>` filled; `--rollout ID` (an id from a transcript) is left out."""
+    found: list[str] = []
+    for command in commands(program):
+        words = command.filled(commit).split()
+        if words[0] not in ("autoenv", ".venv/bin/autoenv") or words[1] not in READING or "--rollout" in words:
+            continue
+        text = " ".join([".venv/bin/autoenv", *words[1:]])
+        if text not in found:
+            found.append(text)
+    return found
+
+
 def main() -> int:
     args = sys.argv[1:]
     settings = json.loads(Path(args[args.index("--settings") + 1]).read_text()) if "--settings" in args else None
@@ -172,6 +190,10 @@ def main() -> int:
         reader.record(step="step 4 again", verdict=second["verdict"], reason=second.get("reason"))
         if second["verdict"] not in ("baseline", "keep"):
             raise Stuck(f"the fix was not kept: {second}")
+        for command in reading(reader.root / "program.md", second["commit"]):
+            done = reader.bash(command, "reading")
+            if done.returncode != 0:
+                raise Stuck(f"`{command}` failed (exit {done.returncode}): {(done.stdout + done.stderr)[-800:]}")
     except Stuck as stuck:
         reader.record(step="stuck", reason=str(stuck))
         if settings is not None:

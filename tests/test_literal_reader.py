@@ -64,8 +64,12 @@ def assert_succeeded(log: list[dict], root: Path) -> None:
     assert [s for s in log if s["step"] == "stuck"] == [], log[-1]
     assert all(s["refused"] is None for s in commands), [s for s in commands if s["refused"]]
     assert all(s["exit"] == 0 for s in commands), [(s.get("command"), s["exit"], s.get("tail")) for s in commands]
-    assert [s["step"] for s in commands] == ["step 3", "step 2: edit", "step 2: probe", "step 2: commit",
-                                             "step 3 again"]
+    assert [s["step"] for s in commands][:5] == ["step 3", "step 2: edit", "step 2: probe", "step 2: commit",
+                                                 "step 3 again"]
+    read = [s["command"] for s in commands[5:]]  # then every reading command program.md names, on the baseline
+    assert {c.split()[1] for c in read} == {"check", "probe", "show", "log"} and all(s["step"] == "reading"
+                                                                                  for s in commands[5:])
+    assert any("probe --from" in c for c in read) and any(c.startswith(".venv/bin/autoenv log --json") for c in read)
     assert [s["verdict"] for s in log if s["step"] in ("step 4", "step 4 again")] == ["discard", "baseline"]
     item = next(s["item"] for s in log if s["step"] == "step 4: fix first")
     assert "`formatted`" in item and "pays the format whatever the answer" in item  # the planted cause, first

@@ -81,7 +81,7 @@ def causes(gates: GateReport | None, check_fix: Callable[[GateFinding], str | No
         for component in components:
             by_component.setdefault(component, []).append((name, f))
         if not components:
-            loose.append(Cause(issue=f"the {name} probe earns reward ({f.message.split(';')[0]})",
+            loose.append(Cause(issue=f"{f.name}: {f.message}",
                                fix=DEFENCES.get(name, "make the reward depend on the task's content"),
                                evidence=[probe_evidence(gates, name, None)], probes=[name], kind="probe"))
     result: list[Cause] = []
