@@ -56,18 +56,56 @@ class StageFailed(Exception):
 
 @contextmanager
 def stage(name: str, detail: str = ""):
-    """Print one line per pipeline stage: its name, then ok/failed and the time it took."""
+    """Print one line per pipeline stage: its name, then ok/failed and the time it took. Off a
+    terminal, a stage that prints nothing for PROGRESS_SECONDS says it is still running."""
     started = time.time()
     line = Text(f"▶ {name}", style="bold cyan")
     if detail:
         line.append(f" {detail}", style="dim")
     console.print(line)
+    _printed()
+    beat = _Heartbeat(name, started) if not console.is_terminal else None
     try:
         yield
     except BaseException:
         console.print(Text.assemble("  ", (f"✗ {name} failed", "red"), " ", (_took(started), "dim")))
         raise
+    finally:
+        if beat is not None:
+            beat.stop()
     console.print(Text.assemble("  ", (f"✓ {name}", "green"), " ", (_took(started), "dim")))
+    _printed()
+
+
+_last_line = [0.0]
+"""When a stage last printed a line (note, warning, progress): the heartbeat stays quiet meanwhile."""
+
+
+def _printed() -> None:
+    _last_line[0] = time.time()
+
+
+def _every() -> float:
+    return float(os.environ.get("AUTOENV_PROGRESS_SECONDS") or PROGRESS_SECONDS)
+
+
+class _Heartbeat:
+    """`  <stage>: still running, 95 s elapsed` after each PROGRESS_SECONDS with no other line."""
+
+    def __init__(self, name: str, started: float):
+        self.name, self.started, self.every = name, started, _every()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.done.wait(min(self.every, 1.0)):
+            if time.time() - _last_line[0] >= self.every:
+                console.print(f"  {self.name}: still running, {time.time() - self.started:.0f} s elapsed")
+                _printed()
+
+    def stop(self) -> None:
+        self.done.set()
 
 
 def _took(started: float) -> str:
@@ -77,10 +115,12 @@ def _took(started: float) -> str:
 def note(message: str) -> None:
     """One plain line under the current stage (printed as written: it may quote the candidate or a commit subject)."""
     console.print(f"  {message}")
+    _printed()
 
 
 def warn(message: str) -> None:
     console.print(Text(f"  ! {message}", style="yellow"))
+    _printed()
 
 
 def tampered(changes: list[str], why: str = "protected files differ from the run base") -> None:
@@ -125,8 +165,7 @@ class PlainProgress:
     Progress (start, add_task, update, advance, stop)."""
 
     def __init__(self, every: float | None = None):
-        self.every = every if every is not None else float(os.environ.get("AUTOENV_PROGRESS_SECONDS")
-                                                           or PROGRESS_SECONDS)
+        self.every = every if every is not None else _every()
         self.tasks: dict[int, dict] = {}
         self.started = time.time()
         self.last = 0.0
@@ -167,6 +206,7 @@ class PlainProgress:
             errors = sum(t["errors"] for t in self.tasks.values())
             self.last = time.time()
         console.print(f"  progress: {parts or 'starting'}; errors {errors}; {self.last - self.started:.0f} s elapsed")
+        _printed()
 
     def _tick(self) -> None:
         while not self.done.wait(min(self.every, 1.0) if self.every > 1.0 else self.every):
