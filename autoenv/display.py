@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO, Any, cast
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -55,7 +56,7 @@ class StageFailed(Exception):
 
 
 @contextmanager
-def stage(name: str, detail: str = ""):
+def stage(name: str, detail: str = "") -> Iterator[None]:
     """Print one line per pipeline stage: its name, then ok/failed and the time it took. Off a
     terminal, a stage that prints nothing for PROGRESS_SECONDS says it is still running."""
     started = time.time()
@@ -166,7 +167,7 @@ class PlainProgress:
 
     def __init__(self, every: float | None = None):
         self.every = every if every is not None else _every()
-        self.tasks: dict[int, dict] = {}
+        self.tasks: dict[int, dict[str, Any]] = {}
         self.started = time.time()
         self.last = 0.0
         self.lock = threading.Lock()
@@ -217,21 +218,21 @@ class PlainProgress:
 class _Tee(io.TextIOBase):
     """Writes to the stream it replaces and to a log buffer (a file's reader sees the same lines)."""
 
-    def __init__(self, stream, log: io.StringIO):
+    def __init__(self, stream: IO[str], log: io.StringIO):
         self.stream, self.log = stream, log
 
     def write(self, text: str) -> int:
         self.log.write(text)
-        return self.stream.write(text)
+        return int(self.stream.write(text))
 
     def flush(self) -> None:
         self.stream.flush()
 
     def isatty(self) -> bool:
-        return self.stream.isatty()
+        return bool(self.stream.isatty())
 
     def fileno(self) -> int:
-        return self.stream.fileno()
+        return int(self.stream.fileno())
 
 
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
@@ -242,7 +243,8 @@ def captured() -> Iterator[io.StringIO]:
     """Everything both consoles print inside the block, also kept in a buffer (for an evaluation's run.log)."""
     log = io.StringIO()
     saved = console._file, err_console._file  # None: the console follows sys.stdout / sys.stderr
-    console.file, err_console.file = _Tee(console.file, log), _Tee(err_console.file, log)
+    console.file = cast(IO[str], _Tee(console.file, log))
+    err_console.file = cast(IO[str], _Tee(err_console.file, log))
     try:
         yield log
     finally:
