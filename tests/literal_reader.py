@@ -190,10 +190,18 @@ def main() -> int:
         reader.record(step="step 4 again", verdict=second["verdict"], reason=second.get("reason"))
         if second["verdict"] not in ("baseline", "keep"):
             raise Stuck(f"the fix was not kept: {second}")
+        said = ""
         for command in reading(reader.root / "program.md", second["commit"]):
             done = reader.bash(command, "reading")
             if done.returncode != 0:
                 raise Stuck(f"`{command}` failed (exit {done.returncode}): {(done.stdout + done.stderr)[-800:]}")
+            said += done.stdout
+        rollout = re.search(r"autoenv show (\S+) --rollout (\S+)", said)  # "read one: ..." in show's output
+        if rollout is None:
+            raise Stuck("`autoenv show <commit>` names no rollout to read")
+        command = f".venv/bin/autoenv show {rollout.group(1)} --rollout {rollout.group(2).rstrip('…')}"
+        if reader.bash(command, "reading").returncode != 0:
+            raise Stuck(f"`{command}` failed")
     except Stuck as stuck:
         reader.record(step="stuck", reason=str(stuck))
         if settings is not None:
