@@ -188,9 +188,9 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
         bad = gold["invalid"] or gold["errors"]
         report.add("gold validation", "fail" if bad else "pass" if gold["valid"] else "skip",
                    f"verifiers' gold check (Task.validate) passed on {gold['valid']} of {gold['checked'] + len(gold['errors'])} "
-                   "sampled tasks" + (f"; invalid on task idx {gold['invalid'][:8]}" if gold["invalid"] else "")
+                   "sampled tasks" + (f"; invalid on task idx {idx_list(gold['invalid'][:8])}" if gold["invalid"] else "")
                    + (f"; raised: {'; '.join(gold['errors'][:3])}" if gold["errors"] else "")
-                   + (f"; no verdict (None) on task idx {gold['unchecked'][:8]}" if gold["unchecked"] else ""),
+                   + (f"; no verdict (None) on task idx {idx_list(gold['unchecked'][:8])}" if gold["unchecked"] else ""),
                    **gold)
     if "probes" in audit:
         judge_probes(audit, config, report)
