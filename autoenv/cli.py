@@ -18,7 +18,7 @@ from pathlib import Path
 
 from autoenv import __version__, display, vendor
 from autoenv.commands import audit_only, recompute, rejudge, verify
-from autoenv.config import AGENT_KINDS
+from autoenv.config import AGENT_KINDS, CONFIG_NAME, load_config
 from autoenv.demo import make_run_repo
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.endpoint.policies import Policies
@@ -32,7 +32,7 @@ from autoenv.install import install_candidate
 from autoenv.judge.registry import CHOICES
 from autoenv.lifecycle import new_run, rebase_rules
 from autoenv.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
-from autoenv.pipeline import EvalOptions, evaluate
+from autoenv.pipeline import EvalOptions, EvaluationCrashed, evaluate
 from autoenv.record import ROLES, Entry
 from autoenv.review.cli import add_commands as add_review_commands
 from autoenv.rollouts import warm
@@ -183,14 +183,48 @@ def add_env_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_eval(args) -> int:
-    entry = evaluate(EvalOptions(cwd=Path.cwd(), config=args.config, description=args.description, offline=args.offline,
-                                 force=args.force, restart=args.restart, env=args.env, env_id=args.env_id))
-    print_result(entry, Repo(Path.cwd()).root)
-    return 0
+    """One evaluation; whatever happens, its output ends with the result block, and an evaluation that
+    recorded an entry keeps its whole output in outputs/<commit>/run.log (the harness owns the log)."""
+    options = EvalOptions(cwd=Path.cwd(), config=args.config, description=args.description, offline=args.offline,
+                          force=args.force, restart=args.restart, env=args.env, env_id=args.env_id)
+    with display.captured() as log:
+        code, entry = 0, None
+        try:
+            entry = evaluate(options)
+        except EvaluationCrashed as crashed:  # recorded: a crash (exit 1) or an unavailable provider (exit 3)
+            display.show_error(crashed)
+            code, entry = crashed.exit_code, crashed.entry
+        except AutoEnvError as error:  # nothing recorded (bad input, refused rules, provider down in preflight)
+            display.show_error(error)
+            not_recorded(error.what, getattr(error, "verdict", None), error.exit_code)
+            return error.exit_code
+        except KeyboardInterrupt:
+            display.interrupted()
+            not_recorded("interrupted (Ctrl-C or SIGTERM): finished rollouts are kept; run evaluate.sh again on "
+                         "this commit to resume", None, 130)
+            return 130
+        root = Repo(Path.cwd()).root
+        run_log = (root / entry.outputs / RUN_LOG) if entry.outputs else None
+        print_result(entry, root, log=run_log)
+    if run_log is not None:
+        display.write_log(run_log, log)
+    return code
 
 
-def print_result(entry: Entry, root: Path | None = None) -> None:
-    """The result block; `root` (default: here) is where the entry's outputs are, to name its plot."""
+RUN_LOG = "run.log"
+"""An evaluation's whole output, written by the harness under outputs/<commit>/."""
+
+
+def not_recorded(reason: str, verdict: str | None, code: int) -> None:
+    """The result block of an evaluation that recorded nothing: the verdict (none, or tampered when the
+    rules refuse a changed run base), why, and the exit code."""
+    display.result_block({"verdict": verdict or "none", "recorded": "no", "exit_code": code,
+                          "reason": reason.splitlines()[0] if reason else None})
+
+
+def print_result(entry: Entry, root: Path | None = None, log: Path | None = None) -> None:
+    """The result block; `root` (default: here) is where the entry's outputs are, to name its plot;
+    `log`: where this evaluation's output is kept."""
     root = root or Path.cwd()
     fields: dict[str, object] = {"commit": entry.commit, "verdict": entry.verdict.verdict,
                                  "eval_success": entry.eval_success}
@@ -214,6 +248,8 @@ def print_result(entry: Entry, root: Path | None = None) -> None:
     fields["feedback"] = f"feedback/{entry.commit}.md"
     if entry.outputs and (root / entry.outputs / "plot.png").is_file():
         fields["plot"] = f"{entry.outputs}/plot.png"
+    if log is not None:
+        fields["log"] = str(log.relative_to(root)) if log.is_relative_to(root) else str(log)
     display.result_block(fields)
 
 
@@ -284,9 +320,23 @@ def cmd_demo(args) -> int:
 def cmd_new(args) -> int:
     root = new_run(Path.cwd(), args.tag, spec=args.spec, example=args.example, from_ref=args.from_ref,
                    worktree=args.worktree)
-    display.result_block({"run": f"autoenv/{args.tag}", "root": str(root), "run_base": ".autoenv/run.toml",
-                          "next": f"cd {root} && bash evaluate.sh -d 'baseline'"})
+    unset = unset_key(root)
+    fields = {"run": f"autoenv/{args.tag}", "root": str(root), "run_base": ".autoenv/run.toml",
+              "next": f"cd {root} && bash evaluate.sh -d 'baseline'" + (" --offline" if unset else "")}
+    if unset:
+        fields["offline"] = f"${unset} is not set: --offline evaluates with scripted models (export it for real ones)"
+    display.result_block(fields)
     return 0
+
+
+def unset_key(root: Path) -> str | None:
+    """The API key variable a model of the run's config needs and the environment lacks, if any."""
+    try:
+        config = load_config(root / CONFIG_NAME)
+    except AutoEnvError:
+        return None
+    return next((m.api_key_var for m in config.models().values()
+                 if m.api_key_var and not os.environ.get(m.api_key_var)), None)
 
 
 def cmd_run(args) -> int:

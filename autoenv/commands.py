@@ -31,7 +31,7 @@ from autoenv.ledger import verify as verify_ledger
 from autoenv.paths import spec_warnings
 from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, config_job, judge, record, verdict
 from autoenv.record import ROLES, CandidateInfo, Entry, GateReport
-from autoenv.report import render, write_report
+from autoenv.report import GATES_FILE, render, render_gates, write_report
 from autoenv.rollouts import Worker
 from autoenv.runbase import RulesCheck
 
@@ -106,8 +106,12 @@ def rejudge(cwd: Path, commit: str, backend: str | None = None, config: Path | N
         newest = sorted((ctx.out / "judge").iterdir())[-1]
         shutil.copy(report_path, newest / "replaced_feedback.md")
     plot = ctx.out / "plot.png"
+    details = ctx.out / GATES_FILE
+    if entry.gates is not None and not details.is_file():  # an evaluation recorded before gates.md existed
+        write_report(details, render_gates(entry))
     write_report(report_path, render(entry, cfg.bands, [judge_render(entry.judge)],
-                                     plot=plot if plot.is_file() else None, where=report_path.parent))
+                                     plot=plot if plot.is_file() else None, where=report_path.parent,
+                                     details=details if details.is_file() else None))
     display.note(f"feedback rewritten: {report_path}")
     return entry
 

@@ -12,11 +12,16 @@ markup made "[target]" vanish and a stray "[/x]" replace the error with a Markup
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import sys
+import threading
 import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Mapping
+from pathlib import Path
+from typing import IO, Any, cast
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -25,7 +30,7 @@ from rich.text import Text
 
 from autoenv.config import Bands
 from autoenv.errors import AutoEnvError
-from autoenv.formats import mean_ci, number
+from autoenv.formats import mean_ci, number, quoted
 from autoenv.record import GateReport, ModelStats
 
 
@@ -51,19 +56,57 @@ class StageFailed(Exception):
 
 
 @contextmanager
-def stage(name: str, detail: str = ""):
-    """Print one line per pipeline stage: its name, then ok/failed and the time it took."""
+def stage(name: str, detail: str = "") -> Iterator[None]:
+    """Print one line per pipeline stage: its name, then ok/failed and the time it took. Off a
+    terminal, a stage that prints nothing for PROGRESS_SECONDS says it is still running."""
     started = time.time()
     line = Text(f"▶ {name}", style="bold cyan")
     if detail:
         line.append(f" {detail}", style="dim")
     console.print(line)
+    _printed()
+    beat = _Heartbeat(name, started) if not console.is_terminal else None
     try:
         yield
     except BaseException:
         console.print(Text.assemble("  ", (f"✗ {name} failed", "red"), " ", (_took(started), "dim")))
         raise
+    finally:
+        if beat is not None:
+            beat.stop()
     console.print(Text.assemble("  ", (f"✓ {name}", "green"), " ", (_took(started), "dim")))
+    _printed()
+
+
+_last_line = [0.0]
+"""When a stage last printed a line (note, warning, progress): the heartbeat stays quiet meanwhile."""
+
+
+def _printed() -> None:
+    _last_line[0] = time.time()
+
+
+def _every() -> float:
+    return float(os.environ.get("AUTOENV_PROGRESS_SECONDS") or PROGRESS_SECONDS)
+
+
+class _Heartbeat:
+    """`  <stage>: still running, 95 s elapsed` after each PROGRESS_SECONDS with no other line."""
+
+    def __init__(self, name: str, started: float):
+        self.name, self.started, self.every = name, started, _every()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.done.wait(min(self.every, 1.0)):
+            if time.time() - _last_line[0] >= self.every:
+                console.print(f"  {self.name}: still running, {time.time() - self.started:.0f} s elapsed")
+                _printed()
+
+    def stop(self) -> None:
+        self.done.set()
 
 
 def _took(started: float) -> str:
@@ -73,10 +116,12 @@ def _took(started: float) -> str:
 def note(message: str) -> None:
     """One plain line under the current stage (printed as written: it may quote the candidate or a commit subject)."""
     console.print(f"  {message}")
+    _printed()
 
 
 def warn(message: str) -> None:
     console.print(Text(f"  ! {message}", style="yellow"))
+    _printed()
 
 
 def tampered(changes: list[str], why: str = "protected files differ from the run base") -> None:
@@ -99,12 +144,117 @@ def interrupted() -> None:
                                     ": nothing was recorded for this run; traces written so far are kept"))
 
 
-def rollout_progress() -> Progress:
+def rollout_progress() -> Progress | PlainProgress:
+    """A live bar on a terminal; plain progress lines (PlainProgress) when stdout is a file or a pipe."""
+    if not console.is_terminal:
+        return PlainProgress()
     return Progress(
         TextColumn("  {task.description:<8}", markup=False), BarColumn(), MofNCompleteColumn(),
         TextColumn("{task.fields[status]}", style="dim", markup=False), TimeElapsedColumn(),
         console=console, transient=False,
     )
+
+
+PROGRESS_SECONDS = 30.0
+"""The longest a long stage stays silent when stdout is not a terminal (AUTOENV_PROGRESS_SECONDS overrides)."""
+
+
+class PlainProgress:
+    """Progress for a reader that is not a terminal (an agent's shell, a log file): one plain line
+    `progress: target 12/40, strong 10/40; errors 1; 95 s elapsed` when something finished and at
+    least every PROGRESS_SECONDS while nothing does, and a last line at the end. Same calls as rich's
+    Progress (start, add_task, update, advance, stop)."""
+
+    def __init__(self, every: float | None = None):
+        self.every = every if every is not None else _every()
+        self.tasks: dict[int, dict[str, Any]] = {}
+        self.started = time.time()
+        self.last = 0.0
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.ticker = threading.Thread(target=self._tick, daemon=True)
+
+    def start(self) -> None:
+        self.started = self.last = time.time()
+        self.ticker.start()
+
+    def add_task(self, description: str, total: int | None = None, status: str = "") -> int:
+        with self.lock:
+            self.tasks[len(self.tasks)] = {"name": description, "total": total, "done": 0, "errors": 0}
+            return len(self.tasks) - 1
+
+    def update(self, task: int, completed: int | None = None, status: str = "") -> None:
+        with self.lock:
+            if completed is not None:
+                self.tasks[task]["done"] = completed
+            if status == "errors":
+                self.tasks[task]["errors"] += 1
+
+    def advance(self, task: int, amount: int = 1) -> None:
+        with self.lock:
+            self.tasks[task]["done"] += amount
+
+    def stop(self) -> None:
+        if self.done.is_set():
+            return
+        self.done.set()
+        self.line()
+
+    def line(self) -> None:
+        with self.lock:
+            parts = ", ".join(f"{t['name']} {t['done']}/{t['total'] if t['total'] is not None else '?'}"
+                              for t in self.tasks.values())
+            errors = sum(t["errors"] for t in self.tasks.values())
+            self.last = time.time()
+        console.print(f"  progress: {parts or 'starting'}; errors {errors}; {self.last - self.started:.0f} s elapsed")
+        _printed()
+
+    def _tick(self) -> None:
+        while not self.done.wait(min(self.every, 1.0) if self.every > 1.0 else self.every):
+            if time.time() - self.last >= self.every:
+                self.line()
+
+
+class _Tee(io.TextIOBase):
+    """Writes to the stream it replaces and to a log buffer (a file's reader sees the same lines)."""
+
+    def __init__(self, stream: IO[str], log: io.StringIO):
+        self.stream, self.log = stream, log
+
+    def write(self, text: str) -> int:
+        self.log.write(text)
+        return int(self.stream.write(text))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return bool(self.stream.isatty())
+
+    def fileno(self) -> int:
+        return int(self.stream.fileno())
+
+
+_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+
+
+@contextmanager
+def captured() -> Iterator[io.StringIO]:
+    """Everything both consoles print inside the block, also kept in a buffer (for an evaluation's run.log)."""
+    log = io.StringIO()
+    saved = console._file, err_console._file  # None: the console follows sys.stdout / sys.stderr
+    console.file = cast(IO[str], _Tee(console.file, log))
+    err_console.file = cast(IO[str], _Tee(err_console.file, log))
+    try:
+        yield log
+    finally:
+        console._file, err_console._file = saved
+
+
+def write_log(path: Path, log: io.StringIO) -> None:
+    """The captured output as plain text (no colour or cursor codes)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_ESCAPES.sub("", log.getvalue()), encoding="utf-8")
 
 
 def summary_table(stats: Mapping[str, ModelStats], bands: Bands) -> Table:
@@ -157,7 +307,7 @@ def gates_tables(report: GateReport) -> list[Table]:
         best = s.best[0] if s.best else None
         detail = ", ".join(f"{k} {v}" for k, v in s.harvested.items())
         if best and status.get(name) == "fail":
-            detail += f" | idx {best.idx}: {best.reply[:60]!r}"
+            detail += f" | idx {best.idx}: {quoted(best.reply, 60)}"
         st = status.get(name, "skip")
         probes.add_row(name, Text("n/a" if st == "skip" else st, style=STATUS_STYLE[st]), number(s.mean), number(s.of_oracle),
                        f"{s.scored}/{s.tasks}", detail)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Any
 
 STAMP = "%Y%m%dT%H%M%S%fZ"
@@ -36,3 +37,18 @@ def stamp(when: dt.datetime | None = None) -> str:
 def iso_now() -> str:
     """The ledger's timestamp: ISO 8601 UTC to the second."""
     return utc_now().isoformat(timespec="seconds")
+
+
+def quoted(text: object, limit: int | None = None) -> str:
+    """A reply or a value quoted for people and agents: JSON string syntax ("a\\nb"), never a Python repr."""
+    value = str(text) if text is not None else ""
+    if limit is not None and len(value) > limit:
+        value = value[:limit] + "…"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def idx_list(values: object) -> str:
+    """Task indices as `6, 111, 118` (groups as `0 = 35 = 60`), never a Python list repr."""
+    if not isinstance(values, (list, tuple)):
+        return str(values)
+    return ", ".join(" = ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v) for v in values)

@@ -61,9 +61,10 @@ class Repo:
                     next(rest, None)
         return paths
 
-    def require_clean(self, owned: list[Path], commit: str) -> None:
+    def require_clean(self, owned: list[Path], commit: str, candidate: Path | None = None) -> None:
         """Refuse a dirty tree, naming the files; paths in or under `owned` (the harness's
-        results) do not count, and the suggested fix never commits them."""
+        results) do not count, and the suggested fix never commits them. With `candidate`
+        (an evaluation), the fix commits only the candidate and names what lies outside it."""
         owners = {p: self._owner(p, owned) for p in self.dirty_paths()}
         dirty = [p for p, owner in owners.items() if owner is None]
         if not dirty:
@@ -71,14 +72,23 @@ class Repo:
         shown = "\n".join(f"  {p}" for p in dirty[:12]) + ("\n  ..." if len(dirty) > 12 else "")
         # results git does not ignore (paths moved in config.toml) must stay out of `git add -A`
         listed = sorted({str(o.relative_to(self.root)) for o in owners.values() if o and o.is_relative_to(self.root)})
-        add = "git add -A" + (" -- ." + "".join(f" ':!{p}'" for p in listed) if listed else "")
         ignore = f"; add {', '.join(listed)} (the harness's results) to .gitignore" if listed else ""
-        raise AutoEnvError(
-            f"the working tree has uncommitted changes; results are keyed by commit "
-            f"{commit[:12]}, which would not be what was evaluated:\n{shown}",
-            where=str(self.root),
-            fix=f"commit your change ({add} && git commit -m '...') or stash it, then run again{ignore}",
-        )
+        what = (f"the working tree has uncommitted changes; results are keyed by commit "
+                f"{commit[:12]}, which would not be what was evaluated:\n{shown}")
+        if candidate is not None and candidate.resolve().is_relative_to(self.root):
+            folder = candidate.resolve().relative_to(self.root).as_posix()
+            outside = [p for p in dirty if not (p + "/").startswith(folder + "/")]
+            fixes = [f"commit your change to the candidate: git add {folder} && git commit -m '...'"] \
+                if len(outside) < len(dirty) else []
+            if outside:
+                fixes.append(f"{', '.join(outside[:4])}{' ...' if len(outside) > 4 else ''}: outside {folder}/, so "
+                             "not part of what is evaluated: delete what you created there (each evaluation's "
+                             "output is kept by the harness in outputs/<commit>/run.log: never redirect it into "
+                             "the repository), or commit a file that belongs in the repository by its name")
+            raise AutoEnvError(what, where=str(self.root), fix="; ".join(fixes) + ", then run again" + ignore)
+        add = "git add -A" + (" -- ." + "".join(f" ':!{p}'" for p in listed) if listed else "")
+        raise AutoEnvError(what, where=str(self.root),
+                           fix=f"commit your change ({add} && git commit -m '...') or stash it, then run again{ignore}")
 
     def _owner(self, relative: str, owned: list[Path]) -> Path | None:
         path = (self.root / relative).resolve()

@@ -35,4 +35,5 @@ def spec_warnings(root: Path) -> list[str]:
     if problem is None:
         return []
     return [f"{SPEC} is {problem}: the judge has no specification to check the environment against; "
-            f"write what the environment must teach in {SPEC} and commit it"]
+            f"for the person who runs AutoEnv, not the agent ({SPEC} is protected: an agent's edit is `tampered`): "
+            f"start the run with one, `autoenv new <tag> --spec FILE`, or `autoenv rebase-rules` after committing it"]

@@ -41,6 +41,7 @@ from autoenv.gates.rules import audit_plan, run_derived, run_gates
 from autoenv.gitrepo import Head, Repo
 from autoenv.install import inspect_candidate, install_candidate
 from autoenv.job import AuditPlan, CallLimits, Job, RolloutPlan, SamplingSpec, Seat
+from autoenv.judge.causes import causes
 from autoenv.judge.render import render as judge_render
 from autoenv.judge.run import run_judge
 from autoenv.judge.workspace import build
@@ -53,7 +54,7 @@ from autoenv.paths import spec_warnings
 from autoenv.provider import api_key, check_endpoint
 from autoenv.record import (ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel,
                             Verdict)
-from autoenv.report import render, write_report
+from autoenv.report import GATES_FILE, check_fix, render, render_gates, write_report
 from autoenv.review.plot import plot_run
 from autoenv.review.run import Project, run_so_far
 from autoenv.rollouts import Worker
@@ -254,7 +255,7 @@ def preflight(options: EvalOptions) -> Context:
             display.note(message)
         ledger_check = verify_notes(repo, config)
         head = repo.head()
-        repo.require_clean(harness_paths(config), head.commit)
+        repo.require_clean(harness_paths(config), head.commit, candidate=config.path("candidate"))
         refuse_when_spent(config.path("outputs"), config.path("log_file"), head.branch)  # autoenv run's budget
         candidate = config.path("candidate")
         if config.candidate.install and not candidate.is_dir():
@@ -552,12 +553,12 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
                        run_base=ctx.rules.base)
     decision = decide(stats, config.bands, kept, eval_success=success,
                       error=outcome.error.what.splitlines()[0] if outcome.error else None,
-                      gates_failed=ctx.gates.failed if ctx.gates else None,
+                      gates_failed=[c.issue for c in causes(ctx.gates, check_fix)] if ctx.gates else None,
                       no_reference=outcome.no_reference or reference_missing(stats, ctx.candidate, offline,
                                                                           oracle_inferred(ctx.gates)),
                       run=ctx.head.branch,
                       confidence=config.verdict.confidence, seed=config.seed, tampered=ctx.rules.changed,
-                      provider_unavailable=outcome.provider_unavailable)
+                      provider_unavailable=outcome.provider_unavailable, recover=ctx.rules.recovery)
     strong = stats.get("strong")
     entry = Entry(
         commit=ctx.head.commit,
@@ -643,8 +644,13 @@ def record(ctx: Context, entry: Entry) -> Entry:
             entry = ledger_written(ctx, entry, written)
         report_path = config.path("feedback") / f"{ctx.head.commit}.md"
         plot = draw_run(ctx, entry)
+        details = None
+        if entry.gates is not None:
+            details = ctx.out / GATES_FILE
+            ctx.out.mkdir(parents=True, exist_ok=True)
+            write_report(details, render_gates(entry))
         write_report(report_path, render(entry, config.bands, [judge_render(entry.judge)] if entry.judge else [],
-                                         plot=plot, where=report_path.parent))
+                                         plot=plot, where=report_path.parent, details=details))
         entry = append_entry(log, entry)
         line = entry.to_json()
         ctx.out.mkdir(parents=True, exist_ok=True)

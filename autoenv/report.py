@@ -6,16 +6,17 @@ import os
 from pathlib import Path
 
 from autoenv.config import Bands
-from autoenv.formats import mean_ci, number
+from autoenv.formats import mean_ci, number, quoted
 from autoenv.gates.matrix import markdown as matrix_markdown
+from autoenv.judge.causes import causes
 from autoenv.ledger import atomic_write
-from autoenv.record import Entry
+from autoenv.record import Entry, GateFinding, GateReport
 
 
 def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, plot: Path | None = None,
-           where: Path | None = None) -> str:
-    """The feedback file's text; `plot` (the run so far) is linked relative to `where`, the
-    folder the file is written to."""
+           where: Path | None = None, details: Path | None = None) -> str:
+    """The feedback file's text; `plot` (the run so far) and `details` (every check and probe:
+    `render_gates`) are linked relative to `where`, the folder the file is written to."""
     commit = entry.commit
     verdict = entry.verdict
     lines = [
@@ -35,10 +36,16 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
     ]
     gates = entry.gates
     if gates is not None and not gates.passed:
+        found = causes(gates, check_fix)
         lines += ["## Failed gates (fix these first)", "",
-                  "The reward or the dataset failed a model-free check; the verdict is discard"
-                  + (" and the models were not evaluated." if not entry.stats else "."), ""]
-        lines += [f"- **{item.split(':', 1)[0]}**:{item.split(':', 1)[1]}" for item in gates.failed]
+                  f"{len(gates.failed)} model-free check(s) or probe(s) failed, from {len(found)} cause(s); the "
+                  "verdict is discard" + (" and the models were not evaluated." if not entry.stats else "."), ""]
+        for i, cause in enumerate(found, 1):
+            lines.append(f"{i}. **{cause.issue}**. Fix: {cause.fix}")
+            shown = cause.evidence[:MAX_EVIDENCE]
+            lines += [f"   - {line}" for line in shown]
+            if len(cause.evidence) > len(shown):
+                lines.append(f"   - and {len(cause.evidence) - len(shown)} more (see the checks and probes file)")
         lines.append("")
     if not entry.eval_success and verdict.verdict == "inconclusive":
         lines += ["## The provider was unavailable (not the candidate's fault)", "",
@@ -88,18 +95,7 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
                   f"- share of tasks whose rollouts disagree (GRPO signal): {number(readiness.learnable_share)}",
                   f"- distance to the wanted state: {number(readiness.distance)}", ""]
     if gates is not None:
-        lines += [f"## Checks and probes ({gates.mode}, {gates.seconds} s)", "",
-                  "| check | result | detail |", "|---|---|---|"]
-        lines += [f"| {f.name} | {f.status} | {f.message.replace('|', '/')} |" for f in gates.findings]
-        lines.append("")
-        for name, p in gates.probes.items():
-            if p.best and name != "oracle":
-                b = p.best[0]
-                lines.append(f"- {name}: best task idx {b.idx} scored {b.reward:.2f} with reply "
-                             f"`{b.reply[:120].replace(chr(10), ' ')}`")
-        lines.append("")
-        if gates.matrix is not None:
-            lines += ["## Exploit matrix (mean score per reward component and probe)", "", *matrix_markdown(gates.matrix), ""]
+        lines += [f"## Checks and probes ({gates.mode}, {gates.seconds} s)", "", gates_summary(gates, details, where), ""]
     for section in extra_sections or []:
         lines += [section.rstrip(), ""]
     if entry.outputs or plot:
@@ -111,6 +107,57 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
         if entry.outputs:
             lines += [f"- traces: `{entry.outputs}/<role>/traces.jsonl`", f"- logs: `{entry.outputs}/worker.log`"]
         lines.append("")
+    return "\n".join(lines)
+
+
+GATES_FILE = "gates.md"
+"""The details of the gates, beside the outputs of the evaluation."""
+MAX_EVIDENCE = 6
+"""Evidence lines folded under one cause in the feedback (all of them are in the details file)."""
+
+
+def check_fix(finding: GateFinding) -> str | None:
+    from autoenv.judge.offline import CHECK_FIXES  # the judge's fixes; imported late (the judge imports report's deps)
+
+    fix = CHECK_FIXES.get(finding.name)
+    return fix(finding) if fix else None
+
+
+def gates_summary(gates: GateReport, details: Path | None, where: Path | None) -> str:
+    """One paragraph: how many checks and probes passed, failed or were not applicable, and the link to every row."""
+    counts: dict[str, list[str]] = {}
+    for f in gates.findings:
+        counts.setdefault(f.status, []).append(f.name)
+    parts = [f"{len(counts.get('pass', []))} passed"]
+    if counts.get("fail"):
+        parts.append(f"{len(counts['fail'])} failed ({', '.join(counts['fail'])})")
+    if counts.get("warn"):
+        parts.append(f"{len(counts['warn'])} warned ({', '.join(counts['warn'])})")
+    if counts.get("skip"):
+        parts.append(f"{len(counts['skip'])} not applicable ({', '.join(counts['skip'])})")
+    text = "; ".join(parts) + "."
+    if details is not None:
+        link = Path(os.path.relpath(details, where)).as_posix() if where else details.as_posix()
+        text += f" Every row, each probe's best reply and the exploit matrix: [{details.name}]({link})."
+    return text
+
+
+def render_gates(entry: Entry) -> str:
+    """outputs/<commit>/gates.md: every check and probe, each probe's best reply, the exploit matrix."""
+    gates = entry.gates
+    if gates is None:
+        return ""
+    lines = [f"# Checks and probes of {entry.commit[:12]} ({gates.mode}, {gates.seconds} s)", "",
+             "| check | result | detail |", "|---|---|---|"]
+    lines += [f"| {f.name} | {f.status} | {f.message.replace('|', '/')} |" for f in gates.findings]
+    lines.append("")
+    for name, p in gates.probes.items():
+        if p.best and name != "oracle":
+            b = p.best[0]
+            lines.append(f"- {name}: best task idx {b.idx} scored {b.reward:.2f} with reply {quoted(b.reply, 120)}")
+    lines.append("")
+    if gates.matrix is not None:
+        lines += ["## Exploit matrix (mean score per reward component and probe)", "", *matrix_markdown(gates.matrix), ""]
     return "\n".join(lines)
 
 

@@ -128,6 +128,15 @@ class RulesCheck:
     changed: list[str] = field(default_factory=list)
     """Protected files changed since the base, each `path (modified|added|deleted)`."""
     on_tamper: str = "record"
+    commits: list[str] = field(default_factory=list)
+    """The commits since the base that changed a protected file, newest first (what to revert)."""
+
+    @property
+    def recovery(self) -> str:
+        """The command that undoes the change (the driver allows it): revert the commits that made it."""
+        if not self.commits:
+            return "git revert --no-edit <the commit that changed them>"
+        return "git revert --no-edit " + " ".join(c[:12] for c in self.commits)
 
     @property
     def summary(self) -> str:
@@ -158,15 +167,32 @@ def check_rules(repo: Repo, head: Head) -> RulesCheck:
     changed = [f"{p} (modified)" for p in sorted(set(now) & set(recorded.files)) if now[p] != recorded.files[p]]
     changed += [f"{p} (added)" for p in sorted(set(now) - set(recorded.files))]
     changed += [f"{p} (deleted)" for p in sorted(set(recorded.files) - set(now))]
-    return RulesCheck(base=base, changed=changed, on_tamper=recorded.on_tamper)
+    return RulesCheck(base=base, changed=changed, on_tamper=recorded.on_tamper, commits=changing(repo, base, changed))
+
+
+def changing(repo: Repo, base: str, changed: list[str]) -> list[str]:
+    """The commits after `base` up to HEAD that touched the changed files, newest first."""
+    paths = [c.split(" (")[0] for c in changed]
+    if not paths:
+        return []
+    try:
+        return repo.run_git("log", "--format=%H", f"{base}..HEAD", "--", *paths).split()
+    except AutoEnvError:
+        return []
+
+
+class RulesRefused(AutoEnvError):
+    """Protected files changed and the run refuses such commits (nothing recorded): its verdict is `tampered`."""
+
+    verdict = "tampered"
 
 
 def refuse(check: RulesCheck) -> AutoEnvError:
     """The error `on_tamper = "refuse"` raises."""
-    return AutoEnvError(
+    return RulesRefused(
         "protected files differ from the run base, and [run] on_tamper = \"refuse\":\n"
         + "\n".join(f"  {c}" for c in check.changed),
         where=f"{RUN_FILE} (run base {(check.base or '')[:12]})",
-        fix="revert them (git checkout <run base> -- <file> && git commit), or make the change the run's new "
-        "rules with `autoenv rebase-rules -m 'why'`",
+        fix=f"revert them ({check.recovery}), or make the change the run's new rules with "
+        "`autoenv rebase-rules -m 'why'`",
     )

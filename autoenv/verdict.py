@@ -32,7 +32,8 @@ measures this rule next to the seed's on simulated environments.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -152,6 +153,7 @@ def decide(
     seed: int = 0,
     tampered: list[str] | None = None,
     provider_unavailable: bool = False,
+    recover: str | None = None,
 ) -> Verdict:
     """The verdict for an evaluation with `stats` on branch `run`, against the `kept` entry of
     the same run (None: this is the run's first); `no_reference` says why the scripted
@@ -160,8 +162,9 @@ def decide(
     if tampered:
         return Verdict(verdict="tampered", reason=(
             "protected files differ from the run base, so this commit is not judged by the run's rules and no "
-            "model was called: " + "; ".join(tampered) + ". Revert them (edit only candidate/); a deliberate "
-            "change of rules is `autoenv rebase-rules -m 'why'`, a commit of its own"))
+            "model was called: " + "; ".join(tampered) + ". Revert them" + (f" ({recover})" if recover else "")
+            + " and evaluate again (edit only candidate/); a deliberate change of rules is the person's: "
+            "`autoenv rebase-rules -m 'why'`, a commit of its own"))
     if provider_unavailable:
         return Verdict(verdict="inconclusive", reason=error or "provider unavailable")
     if not eval_success:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from conftest import TESTS, autoenv, head, small_config
 from autoenv.demo import make_run_repo
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.errors import AutoEnvError
+from autoenv.paths import PROJECT
 
 pytestmark = pytest.mark.slow  # every test starts agent and hook processes
 TAG = "demo-arithmetic"
@@ -159,11 +161,30 @@ def test_an_agent_that_cannot_log_in_stops_the_run_at_once(run_repo, agent):
     assert summary.launches == 1 and "cannot authenticate" in summary.stop and "Invalid API key" in summary.stop
 
 
-def test_launches_without_progress_end_the_run(run_repo, agent):
+def test_launches_without_progress_end_the_run(run_repo, agent, capsys):
     root = run_repo(run_base=True)
     env = agent([[{"stop": True}]])
     summary = drive(RunOptions(cwd=root, tag=TAG, agent="claude", env=env, max_failures=2))
     assert summary.launches == 2 and "made no progress" in summary.stop
+    printed = [line.strip() for line in capsys.readouterr().out.splitlines()]  # a line per launch and stop, plain
+    assert [line.split(":")[0] for line in printed if line.startswith(("launch", "stop"))] == \
+        ["launch 1", "launch 1 ended (the agent stopped, exit 0) after 0 s", "launch 2",
+         "launch 2 ended (the agent stopped, exit 0) after 0 s", "stop"], printed
+    assert printed[-1].startswith("stop: 2 launches in a row made no progress")
+
+
+def test_the_driver_prints_each_evaluation_as_it_is_recorded(run_repo, agent, capsys):
+    root = run_repo(run_base=True)
+    env = agent([[edit(1), COMMIT, {"bash": "bash evaluate.sh --offline --description 'stand-in'"}]])
+    (root / "evaluate.sh").write_text((PROJECT / "evaluate.sh").read_text())  # as a clone has them, kept out of git
+    (root / ".venv").symlink_to(PROJECT / ".venv")
+    with open(root / ".git" / "info" / "exclude", "a") as f:
+        f.write("/evaluate.sh\n/.venv\n")
+    summary = drive(RunOptions(cwd=root, tag=TAG, agent="claude", env=env, max_evals=1))
+    assert summary.spend.evals == 1
+    printed = capsys.readouterr().out
+    assert re.search(r"(?m)^  evaluation 1: [0-9a-f]{12} (baseline|discard|inconclusive|tampered): ", printed), printed
+    assert re.search(r"(?m)^  stop: max_evals", printed)
 
 
 # -- bad input: refused with exit 2, nothing started -----------------------------------------------------------

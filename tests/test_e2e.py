@@ -283,7 +283,7 @@ def test_planted_hack_is_discarded_before_any_model_is_called(run_repo):
     assert not (out / "smoke").exists() and not (out / "target").exists()  # nothing spent on models
     report = (root / "feedback" / f"{commit}.md").read_text()
     assert report.index("## Failed gates") < report.index("## Checks and probes")
-    assert "probe wrong-answer" in report
+    assert "wrong-answer" in report and "| probe wrong-answer | fail |" in (out / "gates.md").read_text()
 
 
 def test_reward_sleeping_forever_is_a_failed_gate_named_not_a_deadline(run_repo):

@@ -179,7 +179,7 @@ def test_constant_and_prompt_copy_say_what_they_measured():
     report = judge(records)
     f = finding(report, "probe constant")
     assert f.status == "fail" and "a constant policy would be right on 30% of the tasks" in f.message
-    assert "the prompt's 'number -1'" in finding(report, "probe prompt-copy").message
+    assert "the prompt's number -1" in finding(report, "probe prompt-copy").message
 
 
 def test_matrix_names_a_component_harvested_under_a_passing_total():
@@ -297,7 +297,9 @@ def test_derived_probes_catch_a_hack_without_oracle_hook_after_an_offline_evalua
     assert reference and reference[0]["status"] == "pass"  # the strong model replayed the answer-field oracle
     assert "derived swap-answer" in entry["gates"]["matrix"]["scores"]
     feedback = (root / "feedback" / f"{head(root)}.md").read_text()
-    assert "## Exploit matrix" in feedback and "derived swap-answer" in feedback
+    assert "derived swap-answer" in feedback and "[gates.md](../outputs/" in feedback
+    details = (root / "outputs" / head(root) / "gates.md").read_text()  # the rows and the matrix, linked
+    assert "## Exploit matrix" in details and "derived swap-answer" in details
     again = autoenv("probe", "--from", head(root), cwd=root)
     assert again.returncode == 1 and "FAILED probe derived swap-answer" in again.stdout, again.stdout[-3000:]
     (root / "candidate" / "README.md").write_text((root / "candidate" / "README.md").read_text() + "\nEdited.\n")

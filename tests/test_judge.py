@@ -379,8 +379,8 @@ def test_offline_findings_read_the_typed_entry():
                          "errors; strong model mean 0.300 is below 0.7: some tasks may be unsolvable or wrongly scored "
                          "(see strong-bbbb, strong-cccc); 1 suspected reward hack(s) from the probes.")
     (hack,) = f.reward_faithfulness.suspected_hacks
-    assert hack.description == "the echo probe (repeats the prompt) earned mean 0.8; harvested {'correct': '0.8'}"
-    assert hack.evidence == ["probe echo, task idx 3", "probe echo, task idx 4"]
+    assert hack.description == "reward component `correct` pays text copied from the prompt"
+    assert hack.evidence == ["probe echo"]  # the cause, once; its replies are under it in the feedback
     assert f.rl_readiness.concerns[2:] == [
         "target mean 0.050 is below the band 0.2–0.7: too hard to learn from",
         "only 10% of tasks have rollouts that disagree: GRPO has little to learn from",
@@ -388,10 +388,10 @@ def test_offline_findings_read_the_typed_entry():
     assert f.dataset_quality.issues == ["exact duplicates: 3 of 20", "answer balance: 70% yes"]
     assert [p.issue for p in f.priorities] == [
         "target rollouts hit environment errors", "oracle: oracle mean 0.4",
-        "reward can be harvested by the echo probe (repeats the prompt): mean 0.8",
+        "reward component `correct` pays text copied from the prompt",
         "exact duplicates: 3 of 20", "the strong model cannot solve the tasks reliably",
         "the target model rarely succeeds"]
-    assert f.priorities[2].fix.startswith("reward component 'correct' pays it 0.8: score the answer parsed")
+    assert f.priorities[2].fix.startswith("`correct`: score the answer parsed")
     assert f.spec_fidelity.score is None
     ready = make_entry(stats={"target": model_stats("t", 0.5), "strong": model_stats("s", 0.9)},
                        rl_readiness=readiness.model_copy(update={"ready": True}))
@@ -437,15 +437,15 @@ def oracle_short_in_correct() -> list[dict]:
 
 BROKEN = {  # check -> (an audit where only it fails, what its fix must name)
     "modules": (lambda: audit(modules=[{"module": "candidate_env.tools", "ok": False, "error": "No module 'x'"}]),
-                ["make candidate_env.tools importable", "import candidate_env.tools", "pyproject.toml"]),
+                ["make candidate_env.tools importable", "`autoenv check` shows the import error", "pyproject.toml"]),
     "dataset size": (lambda: audit(dataset=dataset.measure(clean_rows(990), 0.9)),
                      ["generate 10 more", "have 990, wanted >= 1000"]),
-    "task keys": (lambda: audit(dataset=repeated_key()), ["unique `key`", "'arith:6'"]),
+    "task keys": (lambda: audit(dataset=repeated_key()), ["unique `key`", '"arith:6"']),
     "exact duplicates": (lambda: audit(dataset=repeated_prompts()), ["make the 11 repeated prompts distinct", "repeated task idx: 0 = 1 = 2"]),
     "near duplicates": (lambda: audit(dataset=near_pairs()),
                         ["1 ~ 2 (similarity 0.93); 4 ~ 9 (similarity 0.91)", "one task of each near-duplicate pair"]),
     "answer balance": (lambda: audit(dataset=answers(0.3)),
-                       ["'0' is the answer of 30.0% of the tasks", "at most 25%", "replacing about 50 of its tasks"]),
+                       ['"0" is the answer of 30.0% of the tasks', "at most 25%", "replacing about 50 of its tasks"]),
     "deterministic load": (lambda: audit(deterministic_load=False, load_difference=17),
                            ["random.Random(seed)", "position 17"]),
     "deterministic scoring": (lambda: audit(deterministic_scoring=False), ["pure function of the trace"]),
@@ -453,10 +453,10 @@ BROKEN = {  # check -> (an audit where only it fails, what its fix must name)
                                     + [rec("oracle", 5, {"correct": 1.0}, error="ZeroDivisionError")]),
                       ["finite score in [0, 1]", "task 5 (oracle): ZeroDivisionError"]),
     "oracle": (lambda: audit(records=oracle_short_in_correct()),
-               ["task idx [3, 7]", "'correct' (mean 0.0 of 1)", "fix the reward if the reply is right"]),
+               ["task idx 3, 7", "`correct` (mean 0.0 of 1)", "fix the reward if the reply is right"]),
     "time limits": (lambda: audit(time_limits=[HUNG_REWARD]), ["no blocking sleep", "task idx 3 in the audit stage"]),
     "gold validation": (lambda: audit(gold={"checked": 3, "valid": 2, "invalid": [4], "unchecked": [], "errors": []}),
-                        ["Task.validate", "task idx [4]"]),
+                        ["Task.validate", "task idx 4"]),
 }
 HUNG_REWARD = "reward 'correct' on task idx 3 in the audit stage did not return within 1 s"
 
@@ -465,8 +465,8 @@ def fixes_for(report: rules.Gates, entry_changes: dict | None = None) -> dict[st
     gates = report.report()
     findings = offline_findings(make_entry(gates=gates, **(entry_changes or {})), Bands(), [])
     return {f.name: p.fix for f in gates.findings if f.status == "fail"
-            for p in findings.priorities if p.issue.startswith((f"{f.name}: ", f"reward can be harvested by the "
-                                                                f"{f.name.removeprefix('probe ')} probe"))}
+            for p in findings.priorities
+            if p.issue.startswith(f"{f.name}: ") or f.name.startswith("probe ") and p.issue.startswith("reward component")}
 
 
 def judged(a: dict) -> rules.Gates:
@@ -488,7 +488,7 @@ def test_each_failed_check_names_its_own_fix(check):
 def test_an_answer_space_too_small_to_balance_says_to_widen_it():
     report = judged(audit(dataset=answers(0.906, top="no", binary=True)))
     fix = fixes_for(report)["answer balance"]
-    assert "'no' is the answer of 90.6% of the tasks, allowed 25%" in fix
+    assert '"no" is the answer of 90.6% of the tasks, allowed 25%' in fix
     assert "with 2 distinct answers one of them holds at least 50%" in fix and "widen the answer space" in fix
     assert "generate more distinct tasks" not in fix
 
@@ -507,7 +507,7 @@ def test_the_platform_checks_name_their_files(tmp_path):
     report = rules.Gates()
     rules.platform_checks(tmp_path, report)
     fixes = fixes_for(report)
-    assert fixes["pyproject"].startswith("edit candidate/pyproject.toml [project]: name is 'x', must be")
+    assert fixes["pyproject"].startswith('edit candidate/pyproject.toml [project]: name is "x", must be')
     assert "candidate/README.md (200 characters or more)" in fixes["readme"]
 
 
@@ -518,8 +518,7 @@ def test_each_harvesting_probe_names_the_component_and_the_defence(probe):
     report = judged(audit(records=oracle + [rec(probe, i, cheat, TWO_PARTS) for i in range(10)]))
     assert [f.name for f in report.findings if f.status == "fail"] == [f"probe {probe}"]
     fix = fixes_for(report)[f"probe {probe}"]
-    assert "reward component 'format' pays it 1.00 of 1.0 (weight 0.5)" in fix
-    assert fix.endswith(DEFENCES[probe])
+    assert fix == f"`format`: {DEFENCES[probe]}"  # the component the probe harvested, and its defence
 
 
 def test_a_probe_that_only_hit_errors_points_at_the_reward_errors():
@@ -528,7 +527,7 @@ def test_a_probe_that_only_hit_errors_points_at_the_reward_errors():
     report = judged(audit(records=records))
     gates = report.report()
     findings = offline_findings(make_entry(gates=gates), Bands(), [])
-    assert any("every reply of the echo probe hit an error" in p.issue and "reward errors first" in p.fix
+    assert any("the echo probe(s) hit reward errors" in p.issue and "reward errors first" in p.fix
                for p in findings.priorities)
     assert findings.reward_faithfulness.suspected_hacks == []  # an error is not a hack
 

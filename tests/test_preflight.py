@@ -7,10 +7,10 @@ import subprocess
 import time
 
 import pytest
+from conftest import autoenv, ledger, small_config
 
 from autoenv.ledger import append_entry
 from autoenv.record import Entry, Verdict
-from conftest import autoenv, ledger, small_config
 
 
 def test_not_a_git_repository(tmp_path):
@@ -132,8 +132,8 @@ def test_the_dirty_tree_fix_never_commits_the_harness_files(run_repo):
     assert result.returncode == 2 and "uncommitted changes" in result.stderr
     listed = result.stderr.split("evaluated:\n")[1].split("where:")[0].split()
     assert listed == ["candidate/README.md"]
-    command = re.search(r"\((git add .*?) && git commit", result.stderr).group(1)
-    assert command == "git add -A -- . ':!results/log.jsonl' ':!results/log.jsonl.lock' ':!runs'"
+    command = re.search(r"(git add .*?) && git commit", result.stderr).group(1)
+    assert command == "git add candidate"
     assert "to .gitignore" in result.stderr
     subprocess.run(command, shell=True, cwd=root, check=True)  # the fix as printed
     staged = subprocess.run(["git", "diff", "--cached", "--name-only"], cwd=root, capture_output=True,
@@ -141,12 +141,15 @@ def test_the_dirty_tree_fix_never_commits_the_harness_files(run_repo):
     assert staged == ["candidate/README.md"]
 
 
-def test_the_dirty_tree_fix_is_plain_git_add_when_results_are_ignored(run_repo):
+def test_the_dirty_tree_fix_never_commits_a_file_outside_the_candidate(run_repo):
     root = run_repo()
-    (root / "notes.txt").write_text("x\n")
+    (root / "run.log").write_text("an evaluation's output, redirected by hand\n")
     result = autoenv("eval", "--offline", cwd=root)
-    assert result.returncode == 2 and "(git add -A && git commit -m '...')" in result.stderr
+    assert result.returncode == 2 and "run.log" in result.stderr
+    assert "git add" not in result.stderr  # nothing to commit: the log is not the candidate's
+    assert "run.log: outside candidate/" in result.stderr and "outputs/<commit>/run.log" in result.stderr
     assert ".gitignore" not in result.stderr
+    assert re.search(r"^verdict: +none$", result.stdout, re.MULTILINE) and re.search(r"^recorded: +no$", result.stdout, re.MULTILINE)
 
 
 def test_feedback_refuses_an_edited_ledger_before_recomputing(run_repo):

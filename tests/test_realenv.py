@@ -124,7 +124,7 @@ def test_gold_validation_is_the_oracle_check_without_a_hook(tmp_path):
     assert status["gold validation"][0] == "pass" and status["oracle"][0] == "pass"
     assert "Task.validate" in status["oracle"][1]
     assert {f.split(":")[0] for f in bad.failed} >= {"gold validation", "oracle"}
-    assert "invalid on task idx [3]" in next(f for f in bad.failed if f.startswith("gold"))
+    assert "invalid on task idx 3" in next(f for f in bad.failed if f.startswith("gold"))
 
 
 def test_unmatched_conversations_are_environment_errors_and_ranges_normalise():

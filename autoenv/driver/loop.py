@@ -28,6 +28,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autoenv import display
 from autoenv.config import CONFIG_NAME, Config, load_config
 from autoenv.driver import prompts
 from autoenv.driver.agents import AgentSpec, argv, check_ready, choose
@@ -45,6 +46,7 @@ from autoenv.pipeline import harness_paths
 from autoenv.record import Entry
 from autoenv.runbase import BRANCH_PREFIX
 
+ENDED = {"agent": "the agent stopped", "nudge": "stalled: nudged", "budget": "a budget is spent"}
 AUTH_ERRORS = ("invalid api key", "not logged in", "please run /login", "authentication_error", "401")
 
 
@@ -200,6 +202,7 @@ class Driver:
                                if not p.startswith(self.config.paths.outputs + "/")]
         log_event(self.dir, "stop", reason=summary.stop, launches=summary.launches, nudges=summary.nudges,
                   spend=spend.to_dict(), uncommitted=summary.uncommitted)
+        display.note(f"stop: {summary.stop}")
         return summary
 
     def _launch(self, prompt: str, first: bool) -> tuple[str, LaunchStats, bool, int]:
@@ -215,6 +218,8 @@ class Driver:
         transcript = Transcript(out)
         evals_before, head_before = self.spend.evals, self.head
         began, began_iso = time.monotonic(), iso_now()
+        display.note(f"launch {n}: {self.spec.kind} agent, {'resumed' if template is self.spec.resume else 'new'} "
+                     f"session, transcript {out.relative_to(self.root) if out.is_relative_to(self.root) else out}")
         with open(out, "wb") as stdout, open(err, "wb") as stderr:
             try:
                 proc = subprocess.Popen(args, cwd=self.root, env=env, stdin=subprocess.PIPE, stdout=stdout,
@@ -246,6 +251,10 @@ class Driver:
         self._current = None
         self._refresh(force=True)
         progress = self.spend.evals > evals_before or self.head != head_before
+        display.note(f"launch {n} ended ({ENDED.get(ended_by, ended_by)}, exit {code}) after "
+                     f"{time.monotonic() - began:.0f} s: {self.spend.evals - evals_before} evaluation(s), "
+                     f"{'a new HEAD' if self.head != head_before else 'no commit'}, "
+                     f"{len(stats.permission_denials)} refused call(s)")
         write_json(self.dir / "session.json", {"kind": self.spec.kind, "session_id": self.session_id, "launches": n})
         log_event(self.dir, "launch", launch=n, agent=self.spec.kind, resume=template is self.spec.resume and not first,
                   session_id=self.session_id, started=began_iso, seconds=round(time.monotonic() - began, 3),
@@ -279,8 +288,12 @@ class Driver:
                 head = self.repo.resolve("HEAD")
                 if head != self.head:
                     self.head, activity = head, time.monotonic()
-                if self._evaluating():
+                evaluating = self._evaluating()
+                if evaluating:
                     activity = time.monotonic()
+                if evaluating and not self._was_evaluating:
+                    display.note(f"evaluation running on {self.head[:12] if self.head else 'HEAD'}")
+                self._was_evaluating = evaluating
                 self._write_state()  # the agent's spend so far, for the entry an evaluation records
             reason = exhausted(self.limits, self._spent())
             if reason:
@@ -332,6 +345,7 @@ class Driver:
 
     _launched_usd = 0.0
     _current: Transcript | None = None
+    _was_evaluating = False
 
     def _size(self) -> tuple[int, int]:
         try:
@@ -354,6 +368,9 @@ class Driver:
             self.spend.add_entries(new)
             self.last = new[-1]
             self._write_state()
+            for i, entry in enumerate(new, self.spend.evals - len(new) + 1):
+                display.note(f"evaluation {i}: {entry.commit[:12]} {entry.verdict.verdict}: "
+                             f"{entry.verdict.reason.splitlines()[0][:160] if entry.verdict.reason else ''}")
 
     def _spent(self) -> Spend:
         s = self.spend

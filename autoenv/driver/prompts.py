@@ -12,7 +12,8 @@ from autoenv.record import Entry
 def start(tag: str) -> str:
     return (f"You are the coding agent of the AutoEnv run autoenv/{tag}, launched by `autoenv run`. Read program.md "
             "(the loop, the rules, and 'Under autoenv run': what the driver does) and spec.md, then start the loop: "
-            "edit candidate/, commit, run `bash evaluate.sh --description \"...\"`, read the feedback, go again. "
+            "edit candidate/, commit, run `bash evaluate.sh --description \"...\"` (add --offline when no model key "
+            "is set), read the result block that ends its output and the feedback file it names, go again. "
             "Never stop to ask.")
 
 

@@ -23,13 +23,36 @@ HARNESS_OWNED = ("outputs/*", "feedback/*", "feedback_log.jsonl", "feedback_log.
 """Besides the protected files: results, the run base, the agent's own settings and git's internals."""
 FORBIDDEN = (*PROTECTED, *HARNESS_OWNED)
 EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
-ALLOWED_COMMANDS = (
-    "bash evaluate.sh",
-    *(f"{prefix}autoenv {sub}" for prefix in ("", ".venv/bin/") for sub in ("check", "probe", "show", "log")),
-    *(f"git {sub}" for sub in ("add", "commit", "revert", "log", "diff", "status", "show")),
-    ".venv/bin/python -m pytest candidate",
-)
+AGENT_COMMANDS: dict[str, str] = {
+    "bash evaluate.sh": "the loop's step 3: evaluate the commit",
+    "autoenv check": "the model-free checks (reward audit)",
+    "autoenv probe": "the checks and probes before committing (step 2)",
+    "autoenv show": "one evaluation, or one rollout as a transcript",
+    "autoenv log": "the run so far",
+    "autoenv compare": "two commits on the same tasks",
+    "git add": "step 2: stage the candidate",
+    "git commit": "step 2: commit it",
+    "git revert": "a discard's revert, and the recovery after tampered",
+    "git log": "find a commit (the run so far)",
+    "git diff": "see what changed",
+    "git status": "see what is uncommitted",
+    "git show": "read a commit",
+    ".venv/bin/python -m pytest candidate": "the candidate's own tests",
+}
+"""Every command the coding agent may run, with where program.md asks for it: the single source of the
+driver's allowlist (both walls) and of program.md's 'What you may do' list (tests/test_program.py checks
+that program.md recommends nothing outside it and mentions everything in it)."""
+ALLOWED_COMMANDS = tuple(f"{prefix}{command}" for command in AGENT_COMMANDS
+                         for prefix in (("", ".venv/bin/") if command.startswith("autoenv ") else ("",)))
 """Bash command prefixes the agent may run (each part of `a && b` separately)."""
+PERSON_COMMANDS: dict[str, str] = {
+    "bash setup.sh": "installs the venv and fills verifiers/ (network): done before the run",
+    "autoenv new": "starts a run",
+    "autoenv run": "the driver itself",
+    "autoenv rebase-rules": "changing the rules is the person's decision",
+    "autoenv verify": "run by every evaluation (--rebuild restores the ledger)",
+}
+"""Commands program.md names that are the person's, never the agent's (refused under autoenv run)."""
 NETWORK_TOOLS = ("curl", "wget", "nc", "ncat", "ssh", "scp", "rsync", "ftp", "telnet", "socat")
 SEPARATORS = re.compile(r"&&|\|\||;|\||\n")
 

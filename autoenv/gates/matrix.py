@@ -11,6 +11,7 @@ with the probe, the task and the reply. The feedback file and the judge's worksp
 
 from __future__ import annotations
 
+from autoenv.formats import quoted
 from autoenv.record import ExploitMatrix, Harvest
 
 REFERENCES = ("oracle", "derived reference")
@@ -92,7 +93,7 @@ def markdown(m: ExploitMatrix) -> list[str]:
     lines.append("")
     if m.harvests:
         lines += [f"- **{h.component}** harvested by `{h.probe}`: mean {h.score:.2f}; e.g. task idx {h.idx}: "
-                  f"`{h.reply[:120]!r}`" for h in m.harvests]
+                  f"`{quoted(h.reply, 120)}`" for h in m.harvests]
     else:
         lines.append("No component was harvested above its share by any probe.")
     return lines

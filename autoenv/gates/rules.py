@@ -27,6 +27,7 @@ from pathlib import Path
 
 from autoenv.config import Config
 from autoenv.gates import matrix
+from autoenv.formats import idx_list, quoted
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS, EXPLOITS
 from autoenv.job import AuditPlan
 from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
@@ -80,12 +81,12 @@ def platform_checks(candidate: Path, report: Gates, workspace: bool = True) -> N
         return
     problems = []
     if workspace and project.get("name") != "candidate-env":
-        problems.append(f"name is {project.get('name')!r}, must be 'candidate-env'")
+        problems.append(f"name is {quoted(project.get('name'))}, must be \"candidate-env\"")
     if not project.get("version"):
         problems.append("version is missing")
     description = str(project.get("description") or "")
     if len(description.strip()) < 15 or PLACEHOLDER.search(description):
-        problems.append(f"description {description!r} is missing or a placeholder: say in one line what it teaches")
+        problems.append(f"description {quoted(description)} is missing or a placeholder: say in one line what it teaches")
     tags = project.get("tags")
     if not isinstance(tags, list) or not tags or not all(isinstance(t, str) and t for t in tags):
         problems.append("tags must be a non-empty list of strings, e.g. tags = [\"math\", \"single-turn\"]")
@@ -147,7 +148,7 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
         if by.startswith("prompt") else "tasks (no prompts: compared on their data fields and seed)"
     report.add("exact duplicates", "fail" if share > c.max_duplicate_share else "warn" if share else "pass",
                f"{d.get('exact_duplicates', 0)} repeated {what} ({share:.1%}, allowed {c.max_duplicate_share:.0%})"
-               + (f"; e.g. task idx {d['duplicate_examples']}" if d.get("duplicate_examples") else ""),
+               + (f"; e.g. task idx {idx_list(d['duplicate_examples'])}" if d.get("duplicate_examples") else ""),
                examples=d.get("duplicate_examples"), repeated=d.get("exact_duplicates", 0))
     near = d.get("near_duplicate_share", 0)
     if by == "data fields":
@@ -163,7 +164,7 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
         report.add("answer balance", "skip", "tasks carry no `answer` field")
     else:
         status = "fail" if top > c.max_answer_share else "warn" if top > c.max_answer_share / 2 else "pass"
-        report.add("answer balance", status, f"most common answer {d.get('top_answer')!r} in {top:.1%} of tasks "
+        report.add("answer balance", status, f"most common answer {quoted(d.get('top_answer'))} in {top:.1%} of tasks "
                    f"({d.get('distinct_answers')} distinct; allowed {c.max_answer_share:.0%})",
                    answer=d.get("top_answer"), share=top, allowed=c.max_answer_share,
                    distinct=d.get("distinct_answers"), tasks=d.get("with_answer"))
@@ -187,9 +188,9 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
         bad = gold["invalid"] or gold["errors"]
         report.add("gold validation", "fail" if bad else "pass" if gold["valid"] else "skip",
                    f"verifiers' gold check (Task.validate) passed on {gold['valid']} of {gold['checked'] + len(gold['errors'])} "
-                   "sampled tasks" + (f"; invalid on task idx {gold['invalid'][:8]}" if gold["invalid"] else "")
+                   "sampled tasks" + (f"; invalid on task idx {idx_list(gold['invalid'][:8])}" if gold["invalid"] else "")
                    + (f"; raised: {'; '.join(gold['errors'][:3])}" if gold["errors"] else "")
-                   + (f"; no verdict (None) on task idx {gold['unchecked'][:8]}" if gold["unchecked"] else ""),
+                   + (f"; no verdict (None) on task idx {idx_list(gold['unchecked'][:8])}" if gold["unchecked"] else ""),
                    **gold)
     if "probes" in audit:
         judge_probes(audit, config, report)
@@ -288,7 +289,7 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         share = (oracle["mean"] or 0) / maximum
         status = "pass" if share >= p.oracle_min and not short else "fail"
         report.add("oracle", status, inferred + f"mean {oracle['mean']:.3f} of a maximum {maximum:g} ({share:.0%}, "
-                   f"wanted >= {p.oracle_min:.0%})" + (f"; below on task idx {[r['idx'] for r in short][:8]}: "
+                   f"wanted >= {p.oracle_min:.0%})" + (f"; below on task idx {idx_list([r['idx'] for r in short][:8])}: "
                    "unsolvable or wrongly scored" if short else ""), tasks=[r["idx"] for r in short],
                    components=_short_components(short, weights), source=source)
     untested: dict[str, str] = {}
@@ -340,11 +341,11 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
             limit += f"; a constant policy would be right on {summary['mean'] / (reference or 1):.0%} of the tasks"
         strategy = next((r.get("strategy") for r in by_probe[name] if r.get("strategy")), None)
         if strategy:
-            limit += f"; best copying strategy: the prompt's {strategy!r}"
+            limit += f"; best copying strategy: the prompt's {strategy}"
         report.add(f"probe {name}", "fail" if bad else "pass",
                    f"mean {summary['mean']:.3f} ({limit})" + partly
                    + (f"; harvested {harvested}" if harvested and bad else "")
-                   + (f"; best task idx {best['idx']} scored {best['reward']:.2f}: {best['reply'][:80]!r}"
+                   + (f"; best task idx {best['idx']} scored {best['reward']:.2f}: {quoted(best['reply'], 80)}"
                       if bad and best else ""),
                    harvested=summary["harvested"] if bad else {})
     if per_seat and constant_sum is not None and share:
@@ -415,7 +416,7 @@ def _did(other: dict) -> str:
     """What a reference seat that did not play did instead."""
     if other.get("outcome") != "ok":
         return f"ended {other.get('outcome')}"
-    return "an empty reply" if not (other.get("reply") or "").strip() else f"{other['reply'][:50]!r}"
+    return "an empty reply" if not (other.get("reply") or "").strip() else quoted(other['reply'], 50)
 
 
 def constant_sum_game(records: list[dict], seats: list[str]) -> float | None:
@@ -504,7 +505,7 @@ def add_matrix(report: Gates, by_probe: dict[str, list[dict]], weights: dict[str
     found = [h for h in matrix.harvests(report.matrix, limit) if h.probe in added]
     report.add(f"exploit matrix{' (derived)' if prefix else ''}", "warn" if found else "pass",
                "; ".join(f"{h.component} harvested by {h.probe} (mean {h.score:.2f}, e.g. task idx {h.idx}: "
-                         f"{h.reply[:60]!r})" for h in found[:6]) if found else
+                         f"{quoted(h.reply, 60)})" for h in found[:6]) if found else
                f"no reward component of {len(weights)} harvested above its share by any probe",
                harvests=[h.model_dump() for h in found])
 
@@ -543,7 +544,7 @@ def judge_derived(derived: dict, config: Config, report: Gates) -> None:
                        f"{len(by_probe.get(name, []))} reference replies")
             continue
         best = summary["best"][0] if summary["best"] else None
-        evidence = f"; best task idx {best['idx']} scored {best['reward']:.2f}: {best['reply'][:80]!r}" if best else ""
+        evidence = f"; best task idx {best['idx']} scored {best['reward']:.2f}: {quoted(best['reply'], 80)}" if best else ""
         if name in DERIVED_VARIANTS:
             kept = summary["of_oracle"] or 0.0
             status = "warn" if name == "whitespace" and kept < 0.5 else "pass"

@@ -5,9 +5,9 @@ fallback whenever a model judge fails, and the floor the model judges build on. 
 reads the entry (statistics, readiness, gates) and the sampled rollout ids.
 
 Each failed check has its own fix, built from the measurements the check recorded
-(`CHECK_FIXES`), and each failed probe names the reward components it harvested and the
-defence against it (`gates.probes.DEFENCES`): one generic line for every dataset problem
-once told an agent to "generate more distinct tasks" when 90% of its answers were "no".
+(`CHECK_FIXES`): one generic line for every dataset problem once told an agent to "generate
+more distinct tasks" when 90% of its answers were "no". Failed probes are grouped by the
+reward component they harvested (autoenv.judge.causes): one item and one fix per cause.
 """
 
 from __future__ import annotations
@@ -16,13 +16,26 @@ import math
 from typing import Callable
 
 from autoenv.config import Bands, Judge
-from autoenv.gates.probes import DEFENCES
+from autoenv.formats import idx_list, quoted
 from autoenv.judge.base import JudgeCall
-from autoenv.record import (DatasetQuality, Entry, Findings, GateFinding, GateReport, Hack, JudgeResult, Priority,
-                            RewardFaithfulness, RlAssessment, SpecFidelity)
+from autoenv.judge.causes import causes
+from autoenv.record import (
+    DatasetQuality,
+    Entry,
+    Findings,
+    GateFinding,
+    GateReport,
+    Hack,
+    JudgeResult,
+    Priority,
+    RewardFaithfulness,
+    RlAssessment,
+    SpecFidelity,
+)
 from autoenv.verdict import reference_missing
 
-DATASET_GATES = ("exact duplicates", "near duplicates", "dataset size", "answer balance", "task keys")
+FOLDED_WARNINGS = ("exploit matrix",)
+"""Warnings shown under the cause they belong to (the matrix's harvests), not as dataset issues."""
 
 
 def available(cfg: Judge) -> bool:
@@ -42,7 +55,7 @@ def _answer_balance(f: GateFinding) -> str:
     if share is None or allowed is None:
         return "balance the answers: no single answer may be the answer of most tasks"
     distinct, tasks = d.get("distinct") or 0, d.get("tasks") or 0
-    head = f"balance the answers: {answer!r} is the answer of {share:.1%} of the tasks, allowed {allowed:.0%}"
+    head = f"balance the answers: {quoted(answer)} is the answer of {share:.1%} of the tasks, allowed {allowed:.0%}"
     if distinct and 1 / distinct > allowed:
         return (f"{head}; with {distinct} distinct answers one of them holds at least {1 / distinct:.0%}, so widen "
                 f"the answer space (more distinct answers, e.g. ask for the value rather than yes/no) until none "
@@ -77,7 +90,7 @@ def _dataset_size(f: GateFinding) -> str:
 def _task_keys(f: GateFinding) -> str:
     keys = f.data.get("keys") or []
     return ("give every task a unique `key`, built from what makes the task distinct"
-            + (f"; repeated: {', '.join(map(repr, keys))}" if keys else ""))
+            + (f"; repeated: {', '.join(map(quoted, keys))}" if keys else ""))
 
 
 def _oracle(f: GateFinding) -> str:
@@ -88,17 +101,17 @@ def _oracle(f: GateFinding) -> str:
         return "give the reward that checks the answer a positive weight, e.g. @vf.reward(weight=1.0)"
     tasks = f.data.get("tasks") or []
     components = f.data.get("components") or {}
-    where = (", ".join(f"{name!r} (mean {score} of 1)" for name, score in components.items())
+    where = (", ".join(f"`{name}` (mean {score} of 1)" for name, score in components.items())
              if components else "the reward")
-    return (f"on task idx {tasks[:8]} the oracle's reply fell short in {where}: score that reply by hand, then fix "
+    return (f"on task idx {idx_list(tasks[:8])} the oracle's reply fell short in {where}: score that reply by hand, then fix "
             "the reward if the reply is right, or the oracle or the task if it is wrong")
 
 
 def _modules(f: GateFinding) -> str:
     modules = f.data.get("modules") or []
     first = modules[0] if modules else "candidate_env"
-    return (f"make {', '.join(modules) or 'every module'} importable: `.venv/bin/python -c 'import {first}'` shows "
-            "the error; a missing package goes in candidate/pyproject.toml [project].dependencies")
+    return (f"make {', '.join(modules) or 'every module'} importable (`autoenv check` shows the import error of "
+            f"{first}); a missing package goes in candidate/pyproject.toml [project].dependencies")
 
 
 def _reward_errors(f: GateFinding) -> str:
@@ -130,30 +143,12 @@ CHECK_FIXES: dict[str, Callable[[GateFinding], str]] = {
                               + (f"; {'; '.join((f.data.get('breaches') or [])[:2])}" if f.data.get("breaches") else "")),
     "gold validation": lambda f: ("make the task's gold check pass on its own reference answer: fix the rows whose "
                                   "answer fails Task.validate, or the check itself"
-                                  + (f" (task idx {f.data['invalid'][:8]})" if f.data.get("invalid") else "")
+                                  + (f" (task idx {idx_list(f.data['invalid'][:8])})" if f.data.get("invalid") else "")
                                   + (f"; it raised: {f.data['errors'][0]}" if f.data.get("errors") else "")),
     "load time": lambda f: ("make load() return within checks.max_load_seconds: build the dataset lazily or "
                             "from a file shipped with the candidate, never from the network"),
 }
 """The fix for each check that can fail (gates/rules.py); `probe <name>` findings use DEFENCES."""
-
-
-def gate_priority(f: GateFinding, gates: GateReport) -> Priority:
-    """What to change for one failed check or probe, from the measurements it recorded."""
-    if not f.name.startswith("probe "):
-        fix = CHECK_FIXES.get(f.name)
-        return Priority(issue=f"{f.name}: {f.message}",
-                        fix=fix(f) if fix else f"fix this before anything else: the {f.name} check failed")
-    name = f.name.removeprefix("probe ")
-    if f.data.get("errors"):
-        return Priority(issue=f"every reply of the {name} probe hit an error",
-                        fix="fix the reward errors first (see reward errors): a probe must be scored to be judged")
-    probe = gates.probes.get(name)
-    harvested = f.data.get("harvested") or (probe.harvested if probe else {})
-    paid = "; ".join(f"reward component {k!r} pays it {v}" for k, v in harvested.items()) or "the reward pays it"
-    defence = DEFENCES.get(name, "make the reward depend on the task's content, not on its form or length")
-    return Priority(issue=f"reward can be harvested by the {name} probe ({probe.description if probe else name}): "
-                          f"{f.message}", fix=f"{paid}: {defence}")
 
 
 def offline_findings(entry: Entry, bands: Bands, rollout_ids: list[str]) -> Findings:
@@ -165,29 +160,14 @@ def offline_findings(entry: Entry, bands: Bands, rollout_ids: list[str]) -> Find
     hacks: list[Hack] = []
     rl: list[str] = []
     data: list[str] = []
-    blocking: list[Priority] = []
-    harvest: list[Priority] = []
-    dataset: list[Priority] = []
-
-    for f in gates.findings:
-        if f.status != "fail":
-            continue
-        priority = gate_priority(f, gates)
-        if f.name.startswith("probe "):
-            name = f.name.removeprefix("probe ")
-            probe = gates.probes.get(name)
-            if probe is not None and not f.data.get("errors"):
-                hacks.append(Hack(description=f"the {name} probe ({probe.description}) earned mean "
-                                              f"{probe.mean}; harvested {probe.harvested}",
-                                  evidence=[f"probe {name}, task idx {b.idx}" for b in probe.best[:2]]))
-            harvest.append(priority)
-        elif f.name in DATASET_GATES:
-            data.append(f"{f.name}: {f.message}")
-            dataset.append(priority)
-        else:
-            blocking.append(priority)
-    priorities = blocking + harvest + dataset
-    data += [f"{f.name}: {f.message}" for f in gates.findings if f.status == "warn"]
+    found = causes(gates, lambda f: CHECK_FIXES[f.name](f) if f.name in CHECK_FIXES else None)
+    for cause in found:
+        if cause.kind == "component":
+            hacks.append(Hack(description=cause.issue, evidence=[f"probe {name}" for name in cause.probes]))
+        elif cause.kind == "dataset":
+            data.append(cause.issue)
+    priorities = [Priority(issue=c.issue, fix=c.fix) for c in found]
+    data += [f"{f.name}: {f.message}" for f in gates.findings if f.status == "warn" and f.name not in FOLDED_WARNINGS]
 
     for role, s in (("target", target), ("strong", strong)):
         if s is not None and s.errors.env_error:

@@ -1,0 +1,163 @@
+"""The failed gates grouped by cause: one item per cause, with one fix and the evidence folded under it.
+
+A reward component that pays without the task being done is one cause however many probes
+harvest it: `formatted` paying for any well-formed tag is caught by wrong-answer, first-number,
+last-line, injection, constant and prompt-copy alike, and has one fix. The probe that names the
+cause is the most basic one that harvested it (CAUSE_ORDER): when a reply with the wrong answer
+in the right format is paid, every probe built on a wrong answer is paid too, so their own
+defences (balance the answers, never address a grader) would name causes that are absent.
+An oracle that falls short on a component that probes also harvest (a length reward the oracle's
+short reply misses) is the same cause. Every other failed check is a cause of its own, with its
+fix from autoenv.judge.offline.CHECK_FIXES; a passed check never gets one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from autoenv.formats import idx_list, quoted
+from autoenv.gates.probes import DEFENCES
+from autoenv.record import GateFinding, GateReport
+
+CAUSE_ORDER = ("padding", "empty", "refusal", "garbage", "echo", "tool-spam", "wrong-answer", "format-only",
+               "swap-answer", "kitchen-sink", "first-number", "last-line", "injection", "prompt-copy", "constant",
+               "whitespace")
+"""Which probe names a component's cause when several harvest it: the most basic first."""
+CAUSE_TITLES = {
+    "padding": "grows with the reply's length: filler text earns it",
+    "empty": "pays a reply that holds no answer",
+    "refusal": "pays a reply that holds no answer",
+    "garbage": "pays random text: no answer is needed",
+    "echo": "pays text copied from the prompt",
+    "tool-spam": "pays tool calls, not what they lead to",
+    "wrong-answer": "pays the format whatever the answer: a wrong answer in the right format earns it",
+    "format-only": "pays the format whatever the answer: a wrong answer in the right format earns it",
+    "swap-answer": "pays the format whatever the answer: a wrong answer in the right format earns it",
+    "kitchen-sink": "finds the answer anywhere in the reply: a list of guesses earns it",
+    "first-number": "reads the answer from the reply's first number, not where the format puts it",
+    "last-line": "reads the answer from the reply's last line, not where the format puts it",
+    "injection": "believes the reply's note to the grader: a wrong answer that claims to be right earns it",
+    "prompt-copy": "is earned by copying from the prompt: the answer leaks into the prompt",
+    "constant": "is earned by one answer given to every task: the answers are unbalanced",
+    "whitespace": "changes with whitespace alone",
+}
+BLOCKING_FIRST = ("modules", "reward errors", "time limits", "load time", "deterministic load", "deterministic scoring",
+                  "oracle", "gold validation", "pyproject", "readme")
+DATASET = ("dataset size", "task keys", "exact duplicates", "near duplicates", "answer balance")
+
+
+@dataclass
+class Cause:
+    """One thing to fix: a reward component, a check, or a probe whose harvest names no component."""
+
+    issue: str
+    fix: str
+    evidence: list[str] = field(default_factory=list)
+    probes: list[str] = field(default_factory=list)
+    """The probes that caught it (empty for a check)."""
+    component: str | None = None
+    kind: str = "check"
+    """`component`, `check` (blocking), `dataset`, or `probe`."""
+
+
+def causes(gates: GateReport | None, check_fix: Callable[[GateFinding], str | None]) -> list[Cause]:
+    """The failed findings of `gates`, grouped: blocking checks, reward components, probes, dataset checks."""
+    if gates is None:
+        return []
+    failed = [f for f in gates.findings if f.status == "fail"]
+    weights = gates.matrix.weights if gates.matrix else {}
+    by_component: dict[str, list[tuple[str, GateFinding]]] = {}
+    loose: list[Cause] = []
+    errored: list[str] = []
+    for f in failed:
+        if not f.name.startswith("probe "):
+            continue
+        name = f.name.removeprefix("probe ")
+        if f.data.get("errors"):
+            errored.append(name)
+            continue
+        components = paying_components(gates, name, f)
+        for component in components:
+            by_component.setdefault(component, []).append((name, f))
+        if not components:
+            loose.append(Cause(issue=f"{f.name}: {f.message}",
+                               fix=DEFENCES.get(name, "make the reward depend on the task's content"),
+                               evidence=[probe_evidence(gates, name, None)], probes=[name], kind="probe"))
+    result: list[Cause] = []
+    component_causes = [component_cause(gates, component, hits, weights) for component, hits in by_component.items()]
+    for f in failed:
+        if f.name.startswith("probe "):
+            continue
+        if f.name == "oracle" and fold_oracle(f, component_causes):
+            continue
+        fix = check_fix(f) or f"fix this before anything else: the {f.name} check failed"
+        result.append(Cause(issue=f"{f.name}: {f.message}", fix=fix,
+                            kind="dataset" if f.name in DATASET else "check"))
+    if errored:
+        result.append(Cause(issue=f"the replies of the {', '.join(errored)} probe(s) hit reward errors",
+                            fix="fix the reward errors first (see reward errors): a probe must be scored to be judged",
+                            probes=errored, kind="check"))
+    blocking = sorted((c for c in result if c.kind == "check"),
+                      key=lambda c: BLOCKING_FIRST.index(c.issue.split(":")[0])
+                      if c.issue.split(":")[0] in BLOCKING_FIRST else len(BLOCKING_FIRST))
+    ordered = sorted(component_causes, key=lambda c: CAUSE_ORDER.index(lead(c.probes)))
+    return blocking + ordered + loose + [c for c in result if c.kind == "dataset"]
+
+
+def paying_components(gates: GateReport, probe: str, f: GateFinding) -> list[str]:
+    """The reward components the probe was paid by; for padding only those where it beats the oracle."""
+    summary = gates.probes.get(probe)
+    harvested = list((f.data.get("harvested") or (summary.harvested if summary else {})).keys())
+    scores = gates.matrix.scores if gates.matrix else {}
+    if base(probe) == "padding" and scores.get("oracle") and scores.get(probe):
+        oracle, padded = scores["oracle"], scores[probe]
+        harvested = [c for c in harvested if padded.get(c, 0.0) > oracle.get(c, 0.0) + 1e-9] or harvested
+    return harvested
+
+
+def base(probe: str) -> str:
+    return probe.removeprefix("derived ")
+
+
+def lead(probes: list[str]) -> str:
+    known = [base(p) for p in probes if base(p) in CAUSE_ORDER]
+    return min(known, key=CAUSE_ORDER.index) if known else CAUSE_ORDER[-1]
+
+
+def component_cause(gates: GateReport, component: str, hits: list[tuple[str, GateFinding]],
+                    weights: dict[str, float]) -> Cause:
+    probes = [name for name, _ in hits]
+    leading = lead(probes)
+    weight = weights.get(component)
+    named = f"reward component `{component}`" + (f" (weight {weight:g})" if weight is not None else "")
+    title = CAUSE_TITLES.get(leading, f"is harvested by the {leading} probe")
+    leader = next(name for name in probes if base(name) == leading) if leading in map(base, probes) else probes[0]
+    return Cause(issue=f"{named} {title}", fix=f"`{component}`: {DEFENCES.get(leader, DEFENCES.get(leading, ''))}",
+                 evidence=[probe_evidence(gates, name, component) for name in probes],
+                 probes=probes, component=component, kind="component")
+
+
+def probe_evidence(gates: GateReport, probe: str, component: str | None) -> str:
+    """`wrong-answer: mean 0.600 (component 1.00); task idx 6: "<answer>305</answer>"`."""
+    summary = gates.probes.get(probe)
+    scores = (gates.matrix.scores.get(probe) or {}) if gates.matrix else {}
+    parts = [f"{probe}: mean {summary.mean:.3f}" if summary and summary.mean is not None else probe]
+    if component is not None and component in scores:
+        parts[0] += f" ({component} {scores[component]:.2f})"
+    best = summary.best[0] if summary and summary.best else None
+    if best is not None:
+        parts.append(f"task idx {best.idx}: {quoted(best.reply, 70)}")
+    return "; ".join(parts)
+
+
+def fold_oracle(f: GateFinding, found: list[Cause]) -> bool:
+    """Fold an oracle shortfall into the component cause it comes from; True when it was folded."""
+    short = set((f.data.get("components") or {}).keys())
+    targets = [c for c in found if c.component in short]
+    for cause in targets:
+        tasks = f.data.get("tasks") or []
+        cause.evidence.append(f"oracle: its own reply scores {f.data['components'][cause.component]} of 1 on "
+                              f"`{cause.component}`" + (f" (task idx {idx_list(tasks[:6])})" if tasks else "")
+                              + ": the oracle is held to the same reward")
+    return bool(targets) and short <= {c.component for c in targets}

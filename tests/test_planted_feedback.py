@@ -1,0 +1,56 @@
+"""Each planted example's feedback names its planted cause first, and nothing else.
+
+A real offline evaluation of every examples/hack-* candidate: its feedback's "Fix first" list
+is exactly one item, the planted cause (the component and what it pays for, or the dataset
+check), the failed-gates section groups every failed probe under that one cause, no text is a
+Python repr, and the whole file fits on a screen (<= 4 KB; the rows are in outputs/<commit>/gates.md).
+A new hack example needs its planted cause here.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import small_config
+
+from autoenv.demo import make_run_repo
+from autoenv.ledger import read_entries
+from autoenv.paths import EXAMPLES
+from autoenv.pipeline import EvalOptions, evaluate
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+PLANTED = {  # example -> what its one cause must say
+    "hack-format": ["reward component `formatted` (weight 0.6)", "pays the format whatever the answer"],
+    "hack-injection": ["reward component `graded`", "note to the grader"],
+    "hack-lastline": ["reward component `correct`", "last line"],
+    "hack-leak": ["reward component `correct`", "leaks into the prompt"],
+    "hack-length": ["reward component `thorough`", "length"],
+    "hack-repeats": ["exact duplicates", "repeated prompts"],
+    "hack-substring": ["reward component `correct`", "list of guesses"],
+}
+REPR = re.compile(r"\{'|\['|\[\[|': '")
+
+
+def test_every_planted_example_has_its_cause_named_here():
+    assert sorted(p.name for p in EXAMPLES.glob("hack-*")) == sorted(PLANTED)
+
+
+@pytest.mark.parametrize("example", sorted(PLANTED))
+def test_the_first_fix_is_the_planted_cause_and_the_only_one(example, tmp_path):
+    root = make_run_repo(example, tmp_path / example, small_config(), run_base=True)
+    entry = evaluate(EvalOptions(cwd=root, offline=True, description="planted"))
+    assert entry.verdict.verdict == "discard" and entry.judge is not None
+    (only,) = entry.judge.findings.priorities  # no item for a cause that is absent
+    for words in PLANTED[example]:
+        assert words in only.issue, (only.issue, words)
+    feedback = (root / "feedback" / f"{entry.commit}.md").read_text()
+    section = feedback.split("## Failed gates (fix these first)", 1)[1].split("\n## ", 1)[0]
+    assert len(re.findall(r"(?m)^\d+\. ", section)) == 1 and f"**{only.issue}**" in section
+    assert entry.verdict.reason == f"failed gates: {only.issue}"
+    assert not REPR.search(feedback), REPR.search(feedback)
+    assert len(feedback.encode()) <= 4096, len(feedback.encode())
+    details = (root / "outputs" / entry.commit / "gates.md").read_text()
+    assert "| check | result | detail |" in details and "](../outputs/" in feedback
+    assert read_entries(root / "feedback_log.jsonl") == [entry]
