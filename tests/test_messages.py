@@ -72,7 +72,7 @@ def test_every_display_function_prints_text_as_written(attack_row):
 
 
 @pytest.mark.attack
-def test_tables_and_progress_print_text_as_written(attack_row):
+def test_tables_and_progress_print_text_as_written(attack_row, monkeypatch):
     stats = ModelStats(model="[bold]m[/x]", rollouts=1, scored=1, mean=0.5, ci=None, std=0.0, solve_rate=None,
                        max_reward=1.0, normalized_mean=0.5, tasks=1, disagree_share=0.0, errors=ErrorCounts())
     report = GateReport(mode="in-process", findings=[GateFinding(name="[bold]", status="fail", message="[/x]"),
@@ -80,13 +80,15 @@ def test_tables_and_progress_print_text_as_written(attack_row):
                         probes={"echo": ProbeSummary(description="d", mean=1.0, tasks=1, scored=1,
                                                      skipped=0, errors=0,
                                                      best=[BestReply(idx=0, key="k", reward=1.0, reply="[/x]")])})
+    monkeypatch.setattr(display.console, "_force_terminal", True)  # the live bar (off a terminal: plain lines)
     progress = display.rollout_progress()
+    monkeypatch.undo()
     progress.add_task("[bold]", total=2, status="[/x]")
     text = printed(lambda: [display.console.print(t) for t in
                             (display.summary_table({"target": stats}, Bands()), *display.gates_tables(report),
                              progress.get_renderable())])
     assert "│ [bold]m[/x] " in text  # a model name
-    assert "│ [bold] " in text and "│ [/x] " in text and "'[/x]'" in text  # check name and detail, probe reply
+    assert "│ [bold] " in text and "│ [/x] " in text and '"[/x]"' in text  # check name and detail, probe reply
     assert re.search(r"\[bold\]\s+━*\s*0/2\s+\[/x\]", text)  # progress description and status
     attack_row("bracketed text in tables and progress (model name, check, probe reply, status)",
                f"printed as written: {next(line for line in text.splitlines() if '[bold]m[/x]' in line).strip()[:80]!r}")
