@@ -594,18 +594,19 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
 
 
 def reuse(ctx: Context, hit: Entry) -> Entry:
-    """The cached evaluation `hit` recorded for this commit: same statistics, verdict and findings, no model call."""
-    source = hit.cached_from or hit.commit
+    """A pointer to the cached evaluation `hit` (autoenv.cache): verdict `cached`, no stats of its own, no model call."""
+    source = hit.commit
     with timed(ctx, "cache"), display.stage("cache", f"same candidate tree, spec, config and models as {source[:12]}"):
         display.note("no model called; bash evaluate.sh --force evaluates anyway")
-        reason = f"cached from {source[:12]} (same candidate tree, spec.md, config and models): {hit.verdict.reason}"
-        entry = hit.model_copy(update={
-            "commit": ctx.head.commit, "timestamp": iso_now(), "description": ctx.options.description,
-            "run_id": ctx.run_id, "branch": ctx.head.branch, "cached_from": source,
-            "warnings": ctx.warnings, "run_base": ctx.rules.base, "rules": ctx.rules.summary, "tampered": [],
-            "ledger_check": ctx.ledger_check, "cache_key": ctx.cache_key,
-            "agent_cost_usd": agent_usd(ctx.config.path("outputs"), ctx.head.branch),
-            "verdict": hit.verdict.model_copy(update={"reason": reason})})
+        reason = (f"cached from {source[:12]} (same candidate tree, spec.md, config and models): no model was called; "
+                  f"that evaluation's verdict stands ({hit.verdict.verdict}: {hit.verdict.reason})")
+        entry = Entry(
+            commit=ctx.head.commit, timestamp=iso_now(), description=ctx.options.description,
+            eval_success=hit.eval_success, verdict=Verdict(verdict="cached", reason=reason, compared_to=source),
+            run_id=ctx.run_id, branch=ctx.head.branch, offline=hit.offline, budget=hit.budget,
+            candidate=hit.candidate, outputs=hit.outputs, warnings=ctx.warnings, run_base=ctx.rules.base,
+            rules=ctx.rules.summary, ledger_check=ctx.ledger_check, cache_key=ctx.cache_key, cached_from=source,
+            agent_cost_usd=agent_usd(ctx.config.path("outputs"), ctx.head.branch))
     return entry.model_copy(update={"timings": dict(ctx.timings)})
 
 
@@ -642,9 +643,12 @@ def record(ctx: Context, entry: Entry) -> Entry:
         if written:
             entry = ledger_written(ctx, entry, written)
         report_path = config.path("feedback") / f"{ctx.head.commit}.md"
-        plot = draw_run(ctx, entry)
-        write_report(report_path, render(entry, config.bands, [judge_render(entry.judge)] if entry.judge else [],
-                                         plot=plot, where=report_path.parent))
+        if entry.cached_from:
+            write_report(report_path, pointer_feedback(entry, config.path("feedback") / f"{entry.cached_from}.md"))
+        else:
+            plot = draw_run(ctx, entry)
+            write_report(report_path, render(entry, config.bands, [judge_render(entry.judge)] if entry.judge else [],
+                                             plot=plot, where=report_path.parent))
         entry = append_entry(log, entry)
         line = entry.to_json()
         ctx.out.mkdir(parents=True, exist_ok=True)
@@ -655,6 +659,18 @@ def record(ctx: Context, entry: Entry) -> Entry:
         shown = report_path.relative_to(config.root) if report_path.is_relative_to(config.root) else report_path
         display.note(f"feedback: {shown}")
     return entry
+
+
+def pointer_feedback(entry: Entry, source_feedback: Path) -> str:
+    """feedback/<commit>.md of a cache hit: what it points at, then the source's own feedback."""
+    source = entry.cached_from or ""
+    head = (f"# {entry.commit[:12]}: cached from {source[:12]}\n\n{entry.verdict.reason}\n\n"
+            f"This commit is not a new result: its numbers, traces and plot are those of {source[:12]} "
+            f"(feedback/{source}.md, reproduced below).\n\n---\n\n")
+    try:
+        return head + source_feedback.read_text(encoding="utf-8")
+    except OSError:
+        return head + f"(feedback/{source}.md is missing.)\n"
 
 
 def oracle_inferred(report: GateReport | None) -> bool:

@@ -96,11 +96,17 @@ def cmd_log(args) -> int:
         return 0
     if args.json:
         rows = [dict(r.to_json(), feedback=_existing(project, project.feedback(r.commit)),
-                     plot=_existing(project, project.config.path("outputs") / r.commit / "plot.png")) for r in run.rows]
+                     plot=_plot(project, r)) for r in run.rows]
         display.console.print(json.dumps(rows, indent=1))
     else:
         terminal.log_view(run)
     return 0
+
+
+def _plot(project: Project, row) -> str | None:
+    """The row's run plot; a cache hit's is its source's (the pointer draws none)."""
+    outputs = project.outputs(row.entry) if row.entry else None
+    return _existing(project, outputs / "plot.png") if outputs else None
 
 
 def _existing(project: Project, path: Path) -> str | None:

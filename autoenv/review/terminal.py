@@ -22,7 +22,8 @@ from autoenv.review.rows import Row, clip, money, point_text, short_time, sparkl
 from autoenv.review.run import Run
 from autoenv.review.transcripts import Transcript
 
-VERDICT_STYLE = {"baseline": "bold cyan", "keep": "bold green", "discard": "red", "inconclusive": "yellow", "crash": "bold magenta"}
+VERDICT_STYLE = {"baseline": "bold cyan", "keep": "bold green", "discard": "red", "inconclusive": "yellow", "crash": "bold magenta",
+                 "tampered": "bold red", "cached": "blue"}
 SHOWN_TASKS = 10
 
 
@@ -150,7 +151,10 @@ def show_view(row: Row, bands: Bands, files: dict[str, str], examples: list[Tran
     if entry is None:
         out("  (from the git note only: the ledger is missing, so statistics, gates and the judge are unknown)")
         return
-    if entry.verdict.compared_to:
+    if row.cached_from:
+        out(f"  a cache hit: no model was called; the numbers, traces and plot below are those of "
+            f"{row.cached_from[:12]} (verdict {entry.verdict.verdict})")
+    elif entry.verdict.compared_to:
         out(f"  compared to the last kept {entry.verdict.compared_to[:12]}")
     if not entry.eval_success:
         out(Rule("failed", style="red", align="left"), f"  stage: {entry.failed_stage or '–'}",
