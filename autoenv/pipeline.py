@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -34,6 +35,7 @@ from autoenv import display
 from autoenv.cache import cache_key, cached
 from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config, with_env
 from autoenv.driver.gate import agent_usd, refuse_when_spent
+from autoenv.envref import environment_ref
 from autoenv.errors import AutoEnvError, ProviderUnavailable
 from autoenv.formats import iso_now, stamp
 from autoenv.forwarder import forwarding
@@ -51,8 +53,8 @@ from autoenv.ledger import append_entry, line_hash, raw_lines, read_entries, tem
 from autoenv.ledger import verify as verify_ledger
 from autoenv.paths import spec_warnings
 from autoenv.provider import api_key, check_endpoint
-from autoenv.record import (ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel,
-                            Verdict)
+from autoenv.record import (ROLES, Budget, CandidateInfo, Entry, Environment, GateReport, JudgeResult, ModelStats, Role,
+                            StrongModel, Verdict)
 from autoenv.report import render, write_report
 from autoenv.review.plot import plot_run
 from autoenv.review.run import Project, run_so_far
@@ -61,7 +63,7 @@ from autoenv.runbase import NO_BASE, RulesCheck, check_rules, refuse
 from autoenv.sandbox import choose
 from autoenv.stats import model_stats
 from autoenv.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, normalised, read_rollouts, trim_partial_line
-from autoenv.verdict import baseline_of, decide, no_reference_policy, reference_missing, rl_readiness
+from autoenv.verdict import baseline_of, comparable, decide, no_reference_policy, reference_missing, rl_readiness, standing
 
 Stats = dict[Role, ModelStats]
 
@@ -104,6 +106,8 @@ class Context:
     """An interrupted evaluation's outputs are kept and continued (same run id, only missing rollouts)."""
     reused: int = 0
     sandbox: str | None = None
+    environment: Environment | None = None
+    """`autoenv eval --env`: the environment evaluated instead of the run's candidate (recorded apart)."""
 
 
 @dataclass
@@ -124,14 +128,18 @@ class Outcome:
 def evaluate(options: EvalOptions) -> Entry:
     """Run one evaluation and return the ledger entry it recorded."""
     repo = Repo(options.cwd)
-    with one_at_a_time(repo, repo.head().commit):
+    commit = repo.head().commit
+    with one_at_a_time(repo, commit, "env-" + hashlib.sha256(options.env.encode()).hexdigest()[:16]
+                       if options.env else commit):
         return evaluate_locked(options)
 
 
 @contextmanager
-def one_at_a_time(repo: Repo, commit: str) -> Iterator[None]:
-    """Refuse a second evaluation of `commit` in this worktree while one runs (they would share outputs/<commit>/)."""
-    path = repo.git_dir / f"autoenv-eval-{commit}.lock"
+def one_at_a_time(repo: Repo, commit: str, name: str | None = None) -> Iterator[None]:
+    """Refuse a second evaluation of `commit` in this worktree while one runs (they would share outputs/<commit>/).
+
+    The lock file (.git/autoenv-eval-<name>.lock) is removed when the evaluation ends, so they do not pile up."""
+    path = repo.git_dir / f"autoenv-eval-{name or commit}.lock"
     with open(path, "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -141,6 +149,7 @@ def one_at_a_time(repo: Repo, commit: str) -> Iterator[None]:
         try:
             yield
         finally:
+            path.unlink(missing_ok=True)  # still holding the lock: no other evaluation is between open and flock
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
@@ -275,7 +284,9 @@ def preflight(options: EvalOptions) -> Context:
             check_keys(config)
             check_endpoints(config)
         check_runtime_ready(config.runtime.type, config.root / CONFIG_NAME)
-        out = config.path("outputs") / head.commit
+        environment = environment_ref(options.env, config.candidate.taskset, config.candidate.package or None) \
+            if options.env else None
+        out = config.path("outputs") / (f"env/{environment.key}" if environment else head.commit)
         interrupted = None if options.restart else unfinished_run(out, read_entries(config.path("log_file")))
         if interrupted is None:
             archive_previous(out)
@@ -288,10 +299,14 @@ def preflight(options: EvalOptions) -> Context:
             display.warn(warning)
         if options.offline:
             display.note(f"offline: target = {config.offline.target}, strong = {config.offline.strong} (scripted)")
+        if environment:
+            display.note(f"--env {options.env}: environment {environment.key}, recorded apart from the run's "
+                         f"evaluations (compared only with evaluations of the same content; outputs {out.name}/)")
     return Context(config=config, repo=repo, head=head, options=options, run_id=interrupted or stamp(), out=out,
                    warnings=warnings, resuming=interrupted is not None,
                    rules=rules, ledger_check=ledger_check, ledger_seen=raw_lines(config.path("log_file")),
-                   cache_key=cache_key(repo, head, config, options.offline))
+                   cache_key=None if environment else cache_key(repo, head, config, options.offline),
+                   environment=environment)
 
 
 def run_config(repo: Repo, options: EvalOptions) -> Config:
@@ -548,8 +563,13 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
     offline = ctx.options.offline
     readiness = rl_readiness(stats, config.bands) if success else None
     written = others_writes(ctx)  # before the baseline is read from it
-    kept = baseline_of(read_entries(config.path("log_file")), stats, branch=ctx.head.branch, offline=offline,
-                       run_base=ctx.rules.base)
+    entries = read_entries(config.path("log_file"))
+    if ctx.environment is not None:
+        kept = environment_baseline(entries, stats, ctx.environment, offline)
+        first = f"first evaluation of the environment {ctx.environment.key} (--env {ctx.environment.source})"
+    else:
+        kept = baseline_of(entries, stats, branch=ctx.head.branch, offline=offline, run_base=ctx.rules.base)
+        first = rebased_first(entries, ctx)
     decision = decide(stats, config.bands, kept, eval_success=success,
                       error=outcome.error.what.splitlines()[0] if outcome.error else None,
                       gates_failed=ctx.gates.failed if ctx.gates else None,
@@ -558,6 +578,12 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
                       run=ctx.head.branch,
                       confidence=config.verdict.confidence, seed=config.seed, tampered=ctx.rules.changed,
                       provider_unavailable=outcome.provider_unavailable)
+    if kept is None and first and decision.verdict == "baseline":
+        t, s = stats["target"], stats["strong"]
+        later = "later evaluations of the same content" if ctx.environment else "its next evaluations"
+        decision = decision.model_copy(update={"reason": (
+            f"{first} with target {t.model} and strong {s.model}: kept as the reference {later} are compared with. "
+            f"{standing(t, s, config.bands)}")})
     strong = stats.get("strong")
     entry = Entry(
         commit=ctx.head.commit,
@@ -588,9 +614,31 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         cache_key=ctx.cache_key,
         reused_rollouts=ctx.reused,
         sandbox=ctx.sandbox,
+        environment=ctx.environment,
         agent_cost_usd=agent_usd(config.path("outputs"), ctx.head.branch),
     )
     return ledger_written(ctx, entry, written) if written else entry
+
+
+def environment_baseline(entries: list[Entry], stats: Stats, environment: Environment, offline: bool) -> Entry | None:
+    """The newest baseline or kept evaluation of the same environment content (never one of the run's)."""
+    for entry in reversed(entries):
+        if entry.environment is not None and entry.environment.content_hash == environment.content_hash \
+                and entry.verdict.verdict in ("baseline", "keep") and comparable(entry, stats, offline):
+            return entry
+    return None
+
+
+def rebased_first(entries: list[Entry], ctx: Context) -> str | None:
+    """The baseline's words after `autoenv rebase-rules`: the run had evaluations under earlier rules."""
+    base = ctx.rules.base
+    if base is None or ctx.head.branch is None:
+        return None
+    earlier = [e for e in entries if e.branch == ctx.head.branch and e.environment is None and e.run_base != base]
+    if not earlier:
+        return None
+    return (f"first evaluation of the run {ctx.head.branch} under the rules rebased at {base[:12]} "
+            f"(autoenv rebase-rules; {len(earlier)} earlier evaluation(s) under the old rules are not compared)")
 
 
 def reuse(ctx: Context, hit: Entry) -> Entry:
@@ -642,11 +690,11 @@ def record(ctx: Context, entry: Entry) -> Entry:
         written = others_writes(ctx)  # again: the judge ran meanwhile
         if written:
             entry = ledger_written(ctx, entry, written)
-        report_path = config.path("feedback") / f"{ctx.head.commit}.md"
+        report_path = feedback_path(config.path("feedback"), entry)
         if entry.cached_from:
             write_report(report_path, pointer_feedback(entry, config.path("feedback") / f"{entry.cached_from}.md"))
         else:
-            plot = draw_run(ctx, entry)
+            plot = None if entry.environment else draw_run(ctx, entry)
             write_report(report_path, render(entry, config.bands, [judge_render(entry.judge)] if entry.judge else [],
                                              plot=plot, where=report_path.parent))
         entry = append_entry(log, entry)
@@ -654,11 +702,17 @@ def record(ctx: Context, entry: Entry) -> Entry:
         ctx.out.mkdir(parents=True, exist_ok=True)
         with open(ctx.out / STORED, "a", encoding="utf-8") as stored:  # what `autoenv verify --rebuild` reads
             stored.write(line + "\n")
-        ctx.repo.add_note(ctx.head.commit,
-                          note_text(entry) + "\n" + note_fields(line_hash(line), line_hash(raw_lines(log)[0])))
+        if entry.environment is None:  # the commit's note is the run's: another environment never overwrites it
+            ctx.repo.add_note(ctx.head.commit,
+                              note_text(entry) + "\n" + note_fields(line_hash(line), line_hash(raw_lines(log)[0])))
         shown = report_path.relative_to(config.root) if report_path.is_relative_to(config.root) else report_path
         display.note(f"feedback: {shown}")
     return entry
+
+
+def feedback_path(folder: Path, entry: Entry) -> Path:
+    """feedback/<commit>.md, or feedback/env/<id>@<hash>.md for an `--env` evaluation (never a run commit's file)."""
+    return folder / "env" / f"{entry.environment.key}.md" if entry.environment else folder / f"{entry.commit}.md"
 
 
 def pointer_feedback(entry: Entry, source_feedback: Path) -> str:

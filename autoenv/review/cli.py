@@ -95,7 +95,7 @@ def cmd_log(args) -> int:
             terminal.agent_view(run.label, events)
         return 0
     if args.json:
-        rows = [dict(r.to_json(), feedback=_existing(project, project.feedback(r.commit)),
+        rows = [dict(r.to_json(), feedback=_existing(project, project.feedback_of(r)),
                      plot=_plot(project, r)) for r in run.rows]
         display.console.print(json.dumps(rows, indent=1))
     else:
@@ -124,7 +124,7 @@ def cmd_show(args) -> int:
                                fix="its traces were removed or it failed before the rollouts")
         terminal.transcript_view(find_transcript(outputs, args.rollout))
         return 0
-    files = {"feedback": _existing(project, project.feedback(row.commit))}
+    files = {"feedback": _existing(project, project.feedback_of(row))}
     if outputs:
         files["plot"] = _existing(project, outputs / "plot.png")
         files["traces"] = project.shown(outputs) + "/<role>/traces.jsonl"

@@ -89,7 +89,10 @@ def _log_table(run: Run) -> str:
     body = []
     for r in run.rows:
         marks = ('<span class="mark">◀ last kept</span>' if r.last_kept else "") + (
-            ' <span class="warn">⚠ chain broken</span>' if r.tampered else "")
+            ' <span class="warn">⚠ chain broken</span>' if r.tampered else "") + (
+            f' <span class="muted">→ #{_source_number(run, r)} {r.cached_from[:8]} (cache hit)</span>'
+            if r.cached_from else "") + (
+            f' <span class="env">env {html.escape(r.environment)}</span>' if r.environment else "")
         gates = "–" if r.gates is None else html.escape(r.gates + (f" ({len(r.gates_failed)})" if r.gates_failed else ""))
         cells = [f'<td class="num"><a href="#eval-{r.number}">{r.number}</a></td>',
                  f"<td><code>{r.short}</code></td>", f"<td>{short_time(r.time)}</td>",
@@ -102,6 +105,11 @@ def _log_table(run: Run) -> str:
     return f'<table class="log"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
+def _source_number(run: Run, row: Row) -> str:
+    """The number of the evaluation a cache hit points at ("?" when it is not in this run)."""
+    return next((str(r.number) for r in run.rows if r.commit == row.cached_from and not r.cached_from), "?")
+
+
 def _figure(path: Path, caption: str) -> str:
     encoded = base64.b64encode(path.read_bytes()).decode()
     return (f'<figure><img src="data:image/png;base64,{encoded}" alt="{html.escape(caption)}" width="1200">'
@@ -110,7 +118,8 @@ def _figure(path: Path, caption: str) -> str:
 
 def _before_after(project: Project, run: Run, out: Path) -> tuple[Path, str] | None:
     """The first scored evaluation against the last kept one, for the target model."""
-    first = next((r for r in run.rows if r.target and r.target.mean is not None), None)
+    first = next((r for r in run.rows if r.target and r.target.mean is not None and not r.cached_from
+                  and not r.environment), None)
     last = run.last_kept
     if first is None or last is None or first.commit == last.commit:
         return None
@@ -127,7 +136,7 @@ def _before_after(project: Project, run: Run, out: Path) -> tuple[Path, str] | N
 
 
 def _feedback(project: Project, row: Row, page_dir: Path, last: bool) -> str:
-    path = project.feedback(row.commit)
+    path = project.feedback_of(row)
 
     def rebase(link: str) -> str:  # links in the file are relative to its folder
         return Path(os.path.relpath(path.parent / link, page_dir)).as_posix()
@@ -145,7 +154,7 @@ def _rollouts(project: Project, run: Run, limit: int) -> tuple[list[dict], dict[
     counts: dict[int, int] = {}
     for row in reversed(run.rows):
         outputs = project.outputs(row.entry) if row.entry else None
-        if outputs is None or len(out) >= limit:
+        if outputs is None or len(out) >= limit or row.cached_from:  # a cache hit's rollouts are its source's
             continue
         for t in evaluation_transcripts(outputs)[: limit - len(out)]:
             out.append(_rollout(row, t))

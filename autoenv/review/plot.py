@@ -10,6 +10,7 @@ rollouts disagree) against the RL-ready floor.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -26,6 +27,8 @@ NO_SCORES = -0.1
 def plot_run(run: Run, bands: Bands, out: Path) -> Path:
     """Draw `run` against `bands` into the PNG `out`; returns `out`."""
     run.require_rows("plot")
+    if any(r.environment is None for r in run.rows):  # `--env` evaluations are another environment's
+        run = dataclasses.replace(run, rows=[r for r in run.rows if r.environment is None])
     with figures.drawing(760) as figure:
         grid = figure.add_gridspec(2, 1, height_ratios=[3, 1.25], hspace=0.08, left=0.07, right=0.79,
                                    top=0.9, bottom=0.13 if len(run.rows) > 12 else 0.1)

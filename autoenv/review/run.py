@@ -49,13 +49,19 @@ class Project:
     def outputs(self, entry: Entry) -> Path | None:
         """The folder holding `entry`'s traces: outputs/<commit>/, or previous/<run_id>/ once
         the commit was evaluated again; None when neither is there."""
-        out = self.config.path("outputs") / entry.commit
+        out = self.config.path("outputs") / (f"env/{entry.environment.key}" if entry.environment else entry.commit)
         if entry.run_id and (out / "previous" / entry.run_id).is_dir():
             return out / "previous" / entry.run_id
         return out if out.is_dir() else None
 
     def feedback(self, commit: str) -> Path:
         return self.config.path("feedback") / f"{commit}.md"
+
+    def feedback_of(self, row: Row) -> Path:
+        """The row's feedback file: feedback/<commit>.md, or feedback/env/<id>@<hash>.md for an `--env` evaluation."""
+        if row.environment:
+            return self.config.path("feedback") / "env" / f"{row.environment}.md"
+        return self.feedback(row.commit)
 
 
 @dataclass(frozen=True)

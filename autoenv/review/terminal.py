@@ -66,7 +66,8 @@ def log_view(run: Run) -> None:
                                                                "learn", "gates", "verdict", "cost", "", "description"]
     rows = []
     for r in run.rows:
-        marks = ("◀ kept" if r.last_kept else "") + (" ⚠ chain broken" if r.tampered else "")
+        marks = ("◀ kept" if r.last_kept else "") + (" ⚠ chain broken" if r.tampered else "") + (
+            f" → {r.cached_from[:8]}" if r.cached_from else "") + (f" env {r.environment}" if r.environment else "")
         gates = Text("–" if r.gates is None else "pass" if r.gates == "pass" else f"fail {len(r.gates_failed) or ''}",
                      style="red" if r.gates == "fail" else "")
         rows.append([Text(str(r.number)), Text(r.short), *([Text((r.branch or "–").removeprefix("autoenv/"))] if many else []),
