@@ -114,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "as a real provider does (the key is read from that environment variable)")
     p.add_argument("--burst", default=None, metavar="KIND:N",
                    help="the first N chat requests all get the fault KIND (429, 500, hang or cut), e.g. 500:3")
+    p.add_argument("--prompt-cache", choices=["included", "separate"], default=None,
+                   help="report repeated prompt prefixes as cached tokens, inside prompt_tokens (OpenAI) or apart "
+                   "from them (llama-server)")
+    p.add_argument("--list-models", default=None, metavar="A,B",
+                   help="the models GET /v1/models lists (default: the policies; '' lists none)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("new", help="start a run: branch autoenv/<tag> with spec.md and the run base committed")
@@ -257,7 +262,9 @@ def cmd_serve(args) -> int:
         raise AutoEnvError(f"--key-var names ${args.key_var}, which is not set", where="--key-var",
                            fix=f"export {args.key_var}=... first, or leave --key-var out to serve without a key")
     oracle = load_oracle(args.candidate)
-    endpoint = Endpoint(Policies(oracle, seed=args.seed), faults, port=args.port, api_key=key)
+    listed = None if args.list_models is None else [m for m in args.list_models.split(",") if m]
+    endpoint = Endpoint(Policies(oracle, seed=args.seed), faults, port=args.port, api_key=key,
+                        prompt_cache=args.prompt_cache, models=listed)
 
     def ready(ep):
         display.console.print(f"serving {', '.join(ep.policies.names())} at {ep.base_url}"

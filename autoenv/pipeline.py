@@ -371,6 +371,11 @@ def check_endpoints(config: Config) -> None:
         where = f"{config.root / CONFIG_NAME} [{role}] base_url = {model.base_url}"
         if check.ok:
             display.note(f"{role} endpoint answers ({check.detail})")
+        elif check.fixable and "does not list the model" in check.detail:
+            raise AutoEnvError(f"the {role} endpoint does not serve the configured model: {check.detail}",
+                               where=f"{config.root / CONFIG_NAME} [{role}] model = {model.model!r}",
+                               fix=f"set [{role}] model to one of the models the endpoint lists (or fix [{role}] "
+                               "base_url if it points at the wrong server)")
         elif check.fixable:
             raise AutoEnvError(f"the {role} endpoint refused the request: {check.detail}", where=where,
                                fix=f"check [{role}] base_url, model and the key in ${model.api_key_var or '(none)'}")
@@ -493,7 +498,15 @@ def rollout_plan(ctx: Context) -> str:
     examples = examples_run(ctx)
     fewer = f" (the taskset holds {examples}; budget.examples = {b.examples})" if examples < b.examples else ""
     return (f"{examples} tasks x {b.rollouts_per_example} rollouts x 2 models{fewer}, "
-            f"{b.max_concurrent} at a time, {b.rollout_timeout:g} s timeout")
+            f"{concurrency_text(ctx.config)}, {b.rollout_timeout:g} s timeout")
+
+
+def concurrency_text(config: Config) -> str:
+    """`8 at a time per model (16 in all)`, or each model's own limit when they differ."""
+    limits, total = config.concurrency()
+    if len(set(limits.values())) == 1:
+        return f"{next(iter(limits.values()))} at a time per model ({total} in all)"
+    return ", ".join(f"{role} {n}" for role, n in limits.items()) + f" at a time ({total} in all)"
 
 
 def examples_run(ctx: Context) -> int:
@@ -511,14 +524,16 @@ def examples_run(ctx: Context) -> int:
 def worker_job(ctx: Context) -> Job:
     c, b = ctx.config, ctx.config.budget
     roles = {}
+    limits, _ = c.concurrency()
     for role, model in c.models().items():
         sampling = SamplingSpec(temperature=model.sampling.temperature, max_tokens=model.sampling.max_tokens,
                                 top_p=model.sampling.top_p)
         if ctx.options.offline:
-            roles[role] = Seat(model=getattr(c.offline, role), embedded=True, sampling=sampling)
+            roles[role] = Seat(model=getattr(c.offline, role), embedded=True, sampling=sampling,
+                               max_concurrent=limits[role])
         else:
             roles[role] = Seat(model=model.model, base_url=model.base_url, api_key_var=model.api_key_var,
-                               sampling=sampling)
+                               sampling=sampling, max_concurrent=limits[role])
     return config_job(c, ctx.out, audit=audit_plan(c),
                       rollouts=RolloutPlan(examples=b.examples, rollouts=b.rollouts_per_example, roles=roles, smoke=True,
                                            reuse=ctx.resuming))
@@ -532,7 +547,8 @@ def config_job(config: Config, out: Path, audit: AuditPlan | None = None, rollou
     return Job(candidate_dir=str(config.path("candidate")), out_dir=str(out), seed=config.seed, limits=limits,
                taskset_id=config.candidate.taskset, env_id=config.candidate.env,
                check_modules=config.candidate.checked_modules(), infinite_take=c.infinite_take,
-               max_concurrent=b.max_concurrent, rollout_timeout=b.rollout_timeout, max_turns=b.max_turns,
+               max_concurrent=b.max_concurrent, max_concurrent_total=config.concurrency()[1],
+               rollout_timeout=b.rollout_timeout, max_turns=b.max_turns,
                runtime=config.runtime.job(), embedded_latency=config.offline.latency, audit=audit, rollouts=rollouts)
 
 
@@ -548,7 +564,8 @@ def compute_stats(ctx: Context) -> Stats:
     return {
         role: model_stats(names.get(role, role), normalised(read_rollouts(ctx.out / role), declared),
                           ctx.config.bands.solve_threshold,
-                          price=None if ctx.options.offline else models[role].price, seed=ctx.config.seed)
+                          price=None if ctx.options.offline else models[role].price, seed=ctx.config.seed,
+                          cached_mode=models[role].cached_tokens)
         .model_copy(update={"client_retries": retries.get(role)})
         for role in ROLES if (ctx.out / role).is_dir()
     }
@@ -598,8 +615,8 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         run_id=ctx.run_id,
         branch=ctx.head.branch,
         offline=ctx.options.offline,
-        budget=Budget(**vars(config.budget), seed=config.seed,
-                      examples_run=examples_run(ctx) if stats else None),
+        budget=Budget(**{**vars(config.budget), "max_concurrent_total": config.concurrency()[1]}, seed=config.seed,
+                      role_concurrent=config.concurrency()[0], examples_run=examples_run(ctx) if stats else None),
         candidate=ctx.candidate,
         timings=dict(ctx.timings),
         gates=ctx.gates,

@@ -68,7 +68,8 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
                 extras.append(f"normalized mean {number(s.normalized_mean)} of a maximum {s.max_reward:g}")
             if s.mean_seconds is not None:
                 extras.append(f"latency {number(s.mean_seconds, 1)} s mean, {number(s.p90_seconds, 1)} s p90")
-            extras.append(f"tokens {s.input_tokens} in / {s.output_tokens} out")
+            cached = f" ({s.cached_input_tokens} of them cached)" if s.cached_input_tokens else ""
+            extras.append(f"tokens {s.input_tokens} in{cached} / {s.output_tokens} out")
             if s.cost_usd is not None:
                 extras.append(f"cost ${s.cost_usd:.4f}")
             lines.append(f"- {role}: " + "; ".join(extras))

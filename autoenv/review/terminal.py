@@ -242,7 +242,8 @@ def transcript_view(t: Transcript) -> None:
     out(Text(f"Rollout {t.id} · {t.role} · {t.model or '–'}", style="bold"),
         Text(f"task idx {number(r.idx)} · difficulty {r.difficulty or '–'} · category {r.category or '–'}"),
         Text(f"outcome {r.outcome} · reward {number(r.reward)} · stop {t.stop or '–'} · {r.turns} turns · "
-             f"{r.input_tokens} in / {r.output_tokens} out tokens · {r.seconds:.2f} s"))
+             f"{r.input_tokens} in" + (f" ({r.cached_input_tokens} cached)" if r.cached_input_tokens else "")
+             + f" / {r.output_tokens} out tokens · {r.seconds:.2f} s"))
     if r.error:
         out(Text(f"error: {r.error}", style="red"))
     components = ", ".join(f"{k} {v:g} (weight {r.weights.get(k, 1.0):g})" for k, v in r.components.items())
