@@ -594,7 +594,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
                                                                           oracle_inferred(ctx.gates)),
                       run=ctx.head.branch,
                       confidence=config.verdict.confidence, seed=config.seed, tampered=ctx.rules.changed,
-                      provider_unavailable=outcome.provider_unavailable)
+                      provider_unavailable=outcome.provider_unavailable, min_tasks=config.stats.min_tasks)
     if kept is None and first and decision.verdict == "baseline":
         t, s = stats["target"], stats["strong"]
         later = "later evaluations of the same content" if ctx.environment else "its next evaluations"

@@ -172,7 +172,7 @@ def cmd_compare(args) -> int:
         rows: list[Row] = [find_row(project, run, rev, "compare") for rev in args.commits]
         a, b = (evaluation_side(project, r, args.role) for r in rows)
         name = f"compare-{rows[0].short}-{rows[1].short}-{args.role}.png"
-    comparison = compare(a, b, threshold, seed=project.config.seed)
+    comparison = compare(a, b, threshold, seed=project.config.seed, min_tasks=project.config.stats.min_tasks)
     out = None
     if comparison.overall is not None:
         out = plot_comparison(comparison, args.out or _default_out(project, name))

@@ -127,7 +127,8 @@ def _before_after(project: Project, run: Run, out: Path) -> tuple[Path, str] | N
         a, b = evaluation_side(project, first, "target"), evaluation_side(project, last, "target")
     except AutoEnvError:
         return None
-    comparison = compare(a, b, project.config.bands.solve_threshold, seed=project.config.seed)
+    comparison = compare(a, b, project.config.bands.solve_threshold, seed=project.config.seed,
+                         min_tasks=project.config.stats.min_tasks)
     if comparison.overall is None:
         return None
     return (plot_comparison(comparison, out),

@@ -17,7 +17,7 @@ from autoenv import display
 from autoenv.config import Bands
 from autoenv.formats import number
 from autoenv.record import Entry
-from autoenv.review.compare import Comparison, Difference, TaskPair
+from autoenv.review.compare import TOO_FEW, Comparison, Difference, TaskPair
 from autoenv.review.rows import Row, clip, money, point_text, short_time, sparkline
 from autoenv.review.run import Run
 from autoenv.review.transcripts import Transcript
@@ -268,6 +268,12 @@ def compare_view(c: Comparison, plot: str | None) -> None:
         out("the two evaluations share no scored task: nothing to compare "
             f"(A has {len(c.a.tasks)} tasks, B {len(c.b.tasks)})")
         return
+    if c.overall.too_few:
+        out(Text(f"{TOO_FEW}: {c.overall.tasks} task(s) both saw, fewer than stats.min_tasks = {c.overall.min_tasks} "
+                 f"(A only: {c.only_a}, B only: {c.only_b}); B − A = {c.overall.delta:+.3f} with no interval",
+                 style="yellow"),
+            "  raise budget.examples (or lower [stats] min_tasks) to compare")
+        return
     out(f"on {c.overall.tasks} tasks both saw (A only: {c.only_a}, B only: {c.only_b}); B − A with "
         f"{c.confidence:.0%} paired bootstrap intervals over tasks"
         + ("" if c.a.from_traces and c.b.from_traces else "; from the ledger's per-task rows (traces missing)"))
@@ -280,10 +286,10 @@ def compare_view(c: Comparison, plot: str | None) -> None:
     for scope, d in rows:
         sign = {1: Text("higher", style="green"), -1: Text("lower", style="red")}.get(
             d.direction, Text("within noise", style="dim"))
-        if d.tasks < 2:
-            sign = Text("one task: no interval", style="dim")
+        if d.too_few:
+            sign = Text(TOO_FEW, style="dim")
         t.add_row(scope, str(d.tasks), f"{d.a:.3f}", f"{d.b:.3f}",
-                  f"{d.delta:+.3f} [{d.low:+.3f}, {d.high:+.3f}]", sign)
+                  f"{d.delta:+.3f}" if d.too_few else f"{d.delta:+.3f} [{d.low:+.3f}, {d.high:+.3f}]", sign)
     out(t)
     known = all(p.solved_a is not None and p.solved_b is not None for p in c.tasks)
     if known:
