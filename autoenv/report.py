@@ -8,6 +8,7 @@ from pathlib import Path
 from autoenv.config import Bands
 from autoenv.formats import mean_ci, number
 from autoenv.gates.matrix import markdown as matrix_markdown
+from autoenv.levels import order_by
 from autoenv.ledger import atomic_write
 from autoenv.record import Entry
 
@@ -76,7 +77,7 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
             if s.components:
                 parts = ", ".join(f"{k} {number(v)}" for k, v in s.components.items())
                 lines.append(f"- {role} reward components (mean score): {parts}")
-            for label, groups in (("difficulty", s.by_difficulty), ("category", s.by_category)):
+            for label, groups in (("difficulty", order_by(s.by_difficulty)), ("category", s.by_category)):
                 if groups:
                     parts = ", ".join(f"{k} {number(g.mean)} (n={g.n})" for k, g in groups.items())
                     lines.append(f"- {role} by {label}: {parts}")

@@ -13,6 +13,7 @@ from collections import defaultdict
 import numpy as np
 
 from autoenv.config import Price
+from autoenv.levels import natural_order
 from autoenv.record import ErrorCounts, Group, ModelStats, TaskRow
 from autoenv.resample import Table, mean_interval, task_id
 from autoenv.traces import Rollout
@@ -41,7 +42,8 @@ def _groups(rollouts: list[Rollout], attr: str) -> dict[str, Group]:
         value = getattr(r, attr)
         if value is not None and r.reward is not None:
             groups[value].append(r.reward)
-    return {name: Group(n=len(v), mean=_mean(v)) for name, v in sorted(groups.items())}
+    names = natural_order(groups) if attr == "difficulty" else sorted(groups)  # easy < medium < hard, not by name
+    return {name: Group(n=len(groups[name]), mean=_mean(groups[name])) for name in names}
 
 
 def _max_reward(scored: list[Rollout]) -> float | None:

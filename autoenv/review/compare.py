@@ -19,6 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from autoenv.errors import AutoEnvError
+from autoenv.levels import natural_order
 from autoenv.record import TaskRow
 from autoenv.resample import interval, joint_draws, task_id
 from autoenv.review.rows import Row
@@ -156,7 +157,7 @@ def compare(a: Side, b: Side, solve_threshold: float, confidence: float = CONFID
     difficulty = {k: a.tasks[k].difficulty or b.tasks[k].difficulty for k in shared}  # ledger rows keep none
     by_difficulty = [_difference(d, a, b, [k for k in shared if difficulty[k] == d],
                                  lambda t: (t.sum, t.n), confidence, seed)
-                     for d in sorted({d for d in difficulty.values() if d is not None})]
+                     for d in natural_order(level for level in difficulty.values() if level is not None)]
     names = sorted({n for k in shared for n in a.tasks[k].components} & {n for k in shared for n in b.tasks[k].components})
     by_component = [_difference(name, a, b, [k for k in shared if a.tasks[k].components.get(name)
                                              and b.tasks[k].components.get(name)],

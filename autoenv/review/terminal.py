@@ -16,6 +16,7 @@ from rich.text import Text
 from autoenv import display
 from autoenv.config import Bands
 from autoenv.formats import number
+from autoenv.levels import natural_order
 from autoenv.record import Entry
 from autoenv.review.compare import TOO_FEW, Comparison, Difference, TaskPair
 from autoenv.review.rows import Row, clip, money, point_text, short_time, sparkline
@@ -194,7 +195,8 @@ def _costs(entry: Entry) -> str:
 def _groups(entry: Entry, attr: str) -> Table:
     t = table()
     t.add_column("group")
-    names = sorted({name for s in entry.stats.values() for name in getattr(s, attr)})
+    names = [name for s in entry.stats.values() for name in getattr(s, attr)]
+    names = natural_order(names) if attr == "by_difficulty" else sorted(set(names))
     for role in entry.stats:
         t.add_column(f"{role} mean (n)", justify="right")
     for name in names:
