@@ -142,7 +142,7 @@ def to_rollout(trace: dict, episode: dict | None = None) -> Rollout:
     bad = None
     for name, value in rewards.items():
         score = value.get("score") if isinstance(value, dict) else None
-        if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
+        if not isinstance(score, (int, float)) or not math.isfinite(score):  # bool, int, float: real numbers
             bad = f"reward {name!r} is {score!r}, not a finite number"
             total = None
             continue

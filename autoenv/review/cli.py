@@ -43,6 +43,8 @@ def add_commands(sub) -> None:
     p = sub.add_parser("show", help="one evaluation's summary, or one of its rollouts as a transcript")
     p.add_argument("commit", nargs="?", default="HEAD", help="SHA, prefix or ref (default HEAD)")
     p.add_argument("--rollout", metavar="ID", help="print this rollout (e.g. target-ab12cd34, as the judge cites it)")
+    p.add_argument("--full", action="store_true", help="print long messages whole (default: cut at "
+                   "4000 characters with a marker)")
     _run_options(p)
     p.set_defaults(func=cmd_show)
 
@@ -122,7 +124,7 @@ def cmd_show(args) -> int:
             raise AutoEnvError(f"evaluation {row.short} has no outputs folder",
                                where=str(project.config.path("outputs") / row.commit),
                                fix="its traces were removed or it failed before the rollouts")
-        terminal.transcript_view(find_transcript(outputs, args.rollout))
+        terminal.transcript_view(find_transcript(outputs, args.rollout), full=args.full)
         return 0
     files = {"feedback": _existing(project, project.feedback_of(row))}
     if outputs:

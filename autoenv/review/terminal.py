@@ -239,7 +239,17 @@ def _judge(entry: Entry) -> None:
         out(f"  judge spend: {judge.turns or '–'} turns, {money(judge.cost_usd)}")
 
 
-def transcript_view(t: Transcript) -> None:
+SHOWN_CHARS = 4000
+
+
+def cut(text: str, full: bool = False, limit: int = SHOWN_CHARS) -> str:
+    """`text`, or its first `limit` characters and a marker saying how much is left out."""
+    if full or len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[… {len(text) - limit} more characters cut; --full shows all]"
+
+
+def transcript_view(t: Transcript, full: bool = False) -> None:
     r = t.rollout
     out(Text(f"Rollout {t.id} · {t.role} · {t.model or '–'}", style="bold"),
         Text(f"task idx {number(r.idx)} · difficulty {r.difficulty or '–'} · category {r.category or '–'}"),
@@ -247,16 +257,16 @@ def transcript_view(t: Transcript) -> None:
              f"{r.input_tokens} in" + (f" ({r.cached_input_tokens} cached)" if r.cached_input_tokens else "")
              + f" / {r.output_tokens} out tokens · {r.seconds:.2f} s"))
     if r.error:
-        out(Text(f"error: {r.error}", style="red"))
+        out(Text(f"error: {cut(r.error, full, 1000)}", style="red"))
     components = ", ".join(f"{k} {v:g} (weight {r.weights.get(k, 1.0):g})" for k, v in r.components.items())
     metrics = ", ".join(f"{k} {v:g}" for k, v in t.metrics.items())
     out(Text(f"reward components: {components or '–'}" + (f" · metrics: {metrics}" if metrics else "")))
     for m in t.messages:
         out(Rule(Text(m.role + (f" ({m.name})" if m.name else "")), align="left", style="cyan"))
         if m.text:
-            out(Text(m.text))
+            out(Text(cut(m.text, full)))
         for call in m.tool_calls:
-            out(Text(f"→ tool call {call.name}({call.arguments})", style="yellow"))
+            out(Text(f"→ tool call {call.name}({cut(call.arguments, full, 1000)})", style="yellow"))
     if not t.messages:
         out(Text("(no messages: the rollout failed before any)"))
 
