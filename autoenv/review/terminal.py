@@ -15,13 +15,16 @@ from rich.text import Text
 
 from autoenv import display
 from autoenv.config import Bands
-from autoenv.formats import number
+from autoenv.formats import mean_ci, number
 from autoenv.levels import natural_order
 from autoenv.record import Entry
 from autoenv.review.compare import TOO_FEW, Comparison, Difference, TaskPair
 from autoenv.review.rows import Row, clip, money, point_text, short_time, sparkline
 from autoenv.review.run import Run
 from autoenv.review.transcripts import Transcript
+
+NARROW = 100
+"""Below this many columns `log` and `show` stack their fields instead of printing wide tables."""
 
 VERDICT_STYLE = {"baseline": "bold cyan", "keep": "bold green", "discard": "red", "inconclusive": "yellow", "crash": "bold magenta",
                  "tampered": "bold red", "cached": "blue"}
@@ -45,9 +48,14 @@ def _plainly(t: Table) -> Table:
     return t
 
 
+def narrow() -> bool:
+    return display.console.width < NARROW
+
+
 def out(*renderables) -> None:
+    """Print; in a narrow terminal long lines wrap at its width instead of running past it."""
     for item in renderables:
-        display.console.print(item)
+        display.console.print(item, soft_wrap=not narrow())
 
 
 def verdict_text(verdict: str) -> Text:
@@ -62,6 +70,8 @@ def log_view(run: Run) -> None:
         out(f"{run.label}: no evaluations yet" + (" (no ledger and no git notes)" if run.source == "none" else ""),
             "  commit a candidate and run `bash evaluate.sh`; `autoenv log --tag TAG` shows another run")
         return
+    if narrow():
+        return stacked_log(run)
     many = run.branch is None
     headers = ["#", "commit"] + (["run"] if many else []) + ["time (UTC)", "target [95% CI]", "strong",
                                                                "learn", "gates", "verdict", "cost", "", "description"]
@@ -94,6 +104,52 @@ def log_view(run: Run) -> None:
              + ("" if run.source == "ledger" else f" (from {run.source}: the ledger is missing)"), style="bold"), t)
     out(Text(f"target mean  {sparkline([r.target.mean if r.target else None for r in run.rows])}  "
              "(one mark per evaluation, 0 to 1; a gap: no scores)"))
+
+
+def _heading(run: Run) -> Text:
+    kept = sum(r.kept for r in run.rows)
+    last = run.last_kept
+    return Text(f"{run.label}: {len(run.rows)} evaluations, {kept} kept"
+                + (f", last kept (◀) #{last.number} {last.short}" if last else "")
+                + ("" if run.source == "ledger" else f" (from {run.source}: the ledger is missing)"), style="bold")
+
+
+def stacked_log(run: Run) -> None:
+    """`autoenv log` under NARROW columns: each evaluation on three short lines, nothing cut but the description."""
+    width = display.console.width
+    out(_heading(run))
+    for r in run.rows:
+        marks = ("◀ kept" if r.last_kept else "") + (" ⚠ chain broken" if r.tampered else "") + (
+            f" → {r.cached_from[:8]}" if r.cached_from else "") + (f" env {r.environment}" if r.environment else "")
+        head = Text.assemble(f"#{r.number} {r.short} {short_time(r.time)}"
+                             + (f" {(r.branch or '–').removeprefix('autoenv/')}" if run.branch is None else "") + " ",
+                             verdict_text(r.verdict), (" " + marks.strip()) if marks.strip() else "")
+        gates = "–" if r.gates is None else "pass" if r.gates == "pass" else f"fail {len(r.gates_failed) or ''}".strip()
+        numbers = (f"   target {point_text(r.target, 2)} · strong {number(r.strong.mean if r.strong else None, 2)}"
+                   f" · learn {number(r.learnable, 2)} · gates {gates} · cost {money(r.cost)}")
+        head.truncate(width, overflow="ellipsis")
+        out(head, Text(fit(numbers, width)), Text("   " + clip(r.description or "–", width - 3)))
+    out(Text(fit(f"target mean  {sparkline([r.target.mean if r.target else None for r in run.rows])}  "
+                 "(0 to 1; a gap: no scores)", width)))
+
+
+def fit(text: str, width: int) -> str:
+    """One line cut to `width` with an ellipsis, its spacing kept (a sparkline's gaps are data)."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def stacked_summary(stats: dict) -> list[Text]:
+    """The evaluation summary as lines, one block per model (no column is cut)."""
+    lines = [Text("Evaluation summary", style="bold")]
+    for role, s in stats.items():
+        e = s.errors
+        lines += [Text(f"{role} {s.model}", style="bold"),
+                  Text(f"  mean {mean_ci(s)} · std {number(s.std)} · solve {number(s.solve_rate)}"),
+                  Text(f"  disagree {number(s.disagree_share)} · scored {s.scored}/{s.rollouts} · errors p/t/e "
+                       f"{e.provider_error}/{e.timeout}/{e.env_error}"),
+                  Text(f"  tokens {s.input_tokens} in" + (f" ({s.cached_input_tokens} cached)" if s.cached_input_tokens
+                                                          else "") + f" / {s.output_tokens} out")]
+    return lines
 
 
 # ---- autoenv log --agent -----------------------------------------------------------------
@@ -162,7 +218,10 @@ def show_view(row: Row, bands: Bands, files: dict[str, str], examples: list[Tran
         out(Rule("failed", style="red", align="left"), f"  stage: {entry.failed_stage or '–'}",
             Text((entry.error or "").strip()))
     if entry.stats:
-        out(_plainly(display.summary_table(entry.stats, bands)), _costs(entry))
+        if narrow():
+            out(*stacked_summary(entry.stats), *_stacked_costs(entry))
+        else:
+            out(_plainly(display.summary_table(entry.stats, bands)), _costs(entry))
         for title, tab in (("Per difficulty", _groups(entry, "by_difficulty")), ("Per category", _groups(entry, "by_category")),
                            ("Per reward component (mean score)", _components(entry))):
             if tab.row_count:
@@ -190,6 +249,12 @@ def _costs(entry: Entry) -> str:
         parts.append(f"{role}: latency {latency}; cost {money(s.cost_usd)}")
     judge = entry.judge.cost_usd if entry.judge else None
     return "  " + "; ".join(parts) + f"; judge {money(judge)}"
+
+
+def _stacked_costs(entry: Entry) -> list[str]:
+    lines = [f"  {role}: latency {number(s.mean_seconds, 2)} s mean, {number(s.p90_seconds, 2)} s p90 · "
+             f"cost {money(s.cost_usd)}" for role, s in entry.stats.items()]
+    return lines + [f"  judge cost {money(entry.judge.cost_usd if entry.judge else None)}"]
 
 
 def _groups(entry: Entry, attr: str) -> Table:
