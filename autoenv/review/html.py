@@ -27,7 +27,8 @@ from autoenv.review.compare import compare, evaluation_side
 from autoenv.review.compare_plot import plot_comparison
 from autoenv.review.markdown import to_html
 from autoenv.review.plot import plot_run
-from autoenv.review.rows import Row, clip, money, point_text, short_time, sparkline
+from autoenv.levels import natural_order
+from autoenv.review.rows import Row, clip, money, point_text, short_time
 from autoenv.review.run import Project, Run
 from autoenv.review.transcripts import Transcript, evaluation_transcripts
 
@@ -52,11 +53,12 @@ def write_report(project: Project, run: Run, out: Path, max_rollouts: int = 4000
         heading=html.escape(f"Run {run.label}"),
         subtitle=html.escape(_subtitle(run)),
         log=_log_table(run),
-        spark=html.escape(sparkline([r.target.mean if r.target else None for r in run.rows])),
+        spark=spark_svg([(r.number, r.target.mean if r.target else None) for r in run.rows]),
         figures="\n".join(_figure(path, caption) for path, caption in figures),
         feedback="\n".join(_feedback(project, row, out.parent, last=row is run.rows[-1]) for row in run.rows),
         data=_json_for_script({
             "rollouts": rollouts, "solve_threshold": project.config.bands.solve_threshold,
+            "difficulties": natural_order(str(r["difficulty"]) for r in rollouts if r.get("difficulty") is not None),
             "evaluations": [{"n": r.number, "commit": r.short, "verdict": r.verdict, "rollouts": per_evaluation.get(r.number, 0)}
                             for r in run.rows if per_evaluation.get(r.number)],
             "initial_evaluation": max(per_evaluation) if per_evaluation else "all",
@@ -102,7 +104,8 @@ def _log_table(run: Run) -> str:
                  f'<td class="verdict {html.escape(r.verdict)}" title="{html.escape(r.reason)}">{html.escape(r.verdict)}</td>',
                  f'<td class="num">{money(r.cost)}</td>', f"<td>{marks}</td>"]
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<table class="log"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return (f'<div class="table-box"><table class="log"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>'
+            "</table></div>")
 
 
 def _source_number(run: Run, row: Row) -> str:
@@ -157,17 +160,48 @@ def _rollouts(project: Project, run: Run, limit: int) -> tuple[list[dict], dict[
         outputs = project.outputs(row.entry) if row.entry else None
         if outputs is None or len(out) >= limit or row.cached_from:  # a cache hit's rollouts are its source's
             continue
+        answers = reference_answers(outputs)
         for t in evaluation_transcripts(outputs)[: limit - len(out)]:
-            out.append(_rollout(row, t))
+            out.append(_rollout(row, t, answers.get(t.rollout.task_key)))
             counts[row.number] = counts.get(row.number, 0) + 1
-    out.sort(key=lambda r: (r["n"], r["role"], r["id"]))
+    out.sort(key=lambda r: (-r["n"], r["idx"] if r["idx"] is not None else 1 << 62, r["task"], r["role"], r["id"]))
     return out, counts
 
 
-def _rollout(row: Row, t: Transcript) -> dict:
+def reference_answers(outputs: Path) -> dict[str, str]:
+    """Task key -> the task's reference answer, from the evaluation's tasks.json (none when it kept no answer)."""
+    try:
+        rows = json.loads((outputs / "tasks.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(row["key"]): str(row["answer"]) for row in rows if isinstance(row, dict) and "answer" in row}
+
+
+def spark_svg(points: list[tuple[int, float | None]], top: float = 1.0) -> str:
+    """The target mean per evaluation as bars of exact height (a glyph sparkline has 8 levels, so 0.25 and
+    0.375 could look alike); an evaluation without scores is an outlined box, never a short bar."""
+    top = max([top] + [v for _, v in points if v is not None])
+    bar, gap, height = 10, 3, 40
+    parts = []
+    for i, (number, value) in enumerate(points):
+        x = i * (bar + gap)
+        if value is None:
+            parts.append(f'<rect class="nodata" x="{x + 0.5}" y="0.5" width="{bar - 1}" height="{height - 1}">'
+                         f"<title>#{number}: no data (no scores)</title></rect>")
+        else:
+            h = max(1.0, round(max(0.0, value) / top * (height - 2), 2) + 1) if top > 0 else 1.0
+            parts.append(f'<rect class="bar" x="{x}" y="{height - h:.2f}" width="{bar}" height="{h:.2f}">'
+                         f"<title>#{number}: {value:.3f}</title></rect>")
+    width = max(1, len(points) * (bar + gap) - gap)
+    return (f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+            f'aria-label="target mean per evaluation">{"".join(parts)}</svg>')
+
+
+def _rollout(row: Row, t: Transcript, answer: str | None = None) -> dict:
     r = t.rollout
     return {
         "n": row.number, "commit": row.short, "id": t.id, "role": t.role, "model": t.model, "idx": r.idx,
+        "task": r.task_key, "answer": answer,
         "difficulty": r.difficulty, "category": r.category, "reward": r.reward, "outcome": r.outcome, "error": r.error,
         "stop": t.stop, "components": r.components, "weights": r.weights,
         "messages": [{"role": m.role, "name": m.name, "text": _cut(m.text),
@@ -204,7 +238,8 @@ PAGE = """<!doctype html>
 <nav><a href="#log">Log</a><a href="#plots">Plots</a><a href="#feedback">Feedback</a><a href="#rollouts">Rollouts</a></nav>
 <section id="log">
 <h2>Log</h2>
-<p class="spark" title="target mean per evaluation, 0 to 1; a gap: no scores">target mean {spark}</p>
+<p class="spark-line">target mean per evaluation {spark} <span class="muted">bar height: 0 to 1 (hover for the value);
+<span class="nodata-key"></span> outlined: no data (no scores), not zero</span></p>
 {log}
 </section>
 <section id="plots">
@@ -226,8 +261,8 @@ PAGE = """<!doctype html>
 </div>
 <p id="rollout-count"></p>
 <div class="viewer">
-<div class="list-wrap"><table id="rollout-list"><thead><tr><th>eval</th><th>rollout</th><th>model</th>
-<th>task</th><th>difficulty</th><th>reward</th><th>outcome</th></tr></thead><tbody></tbody></table></div>
+<div class="list-wrap"><table id="rollout-list"><thead><tr><th>eval</th><th>task</th><th>rollout</th><th>model</th>
+<th>difficulty</th><th>reward</th><th>outcome</th></tr></thead><tbody></tbody></table></div>
 <article id="transcript"><p class="muted">Select a rollout.</p></article>
 </div>
 </section>
