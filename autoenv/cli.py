@@ -18,7 +18,8 @@ from pathlib import Path
 
 from autoenv import __version__, display, vendor
 from autoenv.commands import audit_only, recompute, rejudge, verify
-from autoenv.config import AGENT_KINDS
+from autoenv.cache import resolve
+from autoenv.config import AGENT_KINDS, load_config
 from autoenv.demo import make_run_repo
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.endpoint.policies import Policies
@@ -30,6 +31,7 @@ from autoenv.export.openenv import export_openenv
 from autoenv.gitrepo import Repo
 from autoenv.install import install_candidate
 from autoenv.judge.registry import CHOICES
+from autoenv.ledger import read_entries
 from autoenv.lifecycle import new_run, rebase_rules
 from autoenv.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
 from autoenv.pipeline import EvalOptions, evaluate
@@ -195,12 +197,19 @@ def cmd_eval(args) -> int:
 
 
 def print_result(entry: Entry, root: Path | None = None) -> None:
-    """The result block; `root` (default: here) is where the entry's outputs are, to name its plot."""
+    """The result block; `root` (default: here) is where the entry's outputs are, to name its plot. A cache
+    hit's numbers are those of the evaluation it points at (`cached_from` says so)."""
     root = root or Path.cwd()
+    numbers = entry
+    if entry.cached_from:
+        try:
+            numbers = resolve(read_entries(load_config(root / "config.toml").path("log_file")), entry)
+        except AutoEnvError:
+            numbers = entry
     fields: dict[str, object] = {"commit": entry.commit, "verdict": entry.verdict.verdict,
                                  "eval_success": entry.eval_success}
     for role in ROLES:
-        s = entry.stats.get(role)
+        s = numbers.stats.get(role)
         fields[f"{role}_model"] = s.model if s else None
         fields[f"{role}_mean"] = s.mean if s else None
         fields[f"{role}_std"] = s.std if s else None
@@ -216,7 +225,9 @@ def print_result(entry: Entry, root: Path | None = None) -> None:
     fields["reason"] = entry.verdict.reason
     if entry.warnings:
         fields["warnings"] = "; ".join(entry.warnings)
-    fields["feedback"] = f"feedback/{entry.commit}.md"
+    if entry.environment:
+        fields["environment"] = entry.environment.key
+    fields["feedback"] = f"feedback/env/{entry.environment.key}.md" if entry.environment else f"feedback/{entry.commit}.md"
     if entry.outputs and (root / entry.outputs / "plot.png").is_file():
         fields["plot"] = f"{entry.outputs}/plot.png"
     display.result_block(fields)

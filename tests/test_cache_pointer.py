@@ -61,6 +61,17 @@ def test_every_reader_follows_the_pointer_to_the_source(run_repo, capsys):
     assert kept_entry(root)[0] == source  # the last kept entry is the source, not the copy
 
 
+def test_the_result_block_of_a_hit_shows_the_sources_numbers(run_repo, capsys):
+    from autoenv.cli import print_result
+    root = run_repo("arithmetic")
+    source, hit = baseline_then_hit(root)
+    capsys.readouterr()
+    print_result(hit, root)
+    out = capsys.readouterr().out
+    assert "verdict:" in out and "cached" in out and f"cached_from:" in out and source.commit in out
+    assert f"target_mean:" in out and str(source.stats["target"].mean) in out
+
+
 def test_a_version_4_copy_reads_as_a_pointer(run_repo):
     root = run_repo("arithmetic")
     source, hit = baseline_then_hit(root)
