@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 from autoenv import __version__, display, vendor
-from autoenv.commands import audit_only, recompute, rejudge, verify
 from autoenv.cache import resolve
+from autoenv.commands import audit_only, recompute, rejudge, verify
 from autoenv.config import AGENT_KINDS, load_config
 from autoenv.demo import make_run_repo
 from autoenv.driver.loop import RunOptions, drive

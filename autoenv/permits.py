@@ -9,6 +9,7 @@ waits only for its own model's seats or for the cap, never for the other model's
 from __future__ import annotations
 
 import asyncio
+from typing import Self
 
 
 class Permits:
@@ -18,7 +19,7 @@ class Permits:
         self.own = own
         self.total = total
 
-    async def __aenter__(self) -> Permits:
+    async def __aenter__(self) -> Self:
         await self.own.acquire()
         try:
             await self.total.acquire()

@@ -8,8 +8,8 @@ from pathlib import Path
 from autoenv.config import Bands
 from autoenv.formats import mean_ci, number
 from autoenv.gates.matrix import markdown as matrix_markdown
-from autoenv.levels import order_by
 from autoenv.ledger import atomic_write
+from autoenv.levels import order_by
 from autoenv.record import Entry
 
 
@@ -43,8 +43,8 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
         lines.append("")
     if not entry.eval_success and verdict.verdict == "inconclusive":
         lines += ["## The provider was unavailable (not the candidate's fault)", "",
-                  f"Stage: `{entry.failed_stage or '?'}`. Nothing to fix in the candidate: run the evaluation again "
-                  "when the provider answers.", "", "```", (entry.error or "").strip(), "```", ""]
+                  (f"Stage: `{entry.failed_stage or '?'}`. Nothing to fix in the candidate: run the evaluation again "
+                  "when the provider answers."), "", "```", (entry.error or "").strip(), "```", ""]
     elif not entry.eval_success:
         lines += ["## The evaluation failed", "", f"Stage: `{entry.failed_stage or '?'}`", "",
                   "```", (entry.error or "").strip(), "```", ""]
@@ -52,8 +52,8 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
     if stats:
         wanted = {"target": f"wanted {bands.target_min}–{bands.target_max}", "strong": f"wanted > {bands.strong_min}"}
         lines += ["## Results", "",
-                  "Means carry a 95% interval from a bootstrap over tasks; errored rollouts are counted, "
-                  "never averaged in.", "",
+                  ("Means carry a 95% interval from a bootstrap over tasks; errored rollouts are counted, "
+                  "never averaged in."), "",
                   "| role | model | mean [95% CI] | std | solve rate | tasks disagreeing | scored / rollouts | provider errors | timeouts | env errors |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for role, s in stats.items():

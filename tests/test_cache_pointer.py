@@ -68,8 +68,8 @@ def test_the_result_block_of_a_hit_shows_the_sources_numbers(run_repo, capsys):
     capsys.readouterr()
     print_result(hit, root)
     out = capsys.readouterr().out
-    assert "verdict:" in out and "cached" in out and f"cached_from:" in out and source.commit in out
-    assert f"target_mean:" in out and str(source.stats["target"].mean) in out
+    assert "verdict:" in out and "cached" in out and "cached_from:" in out and source.commit in out
+    assert "target_mean:" in out and str(source.stats["target"].mean) in out
 
 
 def test_a_version_4_copy_reads_as_a_pointer(run_repo):

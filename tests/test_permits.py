@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+from conftest import PROJECT, small_config
+
 from autoenv.config import load_config
 from autoenv.permits import role_permits
-from conftest import PROJECT, small_config
 
 
 async def play(limits: dict[str, int], total: int, slow_blocks: asyncio.Event) -> tuple[int, dict[str, int]]:

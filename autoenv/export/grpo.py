@@ -10,6 +10,7 @@ target's mean per level from the ledger, and the README says when to unlock the 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -98,7 +99,7 @@ def level_order(kept: Kept, rows: list[dict], min_tasks: int = 10) -> tuple[list
     if measured == natural:
         return natural, "natural order, which the measured means agree with"
     per_task = kept.entry.budget.rollouts_per_example if kept.entry.budget else 1
-    steps = list(zip(measured, measured[1:]))
+    steps = list(itertools.pairwise(measured))
     noisy = [f"{a} {means[a]:.3f} vs {b} {means[b]:.3f}" for a, b in steps
              if not beyond_noise(groups[a].n / per_task, means[a], groups[b].n / per_task, means[b], min_tasks)]
     if noisy:
@@ -152,8 +153,8 @@ def _readme(kept: Kept, trainer: str, group: int, n_train: int, n_eval: int, cur
               (f"## Data\n\n`dataset/train.jsonl`: {n_train} tasks; `dataset/eval.jsonl`: the {n_eval} tasks AutoEnv "
                "sampled for its evaluations, held out of training. Rows: idx, key, messages, difficulty, answer."), ""]
     if curriculum["levels"]:
-        lines += ["## Curriculum", "", "The training split is ordered by level, easiest first, in "
-                  f"{curriculum.get('order', 'natural order')}:", ""]
+        lines += ["## Curriculum", "", ("The training split is ordered by level, easiest first, in "
+                  f"{curriculum.get('order', 'natural order')}:"), ""]
         for level in curriculum["levels"]:
             mean = level["target_mean_at_export"]
             lines.append(f"- `{level['difficulty']}`: {level['train_tasks']} tasks, target mean at export "

@@ -23,11 +23,11 @@ from pathlib import Path
 from autoenv.errors import AutoEnvError
 from autoenv.formats import iso_now, number
 from autoenv.ledger import atomic_write
+from autoenv.levels import natural_order
 from autoenv.review.compare import compare, evaluation_side
 from autoenv.review.compare_plot import plot_comparison
 from autoenv.review.markdown import to_html
 from autoenv.review.plot import plot_run
-from autoenv.levels import natural_order
 from autoenv.review.rows import Row, clip, money, point_text, short_time
 from autoenv.review.run import Project, Run
 from autoenv.review.transcripts import Transcript, evaluation_transcripts
@@ -40,8 +40,8 @@ def write_report(project: Project, run: Run, out: Path, max_rollouts: int = 4000
     """Write the page for `run` to `out` (figures beside it, as PNG files too)."""
     run.require_rows("report")
     figures = [(plot_run(run, project.config.bands, out.with_name(out.stem + "-plot.png")),
-                "The run: target and strong means with 95% intervals per evaluation, the wanted band, verdicts, "
-                "the running best, and the learnable share.")]
+                ("The run: target and strong means with 95% intervals per evaluation, the wanted band, verdicts, "
+                "the running best, and the learnable share."))]
     before_after = _before_after(project, run, out.with_name(out.stem + "-compare.png"))
     if before_after:
         figures.append(before_after)
@@ -135,8 +135,8 @@ def _before_after(project: Project, run: Run, out: Path) -> tuple[Path, str] | N
     if comparison.overall is None:
         return None
     return (plot_comparison(comparison, out),
-            f"Before and after: evaluation #{first.number} against the last kept #{last.number}, the target model "
-            "on the tasks both saw (paired bootstrap intervals).")
+            (f"Before and after: evaluation #{first.number} against the last kept #{last.number}, the target model "
+            "on the tasks both saw (paired bootstrap intervals)."))
 
 
 def _feedback(project: Project, row: Row, page_dir: Path, last: bool) -> str:
@@ -183,15 +183,15 @@ def spark_svg(points: list[tuple[int, float | None]], top: float = 1.0) -> str:
     top = max([top] + [v for _, v in points if v is not None])
     bar, gap, height = 10, 3, 40
     parts = []
-    for i, (number, value) in enumerate(points):
+    for i, (n, value) in enumerate(points):
         x = i * (bar + gap)
         if value is None:
             parts.append(f'<rect class="nodata" x="{x + 0.5}" y="0.5" width="{bar - 1}" height="{height - 1}">'
-                         f"<title>#{number}: no data (no scores)</title></rect>")
+                         f"<title>#{n}: no data (no scores)</title></rect>")
         else:
             h = max(1.0, round(max(0.0, value) / top * (height - 2), 2) + 1) if top > 0 else 1.0
             parts.append(f'<rect class="bar" x="{x}" y="{height - h:.2f}" width="{bar}" height="{h:.2f}">'
-                         f"<title>#{number}: {value:.3f}</title></rect>")
+                         f"<title>#{n}: {value:.3f}</title></rect>")
     width = max(1, len(points) * (bar + gap) - gap)
     return (f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
             f'aria-label="target mean per evaluation">{"".join(parts)}</svg>')
