@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# A terminal's COLUMNS would switch `log`/`show` to their narrow layout; tests ask for it explicitly.
+os.environ.pop("COLUMNS", None)
+
 from autoenv.demo import make_run_repo
 from autoenv.paths import PROJECT
 
