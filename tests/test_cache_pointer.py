@@ -79,3 +79,14 @@ def test_a_version_4_copy_reads_as_a_pointer(run_repo):
     copy = Entry.from_json(old)
     assert copy.verdict.verdict == "cached" and not copy.kept
     assert resolve([source, copy], copy) == source
+
+
+def test_the_report_and_the_plot_show_a_hit_as_a_pointer(run_repo, capsys, tmp_path):
+    root = run_repo("arithmetic")
+    source, hit = baseline_then_hit(root)
+    code, out, _ = review(capsys, root, "report", "--out", str(tmp_path / "report.html"))
+    assert code == 0
+    page = (tmp_path / "report.html").read_text()
+    assert f"→ #1 {source.commit[:8]} (cache hit)" in page and "2 evaluations · 1 kept" in page
+    code, out, _ = review(capsys, root, "plot", "--out", str(tmp_path / "plot.png"))
+    assert code == 0 and (tmp_path / "plot.png").stat().st_size > 10_000
