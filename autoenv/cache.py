@@ -5,8 +5,10 @@ full evaluation for numbers the ledger already held. The key covers everything t
 numbers depend on: the git tree hash of candidate/ at the commit, spec.md, the effective
 config (every key, models included) and whether scripted policies stood in. A finished
 evaluation of the same run with the same key (kept, discarded or inconclusive; never a
-crash or a tampered one) is recorded again for the new commit, marked `cached_from`,
-with the same statistics and verdict and no model call; `--force` evaluates anyway.
+crash or a tampered one) is recorded for the new commit as a pointer: verdict `cached`,
+`cached_from` naming the source, no statistics of its own and no model call; `--force`
+evaluates anyway. A pointer is never kept nor a baseline (the source is), and every
+reader follows it to the source's statistics, traces and plot with `resolve`.
 """
 
 from __future__ import annotations
@@ -45,7 +47,23 @@ def cached(entries: list[Entry], key: str | None, *, branch: str | None, run_bas
     if key is None:
         return None
     for entry in reversed(entries):
-        if entry.cache_key == key and entry.verdict.verdict in REUSABLE and same_run(entry, branch, run_base):
-            return entry
+        if entry.cache_key == key and entry.environment is None and same_run(entry, branch, run_base):
+            source = resolve(entries, entry)
+            if source.verdict.verdict in REUSABLE and source.cached_from is None:
+                return source
     return None
+
+
+def resolve(entries: list[Entry], entry: Entry) -> Entry:
+    """The evaluation `entry` stands for: itself, or for a cache hit the source it points at (the
+    newest evaluation of `cached_from` recorded before it with the same cache key); a pointer whose
+    source is not in `entries` stands for itself."""
+    if not entry.cached_from:
+        return entry
+    before = entries[: next((i for i, e in enumerate(entries) if e is entry), len(entries))]
+    for candidate in reversed(before):
+        if candidate.commit == entry.cached_from and not candidate.cached_from \
+                and (entry.cache_key is None or candidate.cache_key in (None, entry.cache_key)):
+            return candidate
+    return entry
 

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from autoenv import __version__, display, vendor
+from autoenv.cache import resolve
 from autoenv.commands import audit_only, recompute, rejudge, verify
 from autoenv.config import AGENT_KINDS, CONFIG_NAME, load_config
 from autoenv.demo import make_run_repo
@@ -30,6 +31,7 @@ from autoenv.export.openenv import export_openenv
 from autoenv.gitrepo import Repo
 from autoenv.install import install_candidate
 from autoenv.judge.registry import CHOICES
+from autoenv.ledger import read_entries
 from autoenv.lifecycle import new_run, rebase_rules
 from autoenv.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
 from autoenv.pipeline import EvalOptions, EvaluationCrashed, evaluate
@@ -114,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "as a real provider does (the key is read from that environment variable)")
     p.add_argument("--burst", default=None, metavar="KIND:N",
                    help="the first N chat requests all get the fault KIND (429, 500, hang or cut), e.g. 500:3")
+    p.add_argument("--prompt-cache", choices=["included", "separate"], default=None,
+                   help="report repeated prompt prefixes as cached tokens, inside prompt_tokens (OpenAI) or apart "
+                   "from them (llama-server)")
+    p.add_argument("--list-models", default=None, metavar="A,B",
+                   help="the models GET /v1/models lists (default: the policies; '' lists none)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("new", help="start a run: branch autoenv/<tag> with spec.md and the run base committed")
@@ -224,12 +231,19 @@ def not_recorded(reason: str, verdict: str | None, code: int) -> None:
 
 def print_result(entry: Entry, root: Path | None = None, log: Path | None = None) -> None:
     """The result block; `root` (default: here) is where the entry's outputs are, to name its plot;
-    `log`: where this evaluation's output is kept."""
+    `log`: where this evaluation's output is kept. A cache hit's numbers are those of the evaluation it
+    points at (`cached_from` says so)."""
     root = root or Path.cwd()
+    numbers = entry
+    if entry.cached_from:
+        try:
+            numbers = resolve(read_entries(load_config(root / "config.toml").path("log_file")), entry)
+        except AutoEnvError:
+            numbers = entry
     fields: dict[str, object] = {"commit": entry.commit, "verdict": entry.verdict.verdict,
                                  "eval_success": entry.eval_success}
     for role in ROLES:
-        s = entry.stats.get(role)
+        s = numbers.stats.get(role)
         fields[f"{role}_model"] = s.model if s else None
         fields[f"{role}_mean"] = s.mean if s else None
         fields[f"{role}_std"] = s.std if s else None
@@ -245,7 +259,9 @@ def print_result(entry: Entry, root: Path | None = None, log: Path | None = None
     fields["reason"] = entry.verdict.reason
     if entry.warnings:
         fields["warnings"] = "; ".join(entry.warnings)
-    fields["feedback"] = f"feedback/{entry.commit}.md"
+    if entry.environment:
+        fields["environment"] = entry.environment.key
+    fields["feedback"] = f"feedback/env/{entry.environment.key}.md" if entry.environment else f"feedback/{entry.commit}.md"
     if entry.outputs and (root / entry.outputs / "plot.png").is_file():
         fields["plot"] = f"{entry.outputs}/plot.png"
     if log is not None:
@@ -293,7 +309,9 @@ def cmd_serve(args) -> int:
         raise AutoEnvError(f"--key-var names ${args.key_var}, which is not set", where="--key-var",
                            fix=f"export {args.key_var}=... first, or leave --key-var out to serve without a key")
     oracle = load_oracle(args.candidate)
-    endpoint = Endpoint(Policies(oracle, seed=args.seed), faults, port=args.port, api_key=key)
+    listed = None if args.list_models is None else [m for m in args.list_models.split(",") if m]
+    endpoint = Endpoint(Policies(oracle, seed=args.seed), faults, port=args.port, api_key=key,
+                        prompt_cache=args.prompt_cache, models=listed)
 
     def ready(ep):
         display.console.print(f"serving {', '.join(ep.policies.names())} at {ep.base_url}"

@@ -52,9 +52,15 @@ class Price:
 
     input: float = 0.0
     output: float = 0.0
+    cached_input: float | None = None
+    """Prompt tokens the provider served from its cache (None: priced as `input`)."""
 
     def problems(self) -> list[tuple[str, str]]:
-        return [(name, "must be >= 0") for name in ("input", "output") if getattr(self, name) < 0]
+        return [(name, "must be >= 0") for name in ("input", "output", "cached_input")
+                if (getattr(self, name) or 0) < 0]
+
+
+CACHED_TOKENS = ("auto", "included", "separate")
 
 
 @dataclass(frozen=True)
@@ -67,9 +73,19 @@ class ModelConfig:
     """Name of the environment variable holding the key ("" for endpoints with no key)."""
     sampling: Sampling = field(default_factory=Sampling)
     price: Price = field(default_factory=Price)
+    max_concurrent: int = 0
+    """This model's rollouts in flight at once (0: budget.max_concurrent)."""
+    cached_tokens: str = "auto"
+    """How the endpoint counts `usage.prompt_tokens_details.cached_tokens`: included in prompt_tokens (OpenAI),
+    separate from them (llama.cpp's llama-server), or auto (separate on a call whose cached count exceeds
+    its prompt count, else included)."""
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
+        if self.max_concurrent < 0:
+            out.append(("max_concurrent", "must be >= 0 (0: budget.max_concurrent)"))
+        if self.cached_tokens not in CACHED_TOKENS:
+            out.append(("cached_tokens", f"must be one of {', '.join(CACHED_TOKENS)}"))
         if not self.model.strip():
             out.append(("model", "must name a model"))
         if not re.match(r"^https?://", self.base_url):
@@ -96,14 +112,19 @@ class Budget:
     examples: int = 40
     rollouts_per_example: int = 4
     max_concurrent: int = 8
+    """Rollouts in flight at once per model (a model's own [target]/[strong] max_concurrent overrides it)."""
     rollout_timeout: float = 300.0
     max_turns: int = 10
+    max_concurrent_total: int = 0
+    """Rollouts in flight at once across both models (0: the sum of the two models' limits)."""
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
         for name in ("examples", "max_concurrent", "max_turns"):
             if getattr(self, name) < 1:
                 out.append((name, "must be at least 1"))
+        if self.max_concurrent_total < 0:
+            out.append(("max_concurrent_total", "must be >= 0 (0: the sum of the two models' limits)"))
         if self.rollouts_per_example < 2:
             out.append(("rollouts_per_example", "must be at least 2: GRPO learns only from tasks "
                         "whose rollouts disagree, and one rollout per task cannot show that"))
@@ -136,6 +157,17 @@ class Bands:
         if self.strong_min < 0:
             out.append(("strong_min", "must be >= 0"))
         return out
+
+
+@dataclass(frozen=True)
+class Stats:
+    """When the statistics may speak: too few tasks make an interval noise."""
+
+    min_tasks: int = 10
+    """Fewer shared (or scored) tasks than this: no interval, "too few shared tasks to compare"."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        return [] if self.min_tasks >= 2 else [("min_tasks", "must be at least 2")]
 
 
 @dataclass(frozen=True)
@@ -387,6 +419,7 @@ class Config:
     budget: Budget = field(default_factory=Budget)
     bands: Bands = field(default_factory=Bands)
     verdict: Verdict = field(default_factory=Verdict)
+    stats: Stats = field(default_factory=Stats)
     checks: Checks = field(default_factory=Checks)
     probes: Probes = field(default_factory=Probes)
     judge: Judge = field(default_factory=Judge)
@@ -405,6 +438,11 @@ class Config:
 
     def models(self) -> dict[str, ModelConfig]:
         return {"target": self.target, "strong": self.strong}
+
+    def concurrency(self) -> tuple[dict[str, int], int]:
+        """Each model's rollouts in flight at once, and the cap across both."""
+        per_model = {role: m.max_concurrent or self.budget.max_concurrent for role, m in self.models().items()}
+        return per_model, self.budget.max_concurrent_total or sum(per_model.values())
 
 
 def load_config(path: Path, text: str | None = None) -> Config:

@@ -38,8 +38,10 @@ def _plain() -> bool:
     return bool(os.environ.get("NO_COLOR") or os.environ.get("CI")) or not sys.stdout.isatty()
 
 
-# Captured output (an agent's shell, CI logs) has no terminal width: give tables room.
-_width = None if sys.stdout.isatty() else 132
+# Captured output (an agent's shell, CI logs) has no terminal width: give tables room, unless
+# COLUMNS says how wide the reader is (the review commands then switch to a stacked layout).
+_columns = os.environ.get("COLUMNS", "")
+_width = None if sys.stdout.isatty() else int(_columns) if _columns.isdigit() and int(_columns) >= 20 else 132
 
 
 def _console(stderr: bool = False) -> Console:

@@ -198,7 +198,9 @@ def _prev_hash(line: str) -> str:
 
 
 def _commit(line: str) -> str:
+    """The line's commit; "" for an `--env` evaluation, which writes no git note (its commit's note is the run's)."""
     try:
-        return str(json.loads(line).get("commit", ""))
+        data = json.loads(line)
+        return "" if data.get("environment") else str(data.get("commit", ""))
     except (ValueError, AttributeError):
         return ""

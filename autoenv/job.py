@@ -50,6 +50,8 @@ class Seat(_Part):
     api_key_var: str = Field("", description="Environment variable holding the key; '' for none.")
     sampling: SamplingSpec = Field(default_factory=SamplingSpec)
     embedded: bool = Field(False, description="Served by the built-in endpoint inside the worker.")
+    max_concurrent: int | None = Field(None, description="This model's rollouts in flight at once "
+                                       "(None: the job's max_concurrent).")
 
 
 class RolloutPlan(_Part):
@@ -93,7 +95,9 @@ class Job(_Part):
     check_modules: list[str] = Field(default_factory=list, description="Packages whose every module the audit "
                                      "imports ([] = the taskset's).")
     seed: int = Field(0, description="Seeds the task sample and the scripted policies.")
-    max_concurrent: int = Field(8, description="Rollouts in flight at once.")
+    max_concurrent: int = Field(8, description="Rollouts in flight at once per model (and for the probes).")
+    max_concurrent_total: int | None = Field(None, description="Rollouts in flight at once across the models "
+                                             "(None: the sum of their limits).")
     rollout_timeout: float = Field(300.0, description="Seconds before a rollout is stopped.")
     max_turns: int = 10
     log_name: str = Field("worker.log", description="verifiers' log, under out_dir.")

@@ -38,6 +38,21 @@ class TimeLimitExceeded(Exception):
     """A call into the candidate ran past its limit; the message names it and where it was stuck."""
 
 
+class RewardValueError(TypeError):
+    """A `@vf.reward` returned something that is not a real number (a string, None, a list...): an environment
+    error naming the reward and the value, never silently coerced ("0.5" is not 0.5)."""
+
+
+def real_number(value: Any, what: str) -> Any:
+    """`value` when it is a bool, int or float; RewardValueError naming `what` otherwise."""
+    if isinstance(value, (bool, int, float)):
+        return value
+    shown = repr(value)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    raise RewardValueError(f"{what} returned {type(value).__name__} {shown}: a reward must return a real number "
+                           "(bool, int or float)")
+
+
 def run_limited(fn: Callable[[], Any], seconds: float, what: str, source: str | None = None) -> Any:
     """`fn()` in a daemon thread; its result, its exception, or TimeLimitExceeded after `seconds`.
 
@@ -143,10 +158,12 @@ def _limited(fn: Callable[..., Any], kind: str, seconds: float, stage: str, sour
         try:
             if uses_runtime:
                 try:
-                    return await asyncio.wait_for(fn(self, *args, **kwargs), seconds)
+                    value = await asyncio.wait_for(fn(self, *args, **kwargs), seconds)
                 except asyncio.TimeoutError:
                     raise TimeLimitExceeded(f"{what} did not return within {seconds:g} s") from None
-            return await asyncio.to_thread(run_limited, lambda: fn(self, *args, **kwargs), seconds, what, source)
+            else:
+                value = await asyncio.to_thread(run_limited, lambda: fn(self, *args, **kwargs), seconds, what, source)
+            return real_number(value, what) if kind == "reward" else value
         except TimeLimitExceeded as e:
             _breached[key] = str(e)
             raise

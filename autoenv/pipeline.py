@@ -21,39 +21,52 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from autoenv import display
 from autoenv.cache import cache_key, cached
 from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config, with_env
 from autoenv.driver.gate import agent_usd, refuse_when_spent
+from autoenv.envref import environment_ref
 from autoenv.errors import AutoEnvError, ProviderUnavailable
 from autoenv.formats import iso_now, stamp
 from autoenv.forwarder import forwarding
 from autoenv.gates.rules import audit_plan, run_derived, run_gates
 from autoenv.gitrepo import Head, Repo
 from autoenv.install import inspect_candidate, install_candidate
+from autoenv.integrity import FOUND, STORED, note_fields, restore_if_written
+from autoenv.integrity import check as check_integrity
+from autoenv.integrity import summary as integrity_summary
 from autoenv.job import AuditPlan, CallLimits, Job, RolloutPlan, SamplingSpec, Seat
 from autoenv.judge.causes import causes
 from autoenv.judge.render import render as judge_render
 from autoenv.judge.run import run_judge
 from autoenv.judge.workspace import build
-from autoenv.integrity import FOUND, STORED, note_fields, restore_if_written
-from autoenv.integrity import check as check_integrity
-from autoenv.integrity import summary as integrity_summary
 from autoenv.ledger import append_entry, line_hash, raw_lines, read_entries, temp_files
 from autoenv.ledger import verify as verify_ledger
 from autoenv.paths import spec_warnings
 from autoenv.provider import api_key, check_endpoint
-from autoenv.record import (ROLES, Budget, CandidateInfo, Entry, GateReport, JudgeResult, ModelStats, Role, StrongModel,
-                            Verdict)
+from autoenv.record import (
+    ROLES,
+    Budget,
+    CandidateInfo,
+    Entry,
+    Environment,
+    GateReport,
+    JudgeResult,
+    ModelStats,
+    Role,
+    StrongModel,
+    Verdict,
+)
 from autoenv.report import GATES_FILE, check_fix, render, render_gates, write_report
 from autoenv.review.plot import plot_run
 from autoenv.review.run import Project, run_so_far
@@ -61,8 +74,23 @@ from autoenv.rollouts import Worker
 from autoenv.runbase import NO_BASE, RulesCheck, check_rules, refuse
 from autoenv.sandbox import choose
 from autoenv.stats import model_stats
-from autoenv.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, normalised, read_rollouts, trim_partial_line
-from autoenv.verdict import baseline_of, decide, no_reference_policy, reference_missing, rl_readiness
+from autoenv.traces import (
+    PROVIDER_OUTCOMES,
+    RETRIES_FILE,
+    finished_episodes,
+    normalised,
+    read_rollouts,
+    trim_partial_line,
+)
+from autoenv.verdict import (
+    baseline_of,
+    comparable,
+    decide,
+    no_reference_policy,
+    reference_missing,
+    rl_readiness,
+    standing,
+)
 
 Stats = dict[Role, ModelStats]
 
@@ -105,6 +133,8 @@ class Context:
     """An interrupted evaluation's outputs are kept and continued (same run id, only missing rollouts)."""
     reused: int = 0
     sandbox: str | None = None
+    environment: Environment | None = None
+    """`autoenv eval --env`: the environment evaluated instead of the run's candidate (recorded apart)."""
 
 
 @dataclass
@@ -125,14 +155,18 @@ class Outcome:
 def evaluate(options: EvalOptions) -> Entry:
     """Run one evaluation and return the ledger entry it recorded."""
     repo = Repo(options.cwd)
-    with one_at_a_time(repo, repo.head().commit):
+    commit = repo.head().commit
+    with one_at_a_time(repo, commit, "env-" + hashlib.sha256(options.env.encode()).hexdigest()[:16]
+                       if options.env else commit):
         return evaluate_locked(options)
 
 
 @contextmanager
-def one_at_a_time(repo: Repo, commit: str) -> Iterator[None]:
-    """Refuse a second evaluation of `commit` in this worktree while one runs (they would share outputs/<commit>/)."""
-    path = repo.git_dir / f"autoenv-eval-{commit}.lock"
+def one_at_a_time(repo: Repo, commit: str, name: str | None = None) -> Iterator[None]:
+    """Refuse a second evaluation of `commit` in this worktree while one runs (they would share outputs/<commit>/).
+
+    The lock file (.git/autoenv-eval-<name>.lock) is removed when the evaluation ends, so they do not pile up."""
+    path = repo.git_dir / f"autoenv-eval-{name or commit}.lock"
     with open(path, "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -142,6 +176,7 @@ def one_at_a_time(repo: Repo, commit: str) -> Iterator[None]:
         try:
             yield
         finally:
+            path.unlink(missing_ok=True)  # still holding the lock: no other evaluation is between open and flock
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
@@ -276,7 +311,9 @@ def preflight(options: EvalOptions) -> Context:
             check_keys(config)
             check_endpoints(config)
         check_runtime_ready(config.runtime.type, config.root / CONFIG_NAME)
-        out = config.path("outputs") / head.commit
+        environment = environment_ref(options.env, config.candidate.taskset, config.candidate.package or None) \
+            if options.env else None
+        out = config.path("outputs") / (f"env/{environment.key}" if environment else head.commit)
         interrupted = None if options.restart else unfinished_run(out, read_entries(config.path("log_file")))
         if interrupted is None:
             archive_previous(out)
@@ -289,10 +326,14 @@ def preflight(options: EvalOptions) -> Context:
             display.warn(warning)
         if options.offline:
             display.note(f"offline: target = {config.offline.target}, strong = {config.offline.strong} (scripted)")
+        if environment:
+            display.note(f"--env {options.env}: environment {environment.key}, recorded apart from the run's "
+                         f"evaluations (compared only with evaluations of the same content; outputs {out.name}/)")
     return Context(config=config, repo=repo, head=head, options=options, run_id=interrupted or stamp(), out=out,
                    warnings=warnings, resuming=interrupted is not None,
                    rules=rules, ledger_check=ledger_check, ledger_seen=raw_lines(config.path("log_file")),
-                   cache_key=cache_key(repo, head, config, options.offline))
+                   cache_key=None if environment else cache_key(repo, head, config, options.offline),
+                   environment=environment)
 
 
 def run_config(repo: Repo, options: EvalOptions) -> Config:
@@ -357,6 +398,11 @@ def check_endpoints(config: Config) -> None:
         where = f"{config.root / CONFIG_NAME} [{role}] base_url = {model.base_url}"
         if check.ok:
             display.note(f"{role} endpoint answers ({check.detail})")
+        elif check.fixable and "does not list the model" in check.detail:
+            raise AutoEnvError(f"the {role} endpoint does not serve the configured model: {check.detail}",
+                               where=f"{config.root / CONFIG_NAME} [{role}] model = {model.model!r}",
+                               fix=f"set [{role}] model to one of the models the endpoint lists (or fix [{role}] "
+                               "base_url if it points at the wrong server)")
         elif check.fixable:
             raise AutoEnvError(f"the {role} endpoint refused the request: {check.detail}", where=where,
                                fix=f"check [{role}] base_url, model and the key in ${model.api_key_var or '(none)'}")
@@ -375,7 +421,7 @@ def archive_previous(out: Path) -> None:
     try:
         old_id = json.loads((out / "run.json").read_text())["run_id"]
     except (OSError, ValueError, KeyError):  # a folder left by a crash before run.json was written
-        old_id = stamp(dt.datetime.fromtimestamp(out.stat().st_mtime, dt.timezone.utc))
+        old_id = stamp(dt.datetime.fromtimestamp(out.stat().st_mtime, dt.UTC))
     target = out / "previous" / old_id
     target.mkdir(parents=True, exist_ok=True)
     for item in list(out.iterdir()):
@@ -479,7 +525,15 @@ def rollout_plan(ctx: Context) -> str:
     examples = examples_run(ctx)
     fewer = f" (the taskset holds {examples}; budget.examples = {b.examples})" if examples < b.examples else ""
     return (f"{examples} tasks x {b.rollouts_per_example} rollouts x 2 models{fewer}, "
-            f"{b.max_concurrent} at a time, {b.rollout_timeout:g} s timeout")
+            f"{concurrency_text(ctx.config)}, {b.rollout_timeout:g} s timeout")
+
+
+def concurrency_text(config: Config) -> str:
+    """`8 at a time per model (16 in all)`, or each model's own limit when they differ."""
+    limits, total = config.concurrency()
+    if len(set(limits.values())) == 1:
+        return f"{next(iter(limits.values()))} at a time per model ({total} in all)"
+    return ", ".join(f"{role} {n}" for role, n in limits.items()) + f" at a time ({total} in all)"
 
 
 def examples_run(ctx: Context) -> int:
@@ -497,14 +551,16 @@ def examples_run(ctx: Context) -> int:
 def worker_job(ctx: Context) -> Job:
     c, b = ctx.config, ctx.config.budget
     roles = {}
+    limits, _ = c.concurrency()
     for role, model in c.models().items():
         sampling = SamplingSpec(temperature=model.sampling.temperature, max_tokens=model.sampling.max_tokens,
                                 top_p=model.sampling.top_p)
         if ctx.options.offline:
-            roles[role] = Seat(model=getattr(c.offline, role), embedded=True, sampling=sampling)
+            roles[role] = Seat(model=getattr(c.offline, role), embedded=True, sampling=sampling,
+                               max_concurrent=limits[role])
         else:
             roles[role] = Seat(model=model.model, base_url=model.base_url, api_key_var=model.api_key_var,
-                               sampling=sampling)
+                               sampling=sampling, max_concurrent=limits[role])
     return config_job(c, ctx.out, audit=audit_plan(c),
                       rollouts=RolloutPlan(examples=b.examples, rollouts=b.rollouts_per_example, roles=roles, smoke=True,
                                            reuse=ctx.resuming))
@@ -518,7 +574,8 @@ def config_job(config: Config, out: Path, audit: AuditPlan | None = None, rollou
     return Job(candidate_dir=str(config.path("candidate")), out_dir=str(out), seed=config.seed, limits=limits,
                taskset_id=config.candidate.taskset, env_id=config.candidate.env,
                check_modules=config.candidate.checked_modules(), infinite_take=c.infinite_take,
-               max_concurrent=b.max_concurrent, rollout_timeout=b.rollout_timeout, max_turns=b.max_turns,
+               max_concurrent=b.max_concurrent, max_concurrent_total=config.concurrency()[1],
+               rollout_timeout=b.rollout_timeout, max_turns=b.max_turns,
                runtime=config.runtime.job(), embedded_latency=config.offline.latency, audit=audit, rollouts=rollouts)
 
 
@@ -534,7 +591,8 @@ def compute_stats(ctx: Context) -> Stats:
     return {
         role: model_stats(names.get(role, role), normalised(read_rollouts(ctx.out / role), declared),
                           ctx.config.bands.solve_threshold,
-                          price=None if ctx.options.offline else models[role].price, seed=ctx.config.seed)
+                          price=None if ctx.options.offline else models[role].price, seed=ctx.config.seed,
+                          cached_mode=models[role].cached_tokens)
         .model_copy(update={"client_retries": retries.get(role)})
         for role in ROLES if (ctx.out / role).is_dir()
     }
@@ -549,8 +607,13 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
     offline = ctx.options.offline
     readiness = rl_readiness(stats, config.bands) if success else None
     written = others_writes(ctx)  # before the baseline is read from it
-    kept = baseline_of(read_entries(config.path("log_file")), stats, branch=ctx.head.branch, offline=offline,
-                       run_base=ctx.rules.base)
+    entries = read_entries(config.path("log_file"))
+    if ctx.environment is not None:
+        kept = environment_baseline(entries, stats, ctx.environment, offline)
+        first = f"first evaluation of the environment {ctx.environment.key} (--env {ctx.environment.source})"
+    else:
+        kept = baseline_of(entries, stats, branch=ctx.head.branch, offline=offline, run_base=ctx.rules.base)
+        first = rebased_first(entries, ctx)
     decision = decide(stats, config.bands, kept, eval_success=success,
                       error=outcome.error.what.splitlines()[0] if outcome.error else None,
                       gates_failed=[c.issue for c in causes(ctx.gates, check_fix)] if ctx.gates else None,
@@ -558,7 +621,14 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
                                                                           oracle_inferred(ctx.gates)),
                       run=ctx.head.branch,
                       confidence=config.verdict.confidence, seed=config.seed, tampered=ctx.rules.changed,
-                      provider_unavailable=outcome.provider_unavailable, recover=ctx.rules.recovery)
+                      provider_unavailable=outcome.provider_unavailable, recover=ctx.rules.recovery,
+                      min_tasks=config.stats.min_tasks)
+    if kept is None and first and decision.verdict == "baseline":
+        t, s = stats["target"], stats["strong"]
+        later = "later evaluations of the same content" if ctx.environment else "its next evaluations"
+        decision = decision.model_copy(update={"reason": (
+            f"{first} with target {t.model} and strong {s.model}: kept as the reference {later} are compared with. "
+            f"{standing(t, s, config.bands)}")})
     strong = stats.get("strong")
     entry = Entry(
         commit=ctx.head.commit,
@@ -573,8 +643,8 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         run_id=ctx.run_id,
         branch=ctx.head.branch,
         offline=ctx.options.offline,
-        budget=Budget(**vars(config.budget), seed=config.seed,
-                      examples_run=examples_run(ctx) if stats else None),
+        budget=Budget(**{**vars(config.budget), "max_concurrent_total": config.concurrency()[1]}, seed=config.seed,
+                      role_concurrent=config.concurrency()[0], examples_run=examples_run(ctx) if stats else None),
         candidate=ctx.candidate,
         timings=dict(ctx.timings),
         gates=ctx.gates,
@@ -589,24 +659,47 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         cache_key=ctx.cache_key,
         reused_rollouts=ctx.reused,
         sandbox=ctx.sandbox,
+        environment=ctx.environment,
         agent_cost_usd=agent_usd(config.path("outputs"), ctx.head.branch),
     )
     return ledger_written(ctx, entry, written) if written else entry
 
 
+def environment_baseline(entries: list[Entry], stats: Stats, environment: Environment, offline: bool) -> Entry | None:
+    """The newest baseline or kept evaluation of the same environment content (never one of the run's)."""
+    for entry in reversed(entries):
+        if entry.environment is not None and entry.environment.content_hash == environment.content_hash \
+                and entry.verdict.verdict in ("baseline", "keep") and comparable(entry, stats, offline):
+            return entry
+    return None
+
+
+def rebased_first(entries: list[Entry], ctx: Context) -> str | None:
+    """The baseline's words after `autoenv rebase-rules`: the run had evaluations under earlier rules."""
+    base = ctx.rules.base
+    if base is None or ctx.head.branch is None:
+        return None
+    earlier = [e for e in entries if e.branch == ctx.head.branch and e.environment is None and e.run_base != base]
+    if not earlier:
+        return None
+    return (f"first evaluation of the run {ctx.head.branch} under the rules rebased at {base[:12]} "
+            f"(autoenv rebase-rules; {len(earlier)} earlier evaluation(s) under the old rules are not compared)")
+
+
 def reuse(ctx: Context, hit: Entry) -> Entry:
-    """The cached evaluation `hit` recorded for this commit: same statistics, verdict and findings, no model call."""
-    source = hit.cached_from or hit.commit
+    """A pointer to the cached evaluation `hit` (autoenv.cache): verdict `cached`, no stats of its own, no model call."""
+    source = hit.commit
     with timed(ctx, "cache"), display.stage("cache", f"same candidate tree, spec, config and models as {source[:12]}"):
         display.note("no model called; bash evaluate.sh --force evaluates anyway")
-        reason = f"cached from {source[:12]} (same candidate tree, spec.md, config and models): {hit.verdict.reason}"
-        entry = hit.model_copy(update={
-            "commit": ctx.head.commit, "timestamp": iso_now(), "description": ctx.options.description,
-            "run_id": ctx.run_id, "branch": ctx.head.branch, "cached_from": source,
-            "warnings": ctx.warnings, "run_base": ctx.rules.base, "rules": ctx.rules.summary, "tampered": [],
-            "ledger_check": ctx.ledger_check, "cache_key": ctx.cache_key,
-            "agent_cost_usd": agent_usd(ctx.config.path("outputs"), ctx.head.branch),
-            "verdict": hit.verdict.model_copy(update={"reason": reason})})
+        reason = (f"cached from {source[:12]} (same candidate tree, spec.md, config and models): no model was called; "
+                  f"that evaluation's verdict stands ({hit.verdict.verdict}: {hit.verdict.reason})")
+        entry = Entry(
+            commit=ctx.head.commit, timestamp=iso_now(), description=ctx.options.description,
+            eval_success=hit.eval_success, verdict=Verdict(verdict="cached", reason=reason, compared_to=source),
+            run_id=ctx.run_id, branch=ctx.head.branch, offline=hit.offline, budget=hit.budget,
+            candidate=hit.candidate, outputs=hit.outputs, warnings=ctx.warnings, run_base=ctx.rules.base,
+            rules=ctx.rules.summary, ledger_check=ctx.ledger_check, cache_key=ctx.cache_key, cached_from=source,
+            agent_cost_usd=agent_usd(ctx.config.path("outputs"), ctx.head.branch))
     return entry.model_copy(update={"timings": dict(ctx.timings)})
 
 
@@ -642,25 +735,46 @@ def record(ctx: Context, entry: Entry) -> Entry:
         written = others_writes(ctx)  # again: the judge ran meanwhile
         if written:
             entry = ledger_written(ctx, entry, written)
-        report_path = config.path("feedback") / f"{ctx.head.commit}.md"
-        plot = draw_run(ctx, entry)
-        details = None
-        if entry.gates is not None:
-            details = ctx.out / GATES_FILE
-            ctx.out.mkdir(parents=True, exist_ok=True)
-            write_report(details, render_gates(entry))
-        write_report(report_path, render(entry, config.bands, [judge_render(entry.judge)] if entry.judge else [],
-                                         plot=plot, where=report_path.parent, details=details))
+        report_path = feedback_path(config.path("feedback"), entry)
+        if entry.cached_from:
+            write_report(report_path, pointer_feedback(entry, config.path("feedback") / f"{entry.cached_from}.md"))
+        else:
+            plot = None if entry.environment else draw_run(ctx, entry)
+            details = None
+            if entry.gates is not None:
+                details = ctx.out / GATES_FILE
+                ctx.out.mkdir(parents=True, exist_ok=True)
+                write_report(details, render_gates(entry))
+            write_report(report_path, render(entry, config.bands, [judge_render(entry.judge)] if entry.judge else [],
+                                             plot=plot, where=report_path.parent, details=details))
         entry = append_entry(log, entry)
         line = entry.to_json()
         ctx.out.mkdir(parents=True, exist_ok=True)
         with open(ctx.out / STORED, "a", encoding="utf-8") as stored:  # what `autoenv verify --rebuild` reads
             stored.write(line + "\n")
-        ctx.repo.add_note(ctx.head.commit,
-                          note_text(entry) + "\n" + note_fields(line_hash(line), line_hash(raw_lines(log)[0])))
+        if entry.environment is None:  # the commit's note is the run's: another environment never overwrites it
+            ctx.repo.add_note(ctx.head.commit,
+                              note_text(entry) + "\n" + note_fields(line_hash(line), line_hash(raw_lines(log)[0])))
         shown = report_path.relative_to(config.root) if report_path.is_relative_to(config.root) else report_path
         display.note(f"feedback: {shown}")
     return entry
+
+
+def feedback_path(folder: Path, entry: Entry) -> Path:
+    """feedback/<commit>.md, or feedback/env/<id>@<hash>.md for an `--env` evaluation (never a run commit's file)."""
+    return folder / "env" / f"{entry.environment.key}.md" if entry.environment else folder / f"{entry.commit}.md"
+
+
+def pointer_feedback(entry: Entry, source_feedback: Path) -> str:
+    """feedback/<commit>.md of a cache hit: what it points at, then the source's own feedback."""
+    source = entry.cached_from or ""
+    head = (f"# {entry.commit[:12]}: cached from {source[:12]}\n\n{entry.verdict.reason}\n\n"
+            f"This commit is not a new result: its numbers, traces and plot are those of {source[:12]} "
+            f"(feedback/{source}.md, reproduced below).\n\n---\n\n")
+    try:
+        return head + source_feedback.read_text(encoding="utf-8")
+    except OSError:
+        return head + f"(feedback/{source}.md is missing.)\n"
 
 
 def oracle_inferred(report: GateReport | None) -> bool:

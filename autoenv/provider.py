@@ -3,7 +3,9 @@
 An unreachable endpoint used to be found by the smoke rollout, after about 100 s of
 gates, and recorded as a `crash` against a commit that had nothing to do with it. So
 preflight asks every real endpoint first: `GET {base_url}/models`, and when a provider
-does not serve that list (404/405), a 1-token chat completion. Each request has a
+does not serve that list (404/405), a 1-token chat completion. A list that does not name
+the configured model is the user's to fix (exit 2, naming the models it lists); an
+endpoint that lists none is not checked for the model. Each request has a
 bounded timeout and a few bounded retries with backoff for the answers a busy provider
 gives (429, 5xx, a dropped connection); the provider's own error text is shown.
 
@@ -57,11 +59,32 @@ def _ask(client: httpx.Client, model: str) -> Check:
             response = client.post("chat/completions", json={
                 "model": model, "max_tokens": 1, "messages": [{"role": "user", "content": "ping"}]})
             return _judge(response, "POST chat/completions (1 token)")
-        return _judge(response, "GET models")
+        check = _judge(response, "GET models")
+        return check if not check.ok else _listed(response, model, check)
     except httpx.TimeoutException:
         return Check(ok=False, detail=f"no answer within {client.timeout.read:g} s")
     except httpx.HTTPError as e:
         return Check(ok=False, detail=f"cannot connect: {type(e).__name__}: {e}")
+
+
+def listed_models(response: httpx.Response) -> list[str]:
+    """The model ids an OpenAI-style `GET models` answer lists (`{"data": [{"id": ...}]}`); [] when none."""
+    try:
+        body = response.json()
+    except ValueError:
+        return []
+    data = body.get("data") if isinstance(body, dict) else None
+    return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")] if isinstance(data, list) else []
+
+
+def _listed(response: httpx.Response, model: str, check: Check) -> Check:
+    """`check`, or a fixable failure when the endpoint lists models and `model` is not one of them (a
+    parameterised scripted policy, `noisy-oracle:0.3`, is listed by its name before the colon)."""
+    models = listed_models(response)
+    if not models or model in models or model.partition(":")[0] in models:
+        return check if models else Check(ok=True, detail=f"{check.detail} (no model listed: not checked)")
+    shown = ", ".join(models[:20]) + (f" and {len(models) - 20} more" if len(models) > 20 else "")
+    return Check(ok=False, fixable=True, detail=f"GET models does not list the model {model!r}; it lists: {shown}")
 
 
 def _judge(response: httpx.Response, asked: str) -> Check:

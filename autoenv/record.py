@@ -11,8 +11,13 @@ History: version 1 (the first landed harness) stored per-task rows as positional
 `[sum, n, disagree]` lists, an empty `rl_readiness` on failures, and `passed`/`failed`
 beside the gate findings. Version 2 had no `baseline` verdict (a first evaluation was
 `keep`). Version 3 had no run base (`run_base`, `rules`, `tampered`), no `tampered`
-verdict, no `ledger_check` and no eval cache (`cache_key`, `cached_from`) and no resume (`reused_rollouts`). `Entry.from_json` upgrades older entries on read; the line on disk is never
-rewritten (the hash chain covers it).
+verdict, no `ledger_check` and no eval cache (`cache_key`, `cached_from`) and no resume (`reused_rollouts`).
+Version 4 recorded a cache hit as a copy of the evaluation it reused (its stats and its verdict, so a
+second `baseline` or `keep`); version 5 records it as a pointer: verdict `cached`, no stats of its own,
+`cached_from` naming the source, which every reader follows (autoenv.cache.resolve). Version 5 also
+adds `environment` (an `--env` evaluation, recorded apart from the run), the cached prompt tokens and the
+per-model concurrency. `Entry.from_json` upgrades older entries on read (a version-4 cache hit reads as
+a `cached` pointer); the line on disk is never rewritten (the hash chain covers it).
 """
 
 from __future__ import annotations
@@ -24,12 +29,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SCHEMA_FILE = Path(__file__).parent / "schema" / "entry.schema.json"
 
 Role = Literal["target", "strong"]
 ROLES: tuple[Role, Role] = ("target", "strong")
-VerdictKind = Literal["baseline", "keep", "discard", "inconclusive", "crash", "tampered"]
+VerdictKind = Literal["baseline", "keep", "discard", "inconclusive", "crash", "tampered", "cached"]
 KEPT: tuple[VerdictKind, ...] = ("baseline", "keep")
 """Verdicts that make an entry a reference later evaluations of its run are compared with."""
 Outcome = Literal["ok", "provider_error", "timeout", "env_error"]
@@ -93,7 +98,10 @@ class ModelStats(Part):
                                                 description="Mean score of each reward function (unweighted).")
     by_difficulty: dict[str, Group] = Field(default_factory=dict, description="Scored rollouts by task difficulty.")
     by_category: dict[str, Group] = Field(default_factory=dict, description="Scored rollouts by task category.")
-    input_tokens: int = Field(0, description="Prompt tokens over all rollouts.")
+    input_tokens: int = Field(0, description="Prompt tokens over all rollouts, the provider's cached ones included.")
+    cached_input_tokens: int = Field(0, description="Of `input_tokens`, those the provider served from its prompt "
+                                     "cache (`usage.prompt_tokens_details.cached_tokens`); priced at "
+                                     "[role.price] cached_input when set.")
     output_tokens: int = Field(0, description="Completion tokens over all rollouts.")
     cost_usd: float | None = Field(None, description="Priced with [role.price]; None when unpriced or offline.")
     client_retries: int | None = Field(
@@ -124,8 +132,9 @@ class Verdict(Part):
     """The decision against the run's last kept entry (or the run's baseline) and why."""
 
     verdict: VerdictKind = Field(
-        description="baseline (the run's first evaluation: its reference), keep, discard, inconclusive, crash, or "
-                    "tampered (protected files differ from the run base; never kept, no model called).")
+        description="baseline (the run's first evaluation: its reference), keep, discard, inconclusive, crash, "
+                    "tampered (protected files differ from the run base; never kept, no model called), or cached "
+                    "(a pointer to the evaluation of the same candidate named by `cached_from`; never kept).")
     reason: str = Field(description="One paragraph a person can read, with the intervals behind the decision.")
     compared_to: str | None = Field(None, description="Commit of the kept entry of the same run this one was compared with.")
 
@@ -143,12 +152,28 @@ class Budget(Part):
 
     examples: int = Field(description="Tasks sampled per model.")
     rollouts_per_example: int = Field(description="Rollouts per task and model.")
-    max_concurrent: int = Field(description="Rollouts in flight at once, across both models.")
+    max_concurrent: int = Field(description="Rollouts in flight at once per model (before schema 5: across both).")
+    max_concurrent_total: int | None = Field(None, description="Rollouts in flight at once across both models "
+                                             "(None: entries from before this field).")
+    role_concurrent: dict[str, int] = Field(default_factory=dict, description="Each model's own limit, per role.")
     rollout_timeout: float = Field(description="Seconds before a rollout is stopped.")
     max_turns: int = Field(description="Model turns per rollout.")
     seed: int = Field(description="Seeds the task sample and the scripted policies.")
     examples_run: int | None = Field(None, description="Tasks the rollouts sampled: fewer than `examples` when the "
                                      "taskset holds fewer (None: no rollouts, or an entry from before this field).")
+
+
+class Environment(Part):
+    """An environment evaluated with `autoenv eval --env`: not the run's candidate, recorded apart."""
+
+    id: str = Field(description="Its taskset id (the package's [project] name, or the installed id).")
+    content_hash: str = Field(description="SHA-256 of the package's files (an installed id: of its id and version).")
+    source: str = Field(description="The directory or id given to --env.")
+
+    @property
+    def key(self) -> str:
+        """`<id>@<first 12 of the hash>`: how log, report and the outputs folder name it."""
+        return f"{self.id}@{self.content_hash[:12]}"
 
 
 class CandidateInfo(Part):
@@ -355,6 +380,9 @@ class Entry(Part):
                                                "(resumed, not run again).")
     cached_from: str | None = Field(None, description="Commit whose evaluation this entry reuses (same cache key); "
                                                       "no model was called.")
+    environment: Environment | None = Field(None, description="Set for `autoenv eval --env`: the environment "
+                                            "evaluated instead of the run's candidate; such entries are compared "
+                                            "only with evaluations of the same environment content.")
     judge: JudgeResult | None = Field(None, description="The judge's findings and spend; None for crashes.")
     agent_cost_usd: float | None = Field(None, description="USD the coding agent had spent in this `autoenv run` "
                                          "when the entry was recorded (autoenv.driver); None without a driver.")
@@ -362,8 +390,9 @@ class Entry(Part):
 
     @property
     def kept(self) -> bool:
-        """A reference for later evaluations of its run: kept, or the run's baseline."""
-        return self.verdict.verdict in KEPT
+        """A reference for later evaluations of its run: kept, or the run's baseline (never a cache
+        hit, which points at its source, nor an evaluation of another environment)."""
+        return self.verdict.verdict in KEPT and self.cached_from is None and self.environment is None
 
     def to_json(self) -> str:
         """One ledger line (no newline)."""
@@ -377,6 +406,8 @@ class Entry(Part):
             raise RecordError(f"schema_version {version!r} is newer than this harness reads ({SCHEMA_VERSION})")
         if version == 1:
             data = upgrade_v1(data)
+        if version < 5:
+            data = upgrade_v4(data)
         try:
             return cls.model_validate(data)
         except ValidationError as e:
@@ -410,6 +441,15 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
         if isinstance(out.get(key), dict) and out[key].get("compared_to") is None:
             out[key] = {k: v for k, v in out[key].items() if k != "compared_to"}
     return out
+
+
+def upgrade_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """A cache hit written as a copy (version <= 4) read as the pointer it is: verdict `cached`.
+
+    Its copied stats stay (they equal the source's), but readers take the source's."""
+    if not data.get("cached_from") or not isinstance(data.get("verdict"), dict):
+        return data
+    return {**data, "verdict": {**data["verdict"], "verdict": "cached"}}
 
 
 def clean_float(value: float | None) -> float | None:

@@ -10,6 +10,7 @@ from autoenv.formats import mean_ci, number, quoted
 from autoenv.gates.matrix import markdown as matrix_markdown
 from autoenv.judge.causes import causes
 from autoenv.ledger import atomic_write
+from autoenv.levels import order_by
 from autoenv.record import Entry, GateFinding, GateReport
 
 
@@ -49,8 +50,8 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
         lines.append("")
     if not entry.eval_success and verdict.verdict == "inconclusive":
         lines += ["## The provider was unavailable (not the candidate's fault)", "",
-                  f"Stage: `{entry.failed_stage or '?'}`. Nothing to fix in the candidate: run the evaluation again "
-                  "when the provider answers.", "", "```", (entry.error or "").strip(), "```", ""]
+                  (f"Stage: `{entry.failed_stage or '?'}`. Nothing to fix in the candidate: run the evaluation again "
+                  "when the provider answers."), "", "```", (entry.error or "").strip(), "```", ""]
     elif not entry.eval_success:
         lines += ["## The evaluation failed", "", f"Stage: `{entry.failed_stage or '?'}`", "",
                   "```", (entry.error or "").strip(), "```", ""]
@@ -58,8 +59,8 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
     if stats:
         wanted = {"target": f"wanted {bands.target_min}–{bands.target_max}", "strong": f"wanted > {bands.strong_min}"}
         lines += ["## Results", "",
-                  "Means carry a 95% interval from a bootstrap over tasks; errored rollouts are counted, "
-                  "never averaged in.", "",
+                  ("Means carry a 95% interval from a bootstrap over tasks; errored rollouts are counted, "
+                  "never averaged in."), "",
                   "| role | model | mean [95% CI] | std | solve rate | tasks disagreeing | scored / rollouts | provider errors | timeouts | env errors |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for role, s in stats.items():
@@ -75,14 +76,15 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
                 extras.append(f"normalized mean {number(s.normalized_mean)} of a maximum {s.max_reward:g}")
             if s.mean_seconds is not None:
                 extras.append(f"latency {number(s.mean_seconds, 1)} s mean, {number(s.p90_seconds, 1)} s p90")
-            extras.append(f"tokens {s.input_tokens} in / {s.output_tokens} out")
+            cached = f" ({s.cached_input_tokens} of them cached)" if s.cached_input_tokens else ""
+            extras.append(f"tokens {s.input_tokens} in{cached} / {s.output_tokens} out")
             if s.cost_usd is not None:
                 extras.append(f"cost ${s.cost_usd:.4f}")
             lines.append(f"- {role}: " + "; ".join(extras))
             if s.components:
                 parts = ", ".join(f"{k} {number(v)}" for k, v in s.components.items())
                 lines.append(f"- {role} reward components (mean score): {parts}")
-            for label, groups in (("difficulty", s.by_difficulty), ("category", s.by_category)):
+            for label, groups in (("difficulty", order_by(s.by_difficulty)), ("category", s.by_category)):
                 if groups:
                     parts = ", ".join(f"{k} {number(g.mean)} (n={g.n})" for k, g in groups.items())
                     lines.append(f"- {role} by {label}: {parts}")

@@ -66,7 +66,9 @@ def deadline_seconds(job: Job, stage: str) -> float:
     """An outer bound on one stage, so nothing can hang an overnight run forever."""
     if stage == "inspect":
         return STARTUP_SECONDS
-    waves = math.ceil(job.expected_rollouts(stage) / job.max_concurrent) + 1 + job.serial_rollouts(stage)
+    seats = [s.max_concurrent or job.max_concurrent for s in job.rollouts.roles.values()] if job.rollouts else []
+    slowest = min([job.max_concurrent, *seats])  # a model with fewer seats of its own takes more waves
+    waves = math.ceil(job.expected_rollouts(stage) / slowest) + 1 + job.serial_rollouts(stage)
     return STARTUP_SECONDS + waves * job.rollout_timeout * 1.5
 
 

@@ -13,6 +13,7 @@ from collections import defaultdict
 import numpy as np
 
 from autoenv.config import Price
+from autoenv.levels import natural_order
 from autoenv.record import ErrorCounts, Group, ModelStats, TaskRow
 from autoenv.resample import Table, mean_interval, task_id
 from autoenv.traces import Rollout
@@ -41,7 +42,8 @@ def _groups(rollouts: list[Rollout], attr: str) -> dict[str, Group]:
         value = getattr(r, attr)
         if value is not None and r.reward is not None:
             groups[value].append(r.reward)
-    return {name: Group(n=len(v), mean=_mean(v)) for name, v in sorted(groups.items())}
+    names = natural_order(groups) if attr == "difficulty" else sorted(groups)  # easy < medium < hard, not by name
+    return {name: Group(n=len(groups[name]), mean=_mean(groups[name])) for name in names}
 
 
 def _max_reward(scored: list[Rollout]) -> float | None:
@@ -55,8 +57,27 @@ def _max_reward(scored: list[Rollout]) -> float | None:
     return round(total, 6) if total > 0 else None
 
 
+def input_tokens(rollouts: list[Rollout], mode: str = "auto") -> tuple[int, int]:
+    """(prompt tokens with the cached ones, cached ones) over `rollouts`; `mode` is the model's
+    `cached_tokens`: how its endpoint counts the cached tokens (autoenv.traces.call_input_tokens)."""
+    cached = sum(r.cached_input_tokens for r in rollouts)
+    reported = sum(r.reported_prompt_tokens for r in rollouts)
+    if mode == "included":
+        return reported, cached
+    if mode == "separate":
+        return reported + cached, cached
+    return sum(r.input_tokens for r in rollouts), cached
+
+
+def cost(price: Price, tokens_in: int, cached: int, tokens_out: int) -> float:
+    """USD for the tokens: cached prompt tokens at `cached_input` when set, the rest at `input`."""
+    cached_price = price.input if price.cached_input is None else price.cached_input
+    fresh = max(0, tokens_in - cached)
+    return round((fresh * price.input + min(cached, tokens_in) * cached_price + tokens_out * price.output) / 1e6, 6)
+
+
 def model_stats(model: str, rollouts: list[Rollout], solve_threshold: float, price: Price | None = None,
-                seed: int = 0) -> ModelStats:
+                seed: int = 0, cached_mode: str = "auto") -> ModelStats:
     scored = [r for r in rollouts if r.outcome == "ok" and r.reward is not None]
     rewards = np.array([r.reward for r in scored], dtype=float)
     by_task: dict[str, list[float]] = defaultdict(list)
@@ -76,8 +97,9 @@ def model_stats(model: str, rollouts: list[Rollout], solve_threshold: float, pri
     maximum = _max_reward(scored)
     interval = mean_interval(sums(per_task), seed=seed)
     seconds = [r.seconds for r in rollouts if r.seconds]
-    tokens_in, tokens_out = sum(r.input_tokens for r in rollouts), sum(r.output_tokens for r in rollouts)
-    priced = price is not None and (price.input or price.output)
+    tokens_out = sum(r.output_tokens for r in rollouts)
+    tokens_in, cached = input_tokens(rollouts, cached_mode)
+    priced = price is not None and (price.input or price.output or price.cached_input)
     return ModelStats(
         model=model,
         rollouts=len(rollouts),
@@ -95,8 +117,9 @@ def model_stats(model: str, rollouts: list[Rollout], solve_threshold: float, pri
         by_difficulty=_groups(scored, "difficulty"),
         by_category=_groups(scored, "category"),
         input_tokens=tokens_in,
+        cached_input_tokens=cached,
         output_tokens=tokens_out,
-        cost_usd=round((tokens_in * price.input + tokens_out * price.output) / 1e6, 6) if priced else None,
+        cost_usd=cost(price, tokens_in, cached, tokens_out) if priced and price is not None else None,
         mean_seconds=_mean(seconds),
         p90_seconds=round(float(np.percentile(seconds, 90)), 3) if seconds else None,
         per_task=per_task,

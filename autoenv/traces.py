@@ -44,8 +44,13 @@ class Rollout:
     error: str | None = None
     turns: int = 0
     input_tokens: int = 0
+    """Prompt tokens, cached ones included (per call: `auto`, see call_input_tokens)."""
     output_tokens: int = 0
     seconds: float = 0.0
+    cached_input_tokens: int = 0
+    """Of the prompt tokens, those the provider reports as served from its cache."""
+    reported_prompt_tokens: int = 0
+    """The sum of `usage.prompt_tokens` as reported (without cached ones where the provider counts them apart)."""
 
 
 def read_rollouts(directory: Path) -> list[Rollout]:
@@ -137,7 +142,7 @@ def to_rollout(trace: dict, episode: dict | None = None) -> Rollout:
     bad = None
     for name, value in rewards.items():
         score = value.get("score") if isinstance(value, dict) else None
-        if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
+        if not isinstance(score, (int, float)) or not math.isfinite(score):  # bool, int, float: real numbers
             bad = f"reward {name!r} is {score!r}, not a finite number"
             total = None
             continue
@@ -156,10 +161,12 @@ def to_rollout(trace: dict, episode: dict | None = None) -> Rollout:
         bad = bad or "the rollout finished without any reward"
     else:
         outcome = "ok"
-    usage_in = usage_out = 0
+    usage_in = usage_out = usage_cached = usage_reported = 0
     for call in trace.get("calls") or []:
         usage = call.get("usage") or {}
-        usage_in += int(usage.get("prompt_tokens") or 0)
+        usage_in += call_input_tokens(usage)
+        usage_cached += cached_tokens(usage)
+        usage_reported += reported_prompt_tokens(usage)
         usage_out += int(usage.get("completion_tokens") or 0)
     agent = (trace.get("timing") or {}).get("agent") or {}
     seconds = max(0.0, float(agent.get("end") or 0) - float(agent.get("start") or 0))
@@ -170,7 +177,33 @@ def to_rollout(trace: dict, episode: dict | None = None) -> Rollout:
         difficulty=_opt(data.get("difficulty")), category=_opt(data.get("category")),
         error=_error_text(errors) or bad, turns=turns,
         input_tokens=usage_in, output_tokens=usage_out, seconds=round(seconds, 3),
+        cached_input_tokens=usage_cached, reported_prompt_tokens=usage_reported,
     )
+
+
+def cached_tokens(usage: dict) -> int:
+    """Prompt tokens served from the provider's cache: verifiers' `cached_input_tokens` in a trace, or the
+    provider's own `prompt_tokens_details.cached_tokens` (0 when not reported)."""
+    if usage.get("cached_input_tokens") is not None:
+        return int(usage["cached_input_tokens"] or 0)
+    details = usage.get("prompt_tokens_details") or {}
+    return int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+
+
+def reported_prompt_tokens(usage: dict) -> int:
+    """`usage.prompt_tokens` as the provider reported it. verifiers' trace stores it less the cached
+    tokens (its `Usage.from_openai`, which assumes they are included), so they are added back."""
+    prompt = int(usage.get("prompt_tokens") or 0)
+    return prompt + int(usage.get("cached_input_tokens") or 0)
+
+
+def call_input_tokens(usage: dict, mode: str = "auto") -> int:
+    """One call's prompt tokens, cached ones included: OpenAI counts them inside `prompt_tokens`
+    (`included`), llama.cpp's llama-server apart from them (`separate`); `auto` takes them as apart
+    when the cached count exceeds the prompt count (impossible were they included)."""
+    prompt, cached = reported_prompt_tokens(usage), cached_tokens(usage)
+    separate = mode == "separate" or (mode == "auto" and cached > prompt)
+    return prompt + cached if separate else prompt
 
 
 UNMATCHED = "no task of the candidate matches this conversation"

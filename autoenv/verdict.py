@@ -154,6 +154,7 @@ def decide(
     tampered: list[str] | None = None,
     provider_unavailable: bool = False,
     recover: str | None = None,
+    min_tasks: int = 0,
 ) -> Verdict:
     """The verdict for an evaluation with `stats` on branch `run`, against the `kept` entry of
     the same run (None: this is the run's first); `no_reference` says why the scripted
@@ -195,6 +196,11 @@ def decide(
         return Verdict(verdict="discard", reason="no scored rollouts for one of the models")
     if kept is None:
         return Verdict(verdict="baseline", reason=f"{_first_of(run, t, s)}. {standing(t, s, bands)}")
+    shared = set(t.per_task or {}) & set(kept.stats["target"].per_task or {})
+    if len(shared) < min_tasks:
+        return Verdict(verdict="inconclusive", compared_to=kept.commit, reason=(
+            f"too few shared tasks to compare: {len(shared)} task(s) shared with {kept.commit[:8]}, fewer than "
+            f"stats.min_tasks = {min_tasks}; raise budget.examples. {standing(t, s, bands)}"))
     verdict = _compare(t, s, kept, bands, confidence, seed)
     return verdict.model_copy(update={"compared_to": kept.commit})
 
@@ -212,18 +218,28 @@ def standing(t: ModelStats, s: ModelStats, bands: Bands) -> str:
     """Where an evaluation stands against the wanted state, in words."""
     assert t.mean is not None and s.mean is not None
     band = f"{bands.target_min}–{bands.target_max}"
-    if t.mean < bands.target_min:
+    t_low, t_high = t.ci or (t.mean, t.mean)
+    s_low, _ = s.ci or (s.mean, s.mean)
+    if t_high < bands.target_min:
         target = f"{bands.target_min - t.mean:.3f} below its band {band} (too hard to learn from)"
-    elif t.mean > bands.target_max:
+    elif t_low > bands.target_max:
         target = f"{t.mean - bands.target_max:.3f} above its band {band} (too easy to learn from)"
-    else:
+    elif t_low >= bands.target_min and t_high <= bands.target_max:
         target = f"inside its band {band}"
-    if s.mean >= bands.strong_min:
+    else:  # the interval crosses an edge: the mean's side of it is not established
+        side = "mean inside" if bands.target_min <= t.mean <= bands.target_max else \
+            f"mean {'below' if t.mean < bands.target_min else 'above'}"
+        target = f"overlapping its band {band} ({side}, its interval crosses the edge)"
+    if s_low >= bands.strong_min:
         strong = f"at or above its floor {bands.strong_min}"
+    elif s.mean >= bands.strong_min:
+        strong = f"overlapping its floor {bands.strong_min} (mean above, its interval reaches below)"
     else:
         strong = f"{bands.strong_min - s.mean:.3f} below its floor {bands.strong_min} (tasks unsolvable or misscored)"
     distance = band_distance(t.mean, s.mean, bands)
     where = "in the wanted state" if distance == 0 else f"distance to the wanted state {distance:.3f}"
+    if distance == 0 and "overlapping" in target + strong:
+        where = "in the wanted state by the means, not yet by their intervals"
     return f"Target {mean_ci(t)} is {target}; strong {mean_ci(s)} is {strong}: {where}"
 
 

@@ -27,6 +27,7 @@ from autoenv.inprocess import HARNESS_ID, client_retries
 from autoenv.inprocess import seat as retry_seat
 from autoenv.runtime import choose_harness
 from autoenv.job import Job
+from autoenv.permits import role_permits
 from autoenv.sampling import TaskRef, choose_tasks
 from autoenv.tasks import load_tasks, task_row, write_run_config
 from autoenv.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, to_rollout
@@ -71,7 +72,8 @@ async def run(job: Job) -> None:
             sampling=vf.SamplingConfig(**sampling),
         )
 
-    semaphore = asyncio.Semaphore(job.max_concurrent)
+    limits = {role: seat.max_concurrent or job.max_concurrent for role, seat in plan.roles.items()}
+    permits = role_permits(limits, job.max_concurrent_total or sum(limits.values()))
     lock = asyncio.Lock()
     rollouts = plan.rollouts
     total = {role: len(chosen) * rollouts for role in contexts}
@@ -87,7 +89,7 @@ async def run(job: Job) -> None:
             emit("rollout", role=role, done=done[role], total=total[role], ok=bool(episode.ok))
 
         retry_seat.set(role)  # this task's own context: the chat program's client counts its retries under it
-        await env.run_slot(slot, contexts[role], semaphore, on_complete=saved)
+        await env.run_slot(slot, contexts[role], permits[role], on_complete=saved)  # type: ignore[arg-type]
 
     try:
         async with env.serving():
@@ -98,7 +100,7 @@ async def run(job: Job) -> None:
                     slot = env.slots(chosen[0], 1)[0]
                     token = retry_seat.set("target")
                     try:
-                        episode = await env.run_slot(slot, contexts["target"], semaphore)
+                        episode = await env.run_slot(slot, contexts["target"], permits["target"])  # type: ignore[arg-type]
                     finally:
                         retry_seat.reset(token)
                     await append_episode(out / "smoke", episode, lock)

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# A terminal's COLUMNS would switch `log`/`show` to their narrow layout; tests ask for it explicitly.
+os.environ.pop("COLUMNS", None)
+
 from autoenv.demo import make_run_repo
 from autoenv.paths import PROJECT
 
@@ -18,7 +21,8 @@ TESTS = Path(__file__).resolve().parent
 
 # Small budgets keep the end-to-end suite inside CI's time while still running real
 # verifiers rollouts through the real worker, endpoint and MCP tool servers.
-SMALL_BUDGET = {"examples": 3, "rollouts_per_example": 2, "max_concurrent": 4, "rollout_timeout": 60}
+SMALL_BUDGET = {"examples": 3, "rollouts_per_example": 2, "max_concurrent": 4, "rollout_timeout": 60,
+                "min_tasks": 2}  # tests compare a few tasks; the guard itself is tested with its default
 
 
 def small_config(**budget) -> str:

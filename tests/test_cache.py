@@ -96,7 +96,7 @@ def test_a_cache_hit_spends_no_model_request(tmp_path):
         seconds = time.time() - started
         assert endpoint.counts["requests"] == spent  # zero model requests
         assert hit.cached_from == first.commit and hit.commit != first.commit
-        assert hit.stats == first.stats and hit.verdict.verdict == first.verdict.verdict
+        assert hit.stats == {} and hit.verdict.verdict == "cached" and not hit.kept  # a pointer, not a copy
         assert hit.verdict.reason.startswith(f"cached from {first.commit[:12]}")
         assert hit.description == "same candidate" and "install" not in hit.timings
         assert [e.commit for e in read_entries(root / "feedback_log.jsonl")] == [first.commit, hit.commit]

@@ -73,7 +73,7 @@ def test_export_grpo_holds_out_the_evaluated_tasks_and_orders_levels(kept_run):
     assert json.loads((out / "rewards.json").read_text()) == {"correct": 1.0}
     curriculum = json.loads((out / "curriculum.json").read_text())
     levels = [level["difficulty"] for level in curriculum["levels"]]
-    assert sorted(levels) == ["easy", "hard", "medium"]
+    assert sorted(levels) == ["easy", "hard", "medium"] and curriculum["order"]  # which order, said
     order = {level: i for i, level in enumerate(levels)}
     assert [order[r["difficulty"]] for r in train] == sorted(order[r["difficulty"]] for r in train)
     assert "NUM_GENERATIONS = 2" in (out / "train_trl.py").read_text()  # the small budget's group size

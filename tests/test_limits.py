@@ -132,3 +132,28 @@ def test_a_tool_sleeping_forever_is_a_named_environment_error(tmp_path, attack_r
                                "within 3 s (checks.max_tool_seconds)")
     assert oracle["error"] in audit["time_limits"]
     attack_row("tool sleeping forever (tool limit 3 s)", f"oracle probe {oracle['outcome']}: {oracle['error']}")
+
+
+@pytest.mark.slow
+def test_a_reward_returning_a_string_is_a_named_environment_error(tmp_path):
+    """A real candidate whose reward returns "1.0": never coerced, an environment error naming the reward."""
+    target = tmp_path / "candidate"
+    shutil.copytree(EXAMPLES / "arithmetic", target, ignore=shutil.ignore_patterns("__pycache__"))
+    taskset = target / "candidate_env" / "taskset.py"
+    text = taskset.read_text()
+    line = "        return float(_as_int(tags[0]) == int(self.data.answer))\n"
+    assert line in text
+    taskset.write_text(text.replace(line, "        return str(float(_as_int(tags[0]) == int(self.data.answer)))\n"))
+    audit = audit_of(target, tmp_path / "out")
+    errors = [r["error"] for r in audit["probes"] if r.get("error")]
+    assert errors, audit["probes"][:3]
+    assert any("reward 'correct' on task idx" in e and "returned str '1.0'" in e
+               and "a reward must return a real number (bool, int or float)" in e for e in errors), errors[:3]
+
+
+def test_real_numbers_pass_and_others_are_named():
+    from autoenv.limits import RewardValueError, real_number
+    assert real_number(True, "r") is True and real_number(3, "r") == 3 and real_number(0.5, "r") == 0.5
+    for value in ("0.5", None, [1.0], {"score": 1}):
+        with pytest.raises(RewardValueError, match="reward 'x' returned"):
+            real_number(value, "reward 'x'")

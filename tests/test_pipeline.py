@@ -57,7 +57,9 @@ def test_record_writes_the_feedback_the_ledger_line_and_the_note(ctx, capsys):
     root = ctx.config.root
     assert entry.verdict.verdict == "baseline" and entry.verdict.compared_to is None
     assert entry.verdict.reason.startswith("first evaluation of the run autoenv/demo-arithmetic")
-    assert "Target 0.417 [" in entry.verdict.reason and "inside its band 0.2–0.7" in entry.verdict.reason
+    assert "Target 0.417 [" in entry.verdict.reason  # its interval crosses an edge: not "inside"
+    assert "overlapping its band 0.2–0.7 (mean inside, its interval crosses the edge)" in entry.verdict.reason
+    assert "in the wanted state by the means, not yet by their intervals" in entry.verdict.reason
     assert read_entries(ctx.config.path("log_file")) == [entry]
     assert verify_chain(ctx.config.path("log_file")) == []
     feedback = (root / "feedback" / f"{ctx.head.commit}.md").read_text()

@@ -205,4 +205,6 @@ def test_eval_an_existing_environment_offline_and_replay_it_with_verifiers(run_r
     assert entry["verdict"]["reason"].startswith("no reference policy") and "def oracle" in entry["verdict"]["reason"]
     assert entry["stats"] == {} and entry["candidate"]["reward_range"] == [-2.0, 2.0]
     assert "no rollout was run" in entry["verdict"]["reason"]
-    assert "nothing to play" in (root / "feedback" / f"{entry['commit']}.md").read_text()
+    env = entry["environment"]
+    assert "nothing to play" in (root / "feedback" / "env" / f"{env['id']}@{env['content_hash'][:12]}.md").read_text()
+    assert not (root / "feedback" / f"{entry['commit']}.md").exists()  # never a run commit's feedback

@@ -33,7 +33,7 @@ def test_the_schema_documents_every_field():
 
 def test_verdicts_and_statuses_are_closed_sets():
     schema = json_schema()
-    verdicts = {"baseline", "keep", "discard", "inconclusive", "crash", "tampered"}
+    verdicts = {"baseline", "keep", "discard", "inconclusive", "crash", "tampered", "cached"}
     assert set(schema["$defs"]["Verdict"]["properties"]["verdict"]["enum"]) == verdicts
     assert set(schema["$defs"]["GateFinding"]["properties"]["status"]["enum"]) == {"pass", "warn", "fail", "skip"}
     with pytest.raises(ValueError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import random
 import shutil
 
@@ -73,7 +75,8 @@ def test_two_commits(run, capsys):
     lines = {line.split("  ")[0]: line for line in out.splitlines()}
     assert lines["all tasks"].split()[2:5] == ["4", "0.500", "0.500"]
     assert "+0.000" in lines["all tasks"] and "within noise" in lines["all tasks"]
-    assert "one task: no interval" in lines["difficulty easy"] and "-0.500" in lines["difficulty easy"]
+    assert "too few shared tasks to compare" in lines["difficulty easy"] and "-0.500" in lines["difficulty easy"]
+    assert "[" not in lines["difficulty easy"]  # no interval over one task
     assert "component correct" in lines
     # task idx 37 went from 0/2 to 1/2 solved rollouts; idx 6 from 2/2 to 1/2 (still solved once)
     assert "1 newly solved in B (idx 37); 0 solved in A only" in out
@@ -81,6 +84,15 @@ def test_two_commits(run, capsys):
     assert f"plot: outputs/review/{png.name}" in out and png_size(png) == (1200, 560)
     code, out, _ = review(capsys, run.root, "compare", first[:8], keep[:8], "--role", "strong")
     assert code == 0 and "B: " + keep[:8] + " strong (oracle)" in out and "+0.000 [+0.000, +0.000]" in out
+
+
+def test_too_few_shared_tasks_print_no_interval(run, tmp_path, capsys):
+    copy = copy_run(run, tmp_path / "copy")
+    config = copy.root / "config.toml"
+    config.write_text(re.sub(r"(?m)^min_tasks = .*", "min_tasks = 10", config.read_text()))
+    code, out, _ = review(capsys, copy.root, "compare", run.commits["real"][:8], run.commits["keep"][:8])
+    assert code == 0 and "too few shared tasks to compare: 4 task(s) both saw, fewer than stats.min_tasks = 10" in out
+    assert "+0.000 with no interval" in out and "[+0.000, +0.000]" not in out and "within noise" not in out
 
 
 def test_missing_traces_fall_back_to_the_ledger(run, tmp_path, capsys):

@@ -152,3 +152,4 @@ def data_dir() -> Path:
 def test_the_sparkline_scales_to_one_and_leaves_gaps():
     assert sparkline([0.0, 0.5, None, 1.0]) == "▁▅ █"
     assert sparkline([1.0, 2.0]) == "▅█"  # rewards above 1 rescale
+    assert sparkline([0.25, 0.375]) == "▃▄"  # told apart

@@ -122,3 +122,65 @@ def test_the_page_in_headless_chromium(page, tmp_path):
     assert (seen["first"], seen["strong"], seen["strong failed"], seen["target failed"]) == ("16", "8", "0", "4")
     assert seen["transcript"].startswith("Rollout target-") and "reward 0" in seen["transcript"]
     assert (tmp_path / "report.png").stat().st_size > 20_000
+
+
+def test_rollouts_carry_the_task_id_and_reference_answer_sorted_by_task(run, page):
+    rollouts = data(page.read_text())["rollouts"]
+    newest = [r for r in rollouts if r["n"] == 7]
+    assert [r["idx"] for r in newest] == sorted(r["idx"] for r in newest)  # by task, not by random id
+    answers = {t["idx"]: t["answer"] for t in run.tasks}
+    assert all(r["answer"] == answers[r["idx"]] and r["task"].startswith("arith:") for r in newest)
+    assert data(page.read_text())["difficulties"] == ["easy", "medium", "hard"]  # natural, not alphabetical
+
+
+def test_the_sparkline_tells_close_values_and_no_data_apart():
+    from autoenv.review.html import spark_svg
+    svg = spark_svg([(1, 0.25), (2, 0.375), (3, None), (4, 0.0)])
+    heights = [float(h) for h in re.findall(r'class="bar" x="[\d.]+" y="[\d.]+" width="10" height="([\d.]+)"', svg)]
+    assert len(heights) == 3 and heights[0] < heights[1] and heights[2] == 1.0  # 0.25 < 0.375; zero a stub
+    assert svg.count('class="nodata"') == 1 and "#3: no data (no scores)" in svg and "#4: 0.000" in svg
+
+
+@pytest.mark.slow
+def test_the_page_fits_1280_px_with_wide_content(run, tmp_path):
+    """A wide exploit-matrix-like table and unbroken text in the feedback, a long description: the page never
+    scrolls sideways at 1280 px; the wide table scrolls inside its own box. Screenshot: report-1280.png."""
+    binary, reason = chromium_or_reason()
+    if binary is None:
+        pytest.skip(f"headless Chromium unavailable: {reason}")
+    from review_run import copy_run
+    copy = copy_run(run, tmp_path / "copy")
+    feedback = copy.root / "feedback" / f"{run.commits['priced']}.md"
+    wide = "| probe | " + " | ".join(f"component_{i}_with_a_long_name" for i in range(18)) + " |\n"
+    wide += "|---" * 19 + "|\n" + "| echo | " + " | ".join("0.000" for _ in range(18)) + " |\n"
+    feedback.write_text(feedback.read_text() + "\n\n## Exploit matrix\n\n" + wide + "\n" + "x" * 3000 + "\n")
+    out = tmp_path / "report.html"
+    assert _report(copy.root, out) == 0
+
+    async def visit() -> dict:
+        async with Browser(binary, width=1280, height=1000) as browser:
+            await browser.open(out)
+            seen = {"width": await browser.evaluate("document.body.scrollWidth"),
+                    "doc": await browser.evaluate("document.documentElement.scrollWidth"),
+                    "inner": await browser.evaluate("window.innerWidth")}
+            await browser.evaluate("document.querySelector('#feedback details:last-of-type').open = true")
+            seen["boxed"] = await browser.evaluate(
+                "Array.from(document.querySelectorAll('.md table')).map(t => [t.scrollWidth, t.clientWidth])")
+            seen["after"] = await browser.evaluate("document.documentElement.scrollWidth")
+            await browser.click("#rollout-list tbody tr")
+            seen["transcript"] = await browser.evaluate("document.getElementById('transcript').innerText")
+            seen["chips"] = await browser.evaluate(
+                "Array.from(document.querySelectorAll('#filter-difficulty .chip')).map(c => c.textContent)")
+            await browser.evaluate("document.getElementById('feedback').scrollIntoView()")
+            await browser.screenshot(tmp_path / "report-1280.png")
+            seen["errors"] = browser.errors
+            return seen
+
+    seen = asyncio.run(asyncio.wait_for(visit(), timeout=120))
+    print(f"scrollWidth at 1280 px: body {seen['width']}, document {seen['doc']} (viewport {seen['inner']})")
+    assert seen["errors"] == []
+    assert seen["width"] <= 1280 and seen["doc"] <= seen["inner"] and seen["after"] <= seen["inner"]
+    assert any(scroll > client for scroll, client in seen["boxed"]), seen["boxed"]  # scrolls in its box
+    assert "reference answer: " in seen["transcript"] and "task id: arith:" in seen["transcript"]
+    assert seen["chips"] == ["all", "easy", "medium", "hard"]
+    assert (tmp_path / "report-1280.png").stat().st_size > 20_000

@@ -95,3 +95,30 @@ def test_refs_and_prefixes_resolve(run, capsys):
     assert review(capsys, run.root, "show", "HEAD~1")[1].startswith("Evaluation #6")
     code, _, err = review(capsys, run.root, "show", "0000")
     assert code == 2 and "neither a commit" in err
+
+
+def test_a_huge_reply_is_cut_with_a_marker_and_full_shows_it(run, tmp_path, capsys):
+    import json
+    copy = copy_run(run, tmp_path / "copy")
+    traces = copy.root / "outputs" / run.commits["keep"] / "target" / "traces.jsonl"
+    lines = traces.read_text().splitlines()
+    episode = json.loads(lines[0])
+    huge = "A" * 2_000_000
+
+    def inflate(node) -> bool:  # the first assistant message's text becomes 2 MB
+        if isinstance(node, dict):
+            message = node.get("message")
+            if isinstance(message, dict) and message.get("role") == "assistant" and isinstance(message.get("content"), str):
+                message["content"] = huge
+                return True
+            return any(inflate(v) for v in node.values())
+        return isinstance(node, list) and any(inflate(v) for v in node)
+
+    assert inflate(episode)
+    traces.write_text("\n".join([json.dumps(episode), *lines[1:]]) + "\n")
+    rollout = next(t for t in evaluation_transcripts(traces.parent.parent) if any(m.text == huge for m in t.messages))
+    code, out, _ = review(capsys, copy.root, "show", run.commits["keep"], "--rollout", rollout.id)
+    assert code == 0 and len(out) < 20_000
+    assert "[… 1996000 more characters cut; --full shows all]" in out
+    code, out, _ = review(capsys, copy.root, "show", run.commits["keep"], "--rollout", rollout.id, "--full")
+    assert code == 0 and huge in out and "more characters cut" not in out

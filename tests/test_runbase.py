@@ -134,6 +134,10 @@ def test_rebase_rules_is_a_commit_and_starts_a_new_comparison(checkout):
     assert ctx.rules.changed == [] and ctx.rules.base == commit
     second = record(ctx, verdict(ctx, Outcome(stats=stats())))
     assert second.verdict.verdict == "baseline"  # not compared with an entry judged under the old rules
+    assert second.verdict.reason.startswith(  # worded as a rebase, not as the run's first evaluation
+        f"first evaluation of the run autoenv/t under the rules rebased at {commit[:12]} (autoenv rebase-rules; "
+        "1 earlier evaluation(s) under the old rules are not compared)")
+    assert first.verdict.reason.startswith("first evaluation of the run autoenv/t with")
     with pytest.raises(AutoEnvError, match="needs a reason"):
         rebase_rules(root, " ")
 

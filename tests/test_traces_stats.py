@@ -171,7 +171,12 @@ def test_error_text_is_capped(tmp_path):
     assert len(r.error) == 500
 
 
-@pytest.mark.parametrize("score", [None, float("nan"), float("inf"), "1.0", True])
+def test_a_bool_score_is_a_real_number(tmp_path):  # bool, int and float are the real numbers a reward may return
+    r = one(tmp_path, trace(rewards={"good": {"score": True, "weight": 1.0}}))
+    assert r.outcome == "ok" and r.reward == 1.0
+
+
+@pytest.mark.parametrize("score", [None, float("nan"), float("inf"), "1.0", [1.0]])
 def test_bad_score_is_env_error_never_a_number(tmp_path, score):
     t = trace(rewards={"good": {"score": 1.0, "weight": 1.0}, "bad": {"score": score, "weight": 1.0}})
     r = one(tmp_path, t)

@@ -526,3 +526,27 @@ def test_rl_readiness_from_real_stats():
     assert r.target_in_band and r.strong_above_floor and r.ready is False
     r = rl_readiness({}, BANDS)
     assert r.ready is False and r.distance is None
+
+
+def test_band_statements_follow_the_interval():
+    from autoenv.verdict import standing
+    both = stats(counts(0.25), counts(0.95))
+    strong = both["strong"]
+    wide = both["target"].model_copy(update={"mean": 0.25, "ci": (0.009, 0.571)})
+    assert "overlapping its band 0.2–0.7 (mean inside" in standing(wide, strong, BANDS)
+    inside = wide.model_copy(update={"ci": (0.3, 0.5), "mean": 0.4})
+    assert "is inside its band 0.2–0.7" in standing(inside, strong.model_copy(update={"ci": (0.9, 1.0)}), BANDS)
+    below = wide.model_copy(update={"ci": (0.01, 0.15), "mean": 0.08})
+    assert "0.120 below its band" in standing(below, strong, BANDS)
+    low_strong = strong.model_copy(update={"mean": 0.75, "ci": (0.6, 0.9)})
+    assert "overlapping its floor 0.7" in standing(inside, low_strong, BANDS)
+
+
+def test_too_few_shared_tasks_are_not_compared():
+    old = entry("a" * 40, stats(counts(0.5, n=8), counts(1.0, n=8)))
+    new = stats(counts(0.25, n=8), counts(1.0, n=8))
+    v = decide(new, BANDS, old, min_tasks=10)
+    assert v.verdict == "inconclusive" and v.compared_to == old.commit
+    assert v.reason.startswith("too few shared tasks to compare: 8 task(s) shared with aaaaaaaa, fewer than "
+                               "stats.min_tasks = 10")
+    assert decide(new, BANDS, old, min_tasks=8).reason != v.reason  # at the minimum: compared

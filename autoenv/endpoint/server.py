@@ -6,11 +6,18 @@ does. It speaks `/v1/chat/completions`
 (server-sent events with a final usage chunk when `stream` is set, one JSON body
 otherwise) and `/v1/models`. Latency and faults (429, 500, a hang, a stream cut short)
 are injected at seeded rates so failure handling downstream can be tested for real.
+
+As a real provider it can also cache prompts (`prompt_cache`): a request whose leading
+messages were sent before reports those messages' tokens in
+`usage.prompt_tokens_details.cached_tokens`, inside `prompt_tokens` as OpenAI counts them
+(`included`) or apart from them as llama.cpp's llama-server does (`separate`). `models`
+replaces the list `/v1/models` serves (`[]`: an endpoint that lists none).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import random
 import time
@@ -62,8 +69,14 @@ def _tokens(text: str) -> int:
 class Endpoint:
     """An aiohttp application serving `policies`; `async with Endpoint(...) as ep` binds a port."""
 
-    def __init__(self, policies: Policies, faults: Faults = Faults(), port: int = 0, api_key: str | None = None):
+    def __init__(self, policies: Policies, faults: Faults = Faults(), port: int = 0, api_key: str | None = None,
+                 prompt_cache: str | None = None, models: list[str] | None = None):
+        if prompt_cache not in (None, "included", "separate"):
+            raise ValueError("prompt_cache is None, 'included' or 'separate'")
         self.policies = policies
+        self.prompt_cache = prompt_cache
+        self.models = models
+        self._prefixes: set[str] = set()
         self.api_key = api_key
         self.faults = faults
         self.port = port
@@ -114,9 +127,10 @@ class Endpoint:
         return web.json_response({"ok": True})
 
     async def _models(self, request: web.Request) -> web.Response:
+        listed = self.policies.names() if self.models is None else {name: "" for name in self.models}
         data = [
             {"id": name, "object": "model", "owned_by": "autoenv", "description": doc}
-            for name, doc in self.policies.names().items()
+            for name, doc in listed.items()
         ]
         return web.json_response({"object": "list", "data": data})
 
@@ -161,11 +175,7 @@ class Endpoint:
             return error_response(e.status, str(e))
         except Exception as e:  # a candidate's oracle hook raised: report it, keep serving
             return error_response(500, f"the policy failed: {type(e).__name__}: {e}")
-        usage = {
-            "prompt_tokens": sum(_tokens(message_text(m.get("content"))) for m in chat.messages),
-            "completion_tokens": _tokens(reply.content) + sum(_tokens(c.arguments) for c in reply.tool_calls),
-        }
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        usage = self._usage(chat.messages, reply)
         if fault == "cut" and not body.get("stream"):
             request.transport.close()  # the connection drops before any byte of the answer
             return web.Response(status=500)
@@ -173,6 +183,27 @@ class Endpoint:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return await self._stream(request, model, reply, usage if include_usage else None, cut=fault == "cut")
         return web.json_response(_completion(model, reply, usage))
+
+    def _usage(self, messages: list[dict], reply: Reply) -> dict:
+        """OpenAI-style usage; with a prompt cache, the tokens of the longest prefix of `messages` sent
+        before are reported as cached (inside or apart from `prompt_tokens`)."""
+        counts = [_tokens(message_text(m.get("content"))) for m in messages]
+        prompt, cached = sum(counts), 0
+        if self.prompt_cache:
+            digest = hashlib.sha256()
+            for i, message in enumerate(messages):
+                digest.update(json.dumps(message, sort_keys=True, default=str).encode())
+                key = digest.hexdigest()
+                if key in self._prefixes:
+                    cached = sum(counts[: i + 1])
+                self._prefixes.add(key)
+        completion = _tokens(reply.content) + sum(_tokens(c.arguments) for c in reply.tool_calls)
+        reported = prompt - cached if self.prompt_cache == "separate" else prompt
+        usage: dict = {"prompt_tokens": reported, "completion_tokens": completion,
+                       "total_tokens": reported + completion}
+        if self.prompt_cache:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        return usage
 
     async def _stream(self, request, model: str, reply: Reply, usage: dict | None, cut: bool):
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})

@@ -10,6 +10,7 @@ target's mean per level from the ledger, and the README says when to unlock the 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from pathlib import Path
 from autoenv.config import CONFIG_NAME, load_config
 from autoenv.errors import AutoEnvError
 from autoenv.export.source import Kept, load_kept, reward_table
+from autoenv.levels import natural_order
 
 TEMPLATES = Path(__file__).parent / "templates"
 IGNORE = shutil.ignore_patterns("__pycache__", "*.egg-info", ".venv", "build", "dist")
@@ -43,7 +45,7 @@ def export_grpo(root: Path, trainer: str, out: Path | None = None, commit: str |
         (out / "dataset").mkdir(parents=True)
         rows = dump_tasks(kept.candidate)
         held = {row["key"] for row in kept.held_out}
-        levels = level_order(kept, rows)
+        levels, ordered_by = level_order(kept, rows, cfg.stats.min_tasks)
         rank = {level: i for i, level in enumerate(levels)}
         train = sorted((r for r in rows if r["key"] not in held), key=lambda r: rank.get(r.get("difficulty"), 0))
         evals = [r for r in rows if r["key"] in held]
@@ -52,7 +54,7 @@ def export_grpo(root: Path, trainer: str, out: Path | None = None, commit: str |
         weights = {c.name: c.weight for c in kept.components}
         (out / "rewards.json").write_text(json.dumps(weights, indent=1) + "\n")
         group = kept.entry.budget.rollouts_per_example if kept.entry.budget else cfg.budget.rollouts_per_example
-        curriculum = _curriculum(kept, levels, train, cfg.bands.target_max)
+        curriculum = _curriculum(kept, levels, train, cfg.bands.target_max) | {"order": ordered_by}
         (out / "curriculum.json").write_text(json.dumps(curriculum, indent=1) + "\n")
         shutil.copytree(kept.candidate, out / "candidate", ignore=IGNORE)
         if trainer == "trl":
@@ -84,12 +86,36 @@ def _refuse_multi_turn(kept: Kept) -> None:
                 fix="use --trainer prime-rl, whose trainer runs verifiers environments (multi-turn and tools included)")
 
 
-def level_order(kept: Kept, rows: list[dict]) -> list[str]:
-    """Difficulty levels, easiest first: by the target's mean per level from the ledger, else by name order seen."""
-    seen = list(dict.fromkeys(r["difficulty"] for r in rows if r.get("difficulty") is not None))
+def level_order(kept: Kept, rows: list[dict], min_tasks: int = 10) -> tuple[list[str], str]:
+    """Difficulty levels, easiest first, and which order that is: by the target's measured mean per
+    level only when every step between neighbours is beyond noise, else the natural order (autoenv.levels)."""
+    natural = natural_order(str(r["difficulty"]) for r in rows if r.get("difficulty") is not None)
     target = kept.entry.stats.get("target")
-    means = {k: g.mean for k, g in target.by_difficulty.items()} if target else {}
-    return sorted(seen, key=lambda level: -(means.get(level) if means.get(level) is not None else -1.0))
+    groups = target.by_difficulty if target else {}
+    means = {k: g.mean for k, g in groups.items() if g.mean is not None}
+    if not natural or any(level not in means for level in natural):
+        return natural, "natural order (easy < medium < hard, else as listed): not every level was measured"
+    measured = sorted(natural, key=lambda level: -means[level])
+    if measured == natural:
+        return natural, "natural order, which the measured means agree with"
+    per_task = kept.entry.budget.rollouts_per_example if kept.entry.budget else 1
+    steps = list(itertools.pairwise(measured))
+    noisy = [f"{a} {means[a]:.3f} vs {b} {means[b]:.3f}" for a, b in steps
+             if not beyond_noise(groups[a].n / per_task, means[a], groups[b].n / per_task, means[b], min_tasks)]
+    if noisy:
+        return natural, ("natural order (easy < medium < hard, else as listed): the measured means would order "
+                         f"them otherwise, but within noise ({'; '.join(noisy)}; fewer than stats.min_tasks = "
+                         f"{min_tasks} tasks per level, or a gap under two standard errors)")
+    return measured, "measured: the target's mean per level, easiest first, every step beyond noise"
+
+
+def beyond_noise(tasks_a: float, mean_a: float, tasks_b: float, mean_b: float, min_tasks: int) -> bool:
+    """Two levels' means differ by more than two standard errors, each level over at least `min_tasks` tasks
+    (rewards in [0, 1]: a level's variance is at most mean x (1 - mean), counted per task)."""
+    if min(tasks_a, tasks_b) < min_tasks:
+        return False
+    var = sum(max(m * (1 - m), 0.01) / n for m, n in ((mean_a, tasks_a), (mean_b, tasks_b)))
+    return abs(mean_a - mean_b) > 2 * var ** 0.5
 
 
 def _curriculum(kept: Kept, levels: list[str], train: list[dict], unlock_at: float) -> dict:
@@ -127,7 +153,8 @@ def _readme(kept: Kept, trainer: str, group: int, n_train: int, n_eval: int, cur
               (f"## Data\n\n`dataset/train.jsonl`: {n_train} tasks; `dataset/eval.jsonl`: the {n_eval} tasks AutoEnv "
                "sampled for its evaluations, held out of training. Rows: idx, key, messages, difficulty, answer."), ""]
     if curriculum["levels"]:
-        lines += ["## Curriculum", "", "The training split is ordered by level, easiest first:", ""]
+        lines += ["## Curriculum", "", ("The training split is ordered by level, easiest first, in "
+                  f"{curriculum.get('order', 'natural order')}:"), ""]
         for level in curriculum["levels"]:
             mean = level["target_mean_at_export"]
             lines.append(f"- `{level['difficulty']}`: {level['train_tasks']} tasks, target mean at export "

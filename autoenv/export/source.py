@@ -16,6 +16,7 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autoenv.cache import resolve
 from autoenv.config import CONFIG_NAME, load_config
 from autoenv.errors import AutoEnvError
 from autoenv.gitrepo import Repo
@@ -63,7 +64,7 @@ def kept_entry(root: Path, commit: str | None = None) -> tuple[Entry, Path]:
     entries = read_entries(log) if log.is_file() else []
     if commit:
         full = Repo(root).commit_info(commit).commit
-        matches = [e for e in entries if e.commit == full and e.kept]
+        matches = [source for e in entries if e.commit == full and (source := resolve(entries, e)).kept]
         entry = matches[-1] if matches else None
     else:
         entry = last_kept(entries)

@@ -14,6 +14,8 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from autoenv.levels import order_by
+
 SHINGLE = 3
 PERMUTATIONS = 128
 BANDS = 32  # 4 rows a band: pairs at Jaccard 0.9 collide with probability ~1
@@ -112,6 +114,6 @@ def measure(rows: list[dict], near_threshold: float) -> dict:
         "distinct_answers": len(answers),
         "top_answer": top_answer,
         "top_answer_share": round(top_count / sum(answers.values()), 4) if answers else None,
-        "difficulty": dict(sorted(Counter(str(r["difficulty"]) for r in rows if r.get("difficulty") is not None).items())),
+        "difficulty": order_by(Counter(str(r["difficulty"]) for r in rows if r.get("difficulty") is not None)),
         "category": dict(sorted(Counter(str(r["category"]) for r in rows if r.get("category") is not None).items())),
     }

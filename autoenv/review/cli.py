@@ -43,6 +43,8 @@ def add_commands(sub) -> None:
     p = sub.add_parser("show", help="one evaluation's summary, or one of its rollouts as a transcript")
     p.add_argument("commit", nargs="?", default="HEAD", help="SHA, prefix or ref (default HEAD)")
     p.add_argument("--rollout", metavar="ID", help="print this rollout (e.g. target-ab12cd34, as the judge cites it)")
+    p.add_argument("--full", action="store_true", help="print long messages whole (default: cut at "
+                   "4000 characters with a marker)")
     _run_options(p)
     p.set_defaults(func=cmd_show)
 
@@ -95,12 +97,18 @@ def cmd_log(args) -> int:
             terminal.agent_view(run.label, events)
         return 0
     if args.json:
-        rows = [dict(r.to_json(), feedback=_existing(project, project.feedback(r.commit)),
-                     plot=_existing(project, project.config.path("outputs") / r.commit / "plot.png")) for r in run.rows]
+        rows = [dict(r.to_json(), feedback=_existing(project, project.feedback_of(r)),
+                     plot=_plot(project, r)) for r in run.rows]
         display.console.print(json.dumps(rows, indent=1))
     else:
         terminal.log_view(run)
     return 0
+
+
+def _plot(project: Project, row) -> str | None:
+    """The row's run plot; a cache hit's is its source's (the pointer draws none)."""
+    outputs = project.outputs(row.entry) if row.entry else None
+    return _existing(project, outputs / "plot.png") if outputs else None
 
 
 def _existing(project: Project, path: Path) -> str | None:
@@ -116,9 +124,9 @@ def cmd_show(args) -> int:
             raise AutoEnvError(f"evaluation {row.short} has no outputs folder",
                                where=str(project.config.path("outputs") / row.commit),
                                fix="its traces were removed or it failed before the rollouts")
-        terminal.transcript_view(find_transcript(outputs, args.rollout))
+        terminal.transcript_view(find_transcript(outputs, args.rollout), full=args.full)
         return 0
-    files = {"feedback": _existing(project, project.feedback(row.commit))}
+    files = {"feedback": _existing(project, project.feedback_of(row))}
     if outputs:
         files["plot"] = _existing(project, outputs / "plot.png")
         files["traces"] = project.shown(outputs) + "/<role>/traces.jsonl"
@@ -166,7 +174,7 @@ def cmd_compare(args) -> int:
         rows: list[Row] = [find_row(project, run, rev, "compare") for rev in args.commits]
         a, b = (evaluation_side(project, r, args.role) for r in rows)
         name = f"compare-{rows[0].short}-{rows[1].short}-{args.role}.png"
-    comparison = compare(a, b, threshold, seed=project.config.seed)
+    comparison = compare(a, b, threshold, seed=project.config.seed, min_tasks=project.config.stats.min_tasks)
     out = None
     if comparison.overall is not None:
         out = plot_comparison(comparison, args.out or _default_out(project, name))

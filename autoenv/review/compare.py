@@ -14,10 +14,12 @@ other side's traces, or not at all) nor whether a task was solved.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from autoenv.errors import AutoEnvError
+from autoenv.levels import natural_order
 from autoenv.record import TaskRow
 from autoenv.resample import interval, joint_draws, task_id
 from autoenv.review.rows import Row
@@ -83,16 +85,23 @@ class Difference:
     b: float
     low: float
     high: float
+    min_tasks: int = 2
+    """stats.min_tasks: over fewer shared tasks the interval is noise, and not shown."""
 
     @property
     def delta(self) -> float:
         return self.b - self.a
 
     @property
+    def too_few(self) -> bool:
+        """Fewer shared tasks than stats.min_tasks: "too few shared tasks to compare", no interval."""
+        return self.tasks < max(2, self.min_tasks)
+
+    @property
     def direction(self) -> int:
-        """+1 when B is reliably higher, -1 when reliably lower, 0 inside the noise (or one task:
-        a single task has no spread to resample)."""
-        if self.tasks < 2:
+        """+1 when B is reliably higher, -1 when reliably lower, 0 inside the noise (or too few tasks:
+        a single task has no spread to resample, a handful none worth trusting)."""
+        if self.too_few:
             return 0
         return 1 if self.low > 0 else -1 if self.high < 0 else 0
 
@@ -137,13 +146,18 @@ class Comparison:
         return [t for t in self.tasks if t.solved_a and t.solved_b is False]
 
 
-def compare(a: Side, b: Side, solve_threshold: float, confidence: float = CONFIDENCE, seed: int = 0) -> Comparison:
+TOO_FEW = "too few shared tasks to compare"
+
+
+def compare(a: Side, b: Side, solve_threshold: float, confidence: float = CONFIDENCE, seed: int = 0,
+            min_tasks: int = 2) -> Comparison:
+    """B − A on the tasks both saw; scopes over fewer than `min_tasks` tasks are marked `too_few`."""
     shared = sorted(set(a.tasks) & set(b.tasks))
     overall = _difference("all tasks", a, b, shared, lambda t: (t.sum, t.n), confidence, seed)
     difficulty = {k: a.tasks[k].difficulty or b.tasks[k].difficulty for k in shared}  # ledger rows keep none
     by_difficulty = [_difference(d, a, b, [k for k in shared if difficulty[k] == d],
                                  lambda t: (t.sum, t.n), confidence, seed)
-                     for d in sorted({d for d in difficulty.values() if d is not None})]
+                     for d in natural_order(level for level in difficulty.values() if level is not None)]
     names = sorted({n for k in shared for n in a.tasks[k].components} & {n for k in shared for n in b.tasks[k].components})
     by_component = [_difference(name, a, b, [k for k in shared if a.tasks[k].components.get(name)
                                              and b.tasks[k].components.get(name)],
@@ -153,8 +167,11 @@ def compare(a: Side, b: Side, solve_threshold: float, confidence: float = CONFID
                       difficulty=difficulty[k], a=a.tasks[k].mean,
                       b=b.tasks[k].mean, solved_a=a.tasks[k].solved, solved_b=b.tasks[k].solved) for k in shared]
     pairs.sort(key=lambda p: (-abs(p.delta), p.idx if p.idx is not None else -1, p.task))
-    return Comparison(a=a, b=b, overall=overall, by_difficulty=[d for d in by_difficulty if d],
-                      by_component=[d for d in by_component if d], tasks=pairs,
+    def guarded(d: Difference | None) -> Difference | None:
+        return None if d is None else dataclasses.replace(d, min_tasks=min_tasks)
+
+    return Comparison(a=a, b=b, overall=guarded(overall), by_difficulty=[guarded(d) for d in by_difficulty if d],
+                      by_component=[guarded(d) for d in by_component if d], tasks=pairs,
                       only_a=len(set(a.tasks) - set(b.tasks)), only_b=len(set(b.tasks) - set(a.tasks)),
                       confidence=confidence, solve_threshold=solve_threshold)
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from autoenv.resample import mean_interval
 from autoenv.review import figures
-from autoenv.review.compare import Comparison, Difference, Side
+from autoenv.review.compare import TOO_FEW, Comparison, Difference, Side
 
 A_COLOUR, B_COLOUR = "#8c8c8c", figures.TARGET
 
@@ -40,7 +40,7 @@ def plot_comparison(comparison: Comparison, out: Path) -> Path:
 
 
 def _delta(d: Difference) -> str:
-    return f"{d.delta:+.3f} [{d.low:+.3f}, {d.high:+.3f}]"
+    return f"{d.delta:+.3f} ({TOO_FEW})" if d.too_few else f"{d.delta:+.3f} [{d.low:+.3f}, {d.high:+.3f}]"
 
 
 def _side_interval(side: Side, keys: list[str]) -> tuple[float, float] | None:
@@ -62,7 +62,8 @@ def _groups(ax, c: Comparison) -> None:
     top = max([1.0] + [d.b for _, _, d in groups] + [d.a for _, _, d in groups])
     for x, (_, _, d) in zip(xs, groups):
         colour = {1: "#2ca02c", -1: "#d62728"}.get(d.direction, "#555555")
-        ax.text(x, top * 1.04, f"Δ {d.delta:+.3f}\n[{d.low:+.2f}, {d.high:+.2f}]", ha="center", va="bottom",
+        ax.text(x, top * 1.04, f"Δ {d.delta:+.3f}\n" + ("too few tasks" if d.too_few else f"[{d.low:+.2f}, {d.high:+.2f}]"),
+                ha="center", va="bottom",
                 fontsize=9, color=colour, linespacing=1.1)
     ax.set_xticks(xs)
     ax.set_xticklabels([f"{name}\n({d.tasks} task{'s' * (d.tasks != 1)})" for name, _, d in groups])

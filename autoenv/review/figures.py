@@ -28,6 +28,8 @@ VERDICTS = {
     "discard": ("X", "#d62728"),
     "inconclusive": ("D", "#7f7f7f"),
     "crash": ("v", "#222222"),
+    "tampered": ("P", "#8c564b"),
+    "cached": ("h", "#9467bd"),  # a pointer: drawn at its source's numbers, never kept
 }
 RC = {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "legend.fontsize": 10,
       "xtick.labelsize": 9, "ytick.labelsize": 10, "axes.spines.top": False, "axes.spines.right": False}

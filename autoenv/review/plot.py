@@ -10,6 +10,7 @@ rollouts disagree) against the RL-ready floor.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -26,6 +27,8 @@ NO_SCORES = -0.1
 def plot_run(run: Run, bands: Bands, out: Path) -> Path:
     """Draw `run` against `bands` into the PNG `out`; returns `out`."""
     run.require_rows("plot")
+    if any(r.environment is None for r in run.rows):  # `--env` evaluations are another environment's
+        run = dataclasses.replace(run, rows=[r for r in run.rows if r.environment is None])
     with figures.drawing(760) as figure:
         grid = figure.add_gridspec(2, 1, height_ratios=[3, 1.25], hspace=0.08, left=0.07, right=0.79,
                                    top=0.9, bottom=0.13 if len(run.rows) > 12 else 0.1)
@@ -100,8 +103,9 @@ def _share_panel(ax, rows: list[Row], bands: Bands) -> None:
     colours = [figures.VERDICTS.get(r.verdict, ("o", figures.OTHER))[1] for r in rows]
     ax.bar(xs, shares, width=0.6, color=colours, alpha=0.75)
     for row in rows:
-        if row.learnable is None:
-            ax.text(row.number, 0.04, "–", ha="center", va="bottom", color="#777777")
+        if row.learnable is None:  # no data, which a zero-height bar would pass off as a share of 0
+            ax.text(row.number, 0.04, "no\ndata", ha="center", va="bottom", fontsize=7, color="#777777",
+                    linespacing=0.9)
     ax.axhline(bands.learnable_min, color="#444444", ls="--", lw=1)
     ax.set_ylim(0, 1.0)
     ax.set_yticks([0, 0.5, 1.0])
@@ -160,6 +164,8 @@ def _legend(rows: list[Row], bands: Bands) -> list:
         figures.line(color="#444444", ls="--", lw=1, label=f"RL-ready share {bands.learnable_min:g}"),
     ]
     handles += [mark(m, c, v) for v, (m, c) in figures.VERDICTS.items()]
+    handles.append(figures.patch(color="#999999", alpha=0.75, label="learnable share bars:\ncoloured by verdict "
+                                 "as above;\n\"no data\": not measured"))
     if any(r.tampered for r in rows):
         handles.append(mark("o", figures.TAMPERED, "tampered (ledger\nchain broken here)", markerfacecolor="none",
                             markeredgewidth=2, markersize=12))

@@ -54,7 +54,12 @@ class Row:
     tampered: bool = False
     """The ledger's hash chain breaks right before this entry (a line was edited or removed)."""
     last_kept: bool = False
+    cached_from: str | None = None
+    """A cache hit: the commit whose evaluation this row points at (its numbers are that one's)."""
+    environment: str | None = None
+    """`<id>@<hash>` of an environment evaluated with `autoenv eval --env` (not the run's candidate)."""
     entry: Entry | None = field(default=None, compare=False, repr=False)
+    """The evaluation behind the row's numbers: the entry itself, or the source a cache hit points at."""
 
     @property
     def short(self) -> str:
@@ -63,21 +68,24 @@ class Row:
     @property
     def kept(self) -> bool:
         """A reference for later evaluations of its run: kept, or the run's baseline."""
-        return self.verdict in KEPT
+        return self.verdict in KEPT and self.cached_from is None and self.environment is None
 
     @classmethod
-    def from_entry(cls, entry: Entry, number: int, tampered: bool = False) -> Row:
-        gates = entry.gates
-        readiness = entry.rl_readiness
+    def from_entry(cls, entry: Entry, number: int, tampered: bool = False, source: Entry | None = None) -> Row:
+        """The row of `entry`; a cache hit shows the numbers of `source`, the evaluation it points at."""
+        numbers = source or entry
+        gates = numbers.gates
+        readiness = numbers.rl_readiness
         return cls(
             number=number, commit=entry.commit, time=entry.timestamp or None, description=entry.description,
             verdict=entry.verdict.verdict, reason=entry.verdict.reason,
-            target=Point.of(entry.stats.get("target")), strong=Point.of(entry.stats.get("strong")),
+            target=Point.of(numbers.stats.get("target")), strong=Point.of(numbers.stats.get("strong")),
             learnable=readiness.learnable_share if readiness else None,
             gates=None if gates is None else ("pass" if gates.passed else "fail"),
             gates_failed=tuple(gates.failed) if gates else (),
-            cost=entry_cost(entry), offline=entry.offline, branch=entry.branch,
-            tampered=tampered, entry=entry,
+            cost=None if entry.cached_from else entry_cost(entry), offline=entry.offline, branch=entry.branch,
+            tampered=tampered, cached_from=entry.cached_from,
+            environment=entry.environment.key if entry.environment else None, entry=numbers,
         )
 
     def to_json(self) -> dict[str, Any]:

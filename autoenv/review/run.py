@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from autoenv.cache import resolve
 from autoenv.config import CONFIG_NAME, Config, load_config
 from autoenv.errors import AutoEnvError
 from autoenv.gitrepo import Repo
@@ -48,13 +49,19 @@ class Project:
     def outputs(self, entry: Entry) -> Path | None:
         """The folder holding `entry`'s traces: outputs/<commit>/, or previous/<run_id>/ once
         the commit was evaluated again; None when neither is there."""
-        out = self.config.path("outputs") / entry.commit
+        out = self.config.path("outputs") / (f"env/{entry.environment.key}" if entry.environment else entry.commit)
         if entry.run_id and (out / "previous" / entry.run_id).is_dir():
             return out / "previous" / entry.run_id
         return out if out.is_dir() else None
 
     def feedback(self, commit: str) -> Path:
         return self.config.path("feedback") / f"{commit}.md"
+
+    def feedback_of(self, row: Row) -> Path:
+        """The row's feedback file: feedback/<commit>.md, or feedback/env/<id>@<hash>.md for an `--env` evaluation."""
+        if row.environment:
+            return self.config.path("feedback") / "env" / f"{row.environment}.md"
+        return self.feedback(row.commit)
 
 
 @dataclass(frozen=True)
@@ -105,7 +112,8 @@ def load_run(project: Project, tag: str | None = None, all_runs: bool = False) -
         else:
             branch = choose_branch(project, entries, tag)
             chosen = members(project.repo, entries, branch)
-        rows = [Row.from_entry(entries[i], n, tampered=breaks[i] if i < len(breaks) else False)
+        rows = [Row.from_entry(entries[i], n, tampered=breaks[i] if i < len(breaks) else False,
+                               source=resolve(entries, entries[i]))
                 for n, i in enumerate(chosen, 1)]
         return Run(branch=branch, rows=mark_last_kept(rows), source="ledger")
     branch = None if all_runs else choose_branch(project, [], tag)
@@ -171,5 +179,5 @@ def run_so_far(project: Project, entry: Entry) -> Run:
         chosen = [entries[i] for i in members(project.repo, entries, entry.branch)]
     else:
         chosen = [e for e in entries if e.branch is None]
-    rows = [Row.from_entry(e, n) for n, e in enumerate(chosen + [entry], 1)]
+    rows = [Row.from_entry(e, n, source=resolve(entries + [entry], e)) for n, e in enumerate(chosen + [entry], 1)]
     return Run(branch=entry.branch, rows=mark_last_kept(rows), source="ledger")

@@ -15,14 +15,19 @@ from rich.text import Text
 
 from autoenv import display
 from autoenv.config import Bands
-from autoenv.formats import number
+from autoenv.formats import mean_ci, number
+from autoenv.levels import natural_order
 from autoenv.record import Entry
-from autoenv.review.compare import Comparison, Difference, TaskPair
+from autoenv.review.compare import TOO_FEW, Comparison, Difference, TaskPair
 from autoenv.review.rows import Row, clip, money, point_text, short_time, sparkline
 from autoenv.review.run import Run
 from autoenv.review.transcripts import Transcript
 
-VERDICT_STYLE = {"baseline": "bold cyan", "keep": "bold green", "discard": "red", "inconclusive": "yellow", "crash": "bold magenta"}
+NARROW = 100
+"""Below this many columns `log` and `show` stack their fields instead of printing wide tables."""
+
+VERDICT_STYLE = {"baseline": "bold cyan", "keep": "bold green", "discard": "red", "inconclusive": "yellow", "crash": "bold magenta",
+                 "tampered": "bold red", "cached": "blue"}
 SHOWN_TASKS = 10
 
 
@@ -43,9 +48,14 @@ def _plainly(t: Table) -> Table:
     return t
 
 
+def narrow() -> bool:
+    return display.console.width < NARROW
+
+
 def out(*renderables) -> None:
+    """Print; in a narrow terminal long lines wrap at its width instead of running past it."""
     for item in renderables:
-        display.console.print(item)
+        display.console.print(item, soft_wrap=not narrow())
 
 
 def verdict_text(verdict: str) -> Text:
@@ -60,12 +70,15 @@ def log_view(run: Run) -> None:
         out(f"{run.label}: no evaluations yet" + (" (no ledger and no git notes)" if run.source == "none" else ""),
             "  commit a candidate and run `bash evaluate.sh`; `autoenv log --tag TAG` shows another run")
         return
+    if narrow():
+        return stacked_log(run)
     many = run.branch is None
     headers = ["#", "commit"] + (["run"] if many else []) + ["time (UTC)", "target [95% CI]", "strong",
                                                                "learn", "gates", "verdict", "cost", "", "description"]
     rows = []
     for r in run.rows:
-        marks = ("◀ kept" if r.last_kept else "") + (" ⚠ chain broken" if r.tampered else "")
+        marks = ("◀ kept" if r.last_kept else "") + (" ⚠ chain broken" if r.tampered else "") + (
+            f" → {r.cached_from[:8]}" if r.cached_from else "") + (f" env {r.environment}" if r.environment else "")
         gates = Text("–" if r.gates is None else "pass" if r.gates == "pass" else f"fail {len(r.gates_failed) or ''}",
                      style="red" if r.gates == "fail" else "")
         rows.append([Text(str(r.number)), Text(r.short), *([Text((r.branch or "–").removeprefix("autoenv/"))] if many else []),
@@ -91,6 +104,52 @@ def log_view(run: Run) -> None:
              + ("" if run.source == "ledger" else f" (from {run.source}: the ledger is missing)"), style="bold"), t)
     out(Text(f"target mean  {sparkline([r.target.mean if r.target else None for r in run.rows])}  "
              "(one mark per evaluation, 0 to 1; a gap: no scores)"))
+
+
+def _heading(run: Run) -> Text:
+    kept = sum(r.kept for r in run.rows)
+    last = run.last_kept
+    return Text(f"{run.label}: {len(run.rows)} evaluations, {kept} kept"
+                + (f", last kept (◀) #{last.number} {last.short}" if last else "")
+                + ("" if run.source == "ledger" else f" (from {run.source}: the ledger is missing)"), style="bold")
+
+
+def stacked_log(run: Run) -> None:
+    """`autoenv log` under NARROW columns: each evaluation on three short lines, nothing cut but the description."""
+    width = display.console.width
+    out(_heading(run))
+    for r in run.rows:
+        marks = ("◀ kept" if r.last_kept else "") + (" ⚠ chain broken" if r.tampered else "") + (
+            f" → {r.cached_from[:8]}" if r.cached_from else "") + (f" env {r.environment}" if r.environment else "")
+        head = Text.assemble(f"#{r.number} {r.short} {short_time(r.time)}"
+                             + (f" {(r.branch or '–').removeprefix('autoenv/')}" if run.branch is None else "") + " ",
+                             verdict_text(r.verdict), (" " + marks.strip()) if marks.strip() else "")
+        gates = "–" if r.gates is None else "pass" if r.gates == "pass" else f"fail {len(r.gates_failed) or ''}".strip()
+        numbers = (f"   target {point_text(r.target, 2)} · strong {number(r.strong.mean if r.strong else None, 2)}"
+                   f" · learn {number(r.learnable, 2)} · gates {gates} · cost {money(r.cost)}")
+        head.truncate(width, overflow="ellipsis")
+        out(head, Text(fit(numbers, width)), Text("   " + clip(r.description or "–", width - 3)))
+    out(Text(fit(f"target mean  {sparkline([r.target.mean if r.target else None for r in run.rows])}  "
+                 "(0 to 1; a gap: no scores)", width)))
+
+
+def fit(text: str, width: int) -> str:
+    """One line cut to `width` with an ellipsis, its spacing kept (a sparkline's gaps are data)."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def stacked_summary(stats: dict) -> list[Text]:
+    """The evaluation summary as lines, one block per model (no column is cut)."""
+    lines = [Text("Evaluation summary", style="bold")]
+    for role, s in stats.items():
+        e = s.errors
+        lines += [Text(f"{role} {s.model}", style="bold"),
+                  Text(f"  mean {mean_ci(s)} · std {number(s.std)} · solve {number(s.solve_rate)}"),
+                  Text(f"  disagree {number(s.disagree_share)} · scored {s.scored}/{s.rollouts} · errors p/t/e "
+                       f"{e.provider_error}/{e.timeout}/{e.env_error}"),
+                  Text(f"  tokens {s.input_tokens} in" + (f" ({s.cached_input_tokens} cached)" if s.cached_input_tokens
+                                                          else "") + f" / {s.output_tokens} out")]
+    return lines
 
 
 # ---- autoenv log --agent -----------------------------------------------------------------
@@ -150,13 +209,19 @@ def show_view(row: Row, bands: Bands, files: dict[str, str], examples: list[Tran
     if entry is None:
         out("  (from the git note only: the ledger is missing, so statistics, gates and the judge are unknown)")
         return
-    if entry.verdict.compared_to:
+    if row.cached_from:
+        out(f"  a cache hit: no model was called; the numbers, traces and plot below are those of "
+            f"{row.cached_from[:12]} (verdict {entry.verdict.verdict})")
+    elif entry.verdict.compared_to:
         out(f"  compared to the last kept {entry.verdict.compared_to[:12]}")
     if not entry.eval_success:
         out(Rule("failed", style="red", align="left"), f"  stage: {entry.failed_stage or '–'}",
             Text((entry.error or "").strip()))
     if entry.stats:
-        out(_plainly(display.summary_table(entry.stats, bands)), _costs(entry))
+        if narrow():
+            out(*stacked_summary(entry.stats), *_stacked_costs(entry))
+        else:
+            out(_plainly(display.summary_table(entry.stats, bands)), _costs(entry))
         for title, tab in (("Per difficulty", _groups(entry, "by_difficulty")), ("Per category", _groups(entry, "by_category")),
                            ("Per reward component (mean score)", _components(entry))):
             if tab.row_count:
@@ -186,10 +251,17 @@ def _costs(entry: Entry) -> str:
     return "  " + "; ".join(parts) + f"; judge {money(judge)}"
 
 
+def _stacked_costs(entry: Entry) -> list[str]:
+    lines = [f"  {role}: latency {number(s.mean_seconds, 2)} s mean, {number(s.p90_seconds, 2)} s p90 · "
+             f"cost {money(s.cost_usd)}" for role, s in entry.stats.items()]
+    return lines + [f"  judge cost {money(entry.judge.cost_usd if entry.judge else None)}"]
+
+
 def _groups(entry: Entry, attr: str) -> Table:
     t = table()
     t.add_column("group")
-    names = sorted({name for s in entry.stats.values() for name in getattr(s, attr)})
+    names = [name for s in entry.stats.values() for name in getattr(s, attr)]
+    names = natural_order(names) if attr == "by_difficulty" else sorted(set(names))
     for role in entry.stats:
         t.add_column(f"{role} mean (n)", justify="right")
     for name in names:
@@ -232,23 +304,34 @@ def _judge(entry: Entry) -> None:
         out(f"  judge spend: {judge.turns or '–'} turns, {money(judge.cost_usd)}")
 
 
-def transcript_view(t: Transcript) -> None:
+SHOWN_CHARS = 4000
+
+
+def cut(text: str, full: bool = False, limit: int = SHOWN_CHARS) -> str:
+    """`text`, or its first `limit` characters and a marker saying how much is left out."""
+    if full or len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[… {len(text) - limit} more characters cut; --full shows all]"
+
+
+def transcript_view(t: Transcript, full: bool = False) -> None:
     r = t.rollout
     out(Text(f"Rollout {t.id} · {t.role} · {t.model or '–'}", style="bold"),
         Text(f"task idx {number(r.idx)} · difficulty {r.difficulty or '–'} · category {r.category or '–'}"),
         Text(f"outcome {r.outcome} · reward {number(r.reward)} · stop {t.stop or '–'} · {r.turns} turns · "
-             f"{r.input_tokens} in / {r.output_tokens} out tokens · {r.seconds:.2f} s"))
+             f"{r.input_tokens} in" + (f" ({r.cached_input_tokens} cached)" if r.cached_input_tokens else "")
+             + f" / {r.output_tokens} out tokens · {r.seconds:.2f} s"))
     if r.error:
-        out(Text(f"error: {r.error}", style="red"))
+        out(Text(f"error: {cut(r.error, full, 1000)}", style="red"))
     components = ", ".join(f"{k} {v:g} (weight {r.weights.get(k, 1.0):g})" for k, v in r.components.items())
     metrics = ", ".join(f"{k} {v:g}" for k, v in t.metrics.items())
     out(Text(f"reward components: {components or '–'}" + (f" · metrics: {metrics}" if metrics else "")))
     for m in t.messages:
         out(Rule(Text(m.role + (f" ({m.name})" if m.name else "")), align="left", style="cyan"))
         if m.text:
-            out(Text(m.text))
+            out(Text(cut(m.text, full)))
         for call in m.tool_calls:
-            out(Text(f"→ tool call {call.name}({call.arguments})", style="yellow"))
+            out(Text(f"→ tool call {call.name}({cut(call.arguments, full, 1000)})", style="yellow"))
     if not t.messages:
         out(Text("(no messages: the rollout failed before any)"))
 
@@ -262,6 +345,12 @@ def compare_view(c: Comparison, plot: str | None) -> None:
         out("the two evaluations share no scored task: nothing to compare "
             f"(A has {len(c.a.tasks)} tasks, B {len(c.b.tasks)})")
         return
+    if c.overall.too_few:
+        out(Text(f"{TOO_FEW}: {c.overall.tasks} task(s) both saw, fewer than stats.min_tasks = {c.overall.min_tasks} "
+                 f"(A only: {c.only_a}, B only: {c.only_b}); B − A = {c.overall.delta:+.3f} with no interval",
+                 style="yellow"),
+            "  raise budget.examples (or lower [stats] min_tasks) to compare")
+        return
     out(f"on {c.overall.tasks} tasks both saw (A only: {c.only_a}, B only: {c.only_b}); B − A with "
         f"{c.confidence:.0%} paired bootstrap intervals over tasks"
         + ("" if c.a.from_traces and c.b.from_traces else "; from the ledger's per-task rows (traces missing)"))
@@ -274,10 +363,10 @@ def compare_view(c: Comparison, plot: str | None) -> None:
     for scope, d in rows:
         sign = {1: Text("higher", style="green"), -1: Text("lower", style="red")}.get(
             d.direction, Text("within noise", style="dim"))
-        if d.tasks < 2:
-            sign = Text("one task: no interval", style="dim")
+        if d.too_few:
+            sign = Text(TOO_FEW, style="dim")
         t.add_row(scope, str(d.tasks), f"{d.a:.3f}", f"{d.b:.3f}",
-                  f"{d.delta:+.3f} [{d.low:+.3f}, {d.high:+.3f}]", sign)
+                  f"{d.delta:+.3f}" if d.too_few else f"{d.delta:+.3f} [{d.low:+.3f}, {d.high:+.3f}]", sign)
     out(t)
     known = all(p.solved_a is not None and p.solved_b is not None for p in c.tasks)
     if known:

@@ -17,6 +17,8 @@
 
   function modelOf(r) { return r.role + " · " + (r.model || "–"); }
 
+  function taskOf(r) { return r.idx === null || r.idx === undefined ? (r.task || "–") : "idx " + r.idx; }
+
   function rewardClass(r) {
     if (r.reward === null) return "unscored";
     if (r.reward >= data.solve_threshold) return "solved";
@@ -55,8 +57,10 @@
     body.replaceChildren();
     shown.slice(0, LIMIT).forEach((r) => {
       const row = el("tr", { "data-id": r.id, "data-n": r.n });
-      [["#" + r.n, "", r.commit], [r.id, "", ""], [r.role, "", r.model || ""], [r.idx, "num", ""],
-       [r.difficulty || "–", "", ""], [fmt(r.reward), "num " + (r.reward > 0 ? "reward-ok" : "reward-zero"), ""],
+      [["#" + r.n, "", r.commit], [taskOf(r), "", r.task || ""], [r.id, "", ""], [r.role, "", r.model || ""],
+       [r.difficulty || "–", "", ""],
+       [r.reward === null ? "no score" : fmt(r.reward),
+        "num " + (r.reward === null ? "no-data" : r.reward > 0 ? "reward-ok" : "reward-zero"), ""],
        [r.outcome, "", r.error || ""]]
         .forEach(([text, cls, title]) => row.appendChild(el("td", { class: cls, title: title }, text)));
       row.addEventListener("click", () => {
@@ -78,7 +82,11 @@
     pane.appendChild(el("h3", {}, "Rollout " + r.id + " (evaluation #" + r.n + ", " + r.commit + ")"));
     pane.appendChild(el("p", {}, modelOf(r) + " · task idx " + fmt(r.idx) + " · difficulty " + (r.difficulty || "–") +
       " · category " + (r.category || "–")));
-    pane.appendChild(el("p", {}, "outcome " + r.outcome + " · reward " + fmt(r.reward) + " · stop " + (r.stop || "–") +
+    pane.appendChild(el("p", { class: "task-id" }, "task id: " + (r.task || "–")));
+    pane.appendChild(el("p", { class: "answer" }, "reference answer: " +
+      (r.answer === null || r.answer === undefined ? "– (the task keeps none)" : r.answer)));
+    pane.appendChild(el("p", {}, "outcome " + r.outcome + " · reward " + (r.reward === null ? "no score" : fmt(r.reward)) +
+      " · stop " + (r.stop || "–") +
       (r.error ? " · error: " + r.error : "")));
     const parts = Object.entries(r.components).map(([k, v]) => k + " " + fmt(v) + " (weight " + fmt(r.weights[k]) + ")");
     pane.appendChild(el("p", {}, "reward components: " + (parts.join(", ") || "–")));
@@ -99,7 +107,8 @@
   select.value = state.evaluation;
   select.addEventListener("change", () => { state.evaluation = select.value; render(); });
   chips("filter-model", "model", uniq(rollouts.map(modelOf)), {});
-  chips("filter-difficulty", "difficulty", uniq(rollouts.map((r) => r.difficulty || "–")), {});
+  const levels = data.difficulties.concat(rollouts.some((r) => !r.difficulty) ? ["–"] : []);
+  chips("filter-difficulty", "difficulty", levels, {});  // easy < medium < hard, never alphabetical
   chips("filter-reward", "reward", ["zero", "partial", "solved", "unscored"],
         { zero: "0", partial: "partial", solved: "solved (≥ " + data.solve_threshold + ")", unscored: "errors" });
   render();
