@@ -9,6 +9,7 @@ from autoenv.config import Bands
 from autoenv.formats import mean_ci, number, quoted
 from autoenv.gates.matrix import markdown as matrix_markdown
 from autoenv.judge.causes import causes
+from autoenv.judge.offline import CHECK_FIXES
 from autoenv.ledger import atomic_write
 from autoenv.levels import order_by
 from autoenv.record import Entry, GateFinding, GateReport
@@ -119,8 +120,6 @@ MAX_EVIDENCE = 6
 
 
 def check_fix(finding: GateFinding) -> str | None:
-    from autoenv.judge.offline import CHECK_FIXES  # the judge's fixes; imported late (the judge imports report's deps)
-
     fix = CHECK_FIXES.get(finding.name)
     return fix(finding) if fix else None
 
