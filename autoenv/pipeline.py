@@ -453,7 +453,12 @@ def gates(ctx: Context, worker: Worker) -> GateReport:
         declared = json.loads((worker.job.audit_dir / "audit.json").read_text()).get("reward_range")
     except (OSError, ValueError):
         declared = None
-    if declared:
+    observed = next((f.data.get("range") for f in report.findings if f.name == "reward range"), None)
+    if observed and not declared:  # no declared range: the statistics normalise from the probes' observed one
+        ctx.candidate = ctx.candidate.model_copy(update={"reward_range": observed})
+        display.note(f"rewards observed in [{observed[0]:g}, {observed[1]:g}] (no reward_range declared): "
+                     "statistics normalise to [0, 1]")
+    elif declared:
         ctx.candidate = ctx.candidate.model_copy(update={"reward_range": declared})
         display.note(f"the task declares rewards in [{declared[0]:g}, {declared[1]:g}]: statistics normalise to [0, 1]")
     for table in display.gates_tables(report):
@@ -557,7 +562,8 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
                                                                           oracle_inferred(ctx.gates)),
                       run=ctx.head.branch,
                       confidence=config.verdict.confidence, seed=config.seed, tampered=ctx.rules.changed,
-                      provider_unavailable=outcome.provider_unavailable)
+                      provider_unavailable=outcome.provider_unavailable,
+                      gates_untested=ctx.gates.untested if ctx.gates else None)
     strong = stats.get("strong")
     entry = Entry(
         commit=ctx.head.commit,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,7 +191,17 @@ def _error_text(errors: list[dict]) -> str | None:
     if not errors:
         return None
     first = errors[0]
-    return f"{first.get('type', 'Error')}: {first.get('message', '')}"[:500]
+    return said(first.get("type", "Error"), first.get("message", ""), first.get("traceback"))[:500]
+
+
+def said(kind: str, message: str | None, traceback: str | None = None) -> str:
+    """`Type: message`; an exception raised with no message (a bare `TimeoutError()`) says where it was raised."""
+    if (message or "").strip():
+        return f"{kind}: {message}"
+    frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', traceback or "")
+    where = f" at {Path(frames[-1][0]).name}:{frames[-1][1]} in {frames[-1][2]}" if frames else ""
+    hint = " (a call that ran past its own deadline)" if "Timeout" in kind else ""
+    return f"{kind} raised with no message{where}{hint}"
 
 
 def _opt(value) -> str | None:

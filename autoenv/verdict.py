@@ -152,6 +152,7 @@ def decide(
     seed: int = 0,
     tampered: list[str] | None = None,
     provider_unavailable: bool = False,
+    gates_untested: list[str] | None = None,
 ) -> Verdict:
     """The verdict for an evaluation with `stats` on branch `run`, against the `kept` entry of
     the same run (None: this is the run's first); `no_reference` says why the scripted
@@ -193,6 +194,10 @@ def decide(
     if kept is None:
         return Verdict(verdict="baseline", reason=f"{_first_of(run, t, s)}. {standing(t, s, bands)}")
     verdict = _compare(t, s, kept, bands, confidence, seed)
+    if verdict.verdict == "keep" and gates_untested:  # model-free evidence the gates do not have
+        verdict = Verdict(verdict="inconclusive", reason=(
+            f"{verdict.reason}; but not kept: the gates are untested ({gates_untested[0][:300]}), so nothing shows "
+            "the gain is not a harvested reward"))
     return verdict.model_copy(update={"compared_to": kept.commit})
 
 

@@ -39,14 +39,15 @@ from autoenv.gates import dataset
 from autoenv.gates.answer_oracle import format_reply, infer_format
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
-from autoenv.gates.probes import (EXPLOITS, IN_PROCESS_ONLY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS, REFUSAL,
-                                  probe_replies)
+from autoenv.gates.probes import EXPLOITS, IN_PROCESS_ONLY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS, probe_replies
+from autoenv.gates.rejections import rejection
+from autoenv.gates.seats import NEVER_PLAYED, reference_failed, seat_reference, turns
 from autoenv.job import Job
+from autoenv.limits import TimeLimitExceeded, breaches, run_limited
 from autoenv.messages import Reply
 from autoenv.scripts import script_kind
-from autoenv.limits import TimeLimitExceeded, breaches, run_limited
 from autoenv.tasks import build_env, load_tasks, seat_names, write_run_config
-from autoenv.traces import to_rollout
+from autoenv.traces import said, to_rollout
 from autoenv.worker import LOCAL_KEY_VAR, sample_tasks
 
 REPLY_PREVIEW = 400
@@ -146,7 +147,7 @@ async def score_in_process(vf, task, reply) -> tuple:
         await task.score(trace)
     except Exception as e:
         cause = e.__cause__ or e
-        return trace, f"{type(cause).__name__}: {cause}"
+        return trace, said(type(cause).__name__, str(cause), "".join(traceback.format_exception(cause)))
     return trace, None
 
 
@@ -276,26 +277,6 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
     return records
 
 
-FIXED_REFERENCE = "choice"
-"""The reference policy at the other seats of a multi-seat env whose tasks have no oracle hook (endpoint policy
-`choice`: a seeded pick among the moves the seat's last message offers)."""
-
-
-def seat_reference(seats: list[str], task) -> dict | None:
-    """Who plays the seats a per-seat probe does not: the oracle hook when the task has one, else a fixed policy."""
-    if len(seats) < 2:
-        return None
-    if has_hook(task):
-        return {"policy": "oracle", "why": "the task's oracle hook (`oracle`)"}
-    return {"policy": FIXED_REFERENCE, "why": "the fixed policy `choice` (no oracle hook: a seeded pick among the "
-            "moves each message offers, a refusal when it offers none)"}
-
-
-def reference_failed(record: dict, reply: str) -> bool:
-    """A reference seat that did not play: an error, an empty reply, or a refusal (the fixed policy found no move)."""
-    return record.get("outcome") != "ok" or not reply.strip() or reply.strip() == REFUSAL
-
-
 async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes,
                          seats: list[str] | None = None) -> tuple[list[dict], bool | None]:
     """Each probe played as real rollouts. In a multi-seat env each probe plays one seat at a time while the
@@ -311,6 +292,8 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes,
     records: list[dict] = []
     rescored: list[bool] = []
     reference = seat_reference(seats or [], sample[0])
+    roots = [Path(job.candidate_dir).resolve()]
+    modules = list(dict.fromkeys([job.module, *(job.check_modules or [])]))
     envs = ({seat: build_env(vf, job, {o: reference["policy"] for o in seats if o != seat}) for seat in seats}
             if reference else {None: env})
 
@@ -324,10 +307,15 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes,
             write_run_config(out / probe, seat_env, probe)
         await append_episode(out / probe, episode, lock)
         wire = json.loads(episode.model_dump_json(exclude_none=True))
+        rejected = rejection(wire.get("errors") or [], roots, modules)
         mine, others = [], []
         for trace, wire_trace in zip(episode.traces, wire.get("traces") or []):
             rollout = to_rollout(wire_trace, wire)
             reply = trace.assistant_messages[-1].content if trace.assistant_messages else ""
+            seat = getattr(trace.agent, "name", None) if trace.agent is not None else None
+            if probed is not None and seat == probed and turns(trace) == 0:
+                mine.append(skipped(probe, task, NEVER_PLAYED))
+                continue
             full = " ".join(str(e.get("message", "")) for e in (wire_trace.get("errors") or []) + (wire.get("errors") or []))
             error = None if rollout.outcome == "ok" else tool_timeout(trace, task, job, full) or rollout.error
             record = reward_record(trace, probe, task, reply or "", error)
@@ -337,10 +325,12 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes,
             record["seat"] = getattr(trace.agent, "name", None) if trace.agent is not None else None
             record["episode"] = episode.id
             record["tool_calls"] = len(trace.tool_messages)
+            if rejected and rollout.outcome == "env_error":
+                record["rejected"] = rejected
             if probed is not None and record["seat"] != probed:
                 others.append({"seat": record["seat"], "policy": reference["policy"], "reward": total_reward(trace),
-                               "outcome": rollout.outcome, "reply": (reply or "")[:200],
-                               "failed": reference_failed(record, reply or "")})
+                               "outcome": rollout.outcome, "reply": (reply or "")[:200], "turns": turns(trace),
+                               "failed": reference_failed(rollout.outcome, reply or "", turns(trace))})
                 continue
             mine.append(record)
             if probe == "oracle" and rollout.outcome == "ok":
@@ -351,6 +341,8 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes,
                     rescored.append(same_rewards(trace.rewards, copy.rewards))
                 except Exception:
                     rescored.append(False)
+        if probed is not None and episode.traces and not mine:  # the probed seat left no trace: it never played
+            mine.append(skipped(probe, task, NEVER_PLAYED + (f" (the episode ended: {rejected})" if rejected else "")))
         for record in mine:
             if probed is not None:
                 record.update(probed_seat=probed, reference=reference["policy"], others=others,
@@ -358,7 +350,8 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes,
             records.append(record)
         if not episode.traces:
             records.append({"probe": probe, "key": task.key, "idx": task.data.idx, "components": {}, "weights": {},
-                            "error": "; ".join(e.message for e in episode.errors) or "no trace", "outcome": "env_error",
+                            "error": "; ".join(said(e.type, e.message, e.traceback) for e in episode.errors) or "no trace",
+                            "outcome": "env_error", **({"rejected": rejected} if rejected else {}),
                             **({"probed_seat": probed} if probed is not None else {})})
         emit("probe", probe=probe)
 
