@@ -78,11 +78,28 @@ def own_fields(data) -> str:
     return json.dumps(data.model_dump(mode="json", include=names), sort_keys=True)
 
 
+def media_parts(data) -> str:
+    """Digests of the prompt's non-text content parts (images, audio), in order: two tasks with the same text
+    and different images are different tasks."""
+    import hashlib
+
+    digests = []
+    for message in data.prompt if isinstance(data.prompt, list) else []:
+        content = message.model_dump(exclude_none=True).get("content") if hasattr(message, "model_dump") \
+            else dict(message).get("content")
+        for part in content if isinstance(content, list) else []:
+            if isinstance(part, dict) and part.get("type") != "text":
+                digests.append(hashlib.blake2b(json.dumps(part, sort_keys=True, default=str).encode(),
+                                               digest_size=8).hexdigest())
+    return " ".join(digests)
+
+
 def dataset_rows(tasks: list) -> list[dict]:
     rows = []
     for t in tasks:
         prompt = t.data.prompt_text
-        row = {"key": t.key, "idx": t.data.idx, "prompt": prompt, "system": t.data.system_prompt or ""}
+        row = {"key": t.key, "idx": t.data.idx, "prompt": prompt, "system": t.data.system_prompt or "",
+               "parts": media_parts(t.data), "data": own_fields(t.data)}
         if not prompt.strip():  # no prompt: tasks differ by their data fields (and seed), not by text
             row.update(prompt=own_fields(t.data), fields=True)
         for name in ("answer", "difficulty", "category"):

@@ -1,0 +1,163 @@
+"""The shapes real verifiers v1 environments have (verifiers' own environments/ folder), each passing as
+designed while a planted flaw of the same shape is still caught: duplicates keyed on media and data
+fields, rewards outside [0, 1], multi-seat attribution, env-raised rejections, coverage as a gate,
+messages that say something."""
+
+from __future__ import annotations
+
+import json
+
+from autoenv.gates.dataset import measure
+from autoenv.traces import said
+
+
+def image(n: int) -> str:
+    return f"img{n:04x}"
+
+
+def rows_of(prompts: list[str], parts: list[str] | None = None, data: list[dict] | None = None) -> list[dict]:
+    return [{"key": f"k{i}", "idx": i, "prompt": p, "system": "", "parts": (parts or [""] * len(prompts))[i],
+             "data": json.dumps((data or [{}] * len(prompts))[i], sort_keys=True)} for i, p in enumerate(prompts)]
+
+
+def test_multimodal_tasks_differ_by_their_images_and_answers_and_true_duplicates_are_caught():
+    # grayscale/vision-style: one question text over many images, each with its own answer
+    n = 40
+    same_text = ["What colour is the square in the image?"] * n
+    fine = measure(rows_of(same_text, [image(i) for i in range(n)], [{"answer": f"c{i % 7}"} for i in range(n)]), 0.9)
+    assert fine["exact_duplicates"] == 0 and fine["near_duplicate_pairs"] == 0
+    planted = measure(rows_of(same_text, [image(i % 10) for i in range(n)], [{"answer": f"c{i % 10}"} for i in range(n)]), 0.9)
+    assert planted["exact_duplicates"] == n - 10  # the same image, text and answer: a true duplicate
+
+
+def test_templated_prompts_over_distinct_seeds_are_not_near_duplicates_but_templated_questions_are():
+    template = "You are playing a game of high card, deal number {seed}. You hold a card; reply with one word: bet or fold."
+    seeds = measure(rows_of([template.format(seed=i) for i in range(50)], data=[{"info": {"seed": i}} for i in range(50)]), 0.8)
+    assert seeds["near_duplicate_pairs"] == 0 and seeds["exact_duplicates"] == 0
+    same = measure(rows_of(["Let's play wordle: guess the five-letter word."] * 50,
+                           data=[{"info": {"seed": i}} for i in range(50)]), 0.8)
+    assert same["exact_duplicates"] == 0  # the text is one template, the tasks are the seeds
+    sums = [f"Compute the following sum carefully, showing no work at all, and give only the final number on one "
+            f"line with no units and no words around it, as the grader reads only that: {i} plus 1000" for i in range(50)]
+    planted = measure(rows_of(sums, data=[{"answer": str(i + 1000)} for i in range(50)]), 0.8)
+    assert planted["near_duplicate_share"] > 0.5  # the differing words are not the task's data: still near-duplicates
+
+
+def test_an_error_raised_without_a_message_says_where():
+    traceback = 'Traceback (most recent call last):\n  File "/env/gsm8k/taskset.py", line 41, in correct\nTimeoutError\n'
+    assert said("TimeoutError", "", traceback) == ("TimeoutError raised with no message at taskset.py:41 in correct "
+                                                    "(a call that ran past its own deadline)")
+    assert said("ValueError", "bad move") == "ValueError: bad move"
+
+
+# --- rules on the shapes (the audit.json a real env of that shape gives, judged as the gates judge it) ---
+
+from autoenv.config import with_env  # noqa: E402
+from autoenv.gates.coverage import too_thin  # noqa: E402
+from autoenv.gates.rules import Gates, judge_audit, judge_probes  # noqa: E402
+from autoenv.gates.seats import NEVER_PLAYED, reference_failed  # noqa: E402
+from autoenv.paths import EXAMPLES  # noqa: E402
+from autoenv.verdict import decide  # noqa: E402
+from tests.audits import audit, probe_records, rec  # noqa: E402
+from tests.test_gates import CONFIG  # noqa: E402
+from tests.test_realenv import audit_of, config  # noqa: E402
+from tests.test_verdict import BANDS, counts, entry, stats  # noqa: E402
+
+
+def judged(records: list[dict], **extra) -> Gates:
+    report = Gates()
+    judge_probes({"probes": records, **extra}, CONFIG, report)
+    return report
+
+
+def find(report: Gates, name: str):
+    return next(f for f in report.findings if f.name == name)
+
+
+def kuhn(probe: str, episode: str, seat: str, mine: float, *, other_reply: str = "[check]", other_turns: int = 1,
+         other_outcome: str = "ok") -> dict:
+    """A Kuhn-poker record (verifiers' kuhn_poker: payoffs +/-1, +/-2, zero-sum, a forfeit on an illegal move)."""
+    other = {"player0": "player1", "player1": "player0"}[seat]
+    return {"probe": probe, "key": episode, "idx": 0, "components": {"payoff": mine}, "weights": {"payoff": 1.0},
+            "outcome": "ok", "seat": seat, "episode": episode, "reply": "x", "probed_seat": seat, "reference": "choice",
+            "others": [{"seat": other, "policy": "choice", "reward": -mine, "outcome": other_outcome,
+                        "reply": other_reply, "turns": other_turns,
+                        "failed": reference_failed(other_outcome, other_reply, other_turns)}],
+            "other_failed": reference_failed(other_outcome, other_reply, other_turns)}
+
+
+def test_a_seat_that_forfeits_first_loses_on_its_own_and_a_farmed_payoff_is_caught(tmp_path):
+    cfg = with_env(config(tmp_path), str(EXAMPLES / "real-duel"))
+    seats = ["player0", "player1"]
+    # player0 acts first: its garbage forfeits before the reference ever gets a turn (no reply: not a failure)
+    forfeits = [kuhn("garbage", f"g0{i}", "player0", -1.0, other_reply="", other_turns=0) for i in range(4)]
+    forfeits += [kuhn("garbage", f"g1{i}", "player1", -1.0) for i in range(4)]  # the reference checked, then it forfeited
+    gates = Gates()
+    judge_audit(audit_of(forfeits, seats=seats, seat_reference={"policy": "choice", "why": "the fixed policy"}), cfg, gates)
+    row = find(gates, "probe garbage")
+    assert row.status == "pass" and row.data["seats"] == {"player0": 0.0, "player1": 0.0}, row.message  # -1 of [-1, 1]
+    assert row.data["from_other_failure"] == 0 and "reward from another seat's failure" not in row.message
+    farmed = [kuhn("garbage", f"f{s}{i}", s, 2.0) for s in seats for i in range(4)]  # the payoff a reply can farm
+    caught = Gates()
+    judge_audit(audit_of(farmed, seats=seats, seat_reference={"policy": "choice", "why": "the fixed policy"}), cfg, caught)
+    assert find(caught, "probe garbage").status == "fail" and not any("reward errors" in f for f in caught.failed)
+    assert find(caught, "reward range").status == "warn"  # +/-2 chips: observed, not an error
+
+
+def test_a_seat_that_never_played_counts_as_untested_not_passed(tmp_path):
+    cfg = with_env(config(tmp_path), str(EXAMPLES / "real-duel"))
+    seats = ["proposer", "solver"]
+    never = [{"probe": name, "key": f"k{i}", "idx": i, "skipped": True, "reason": NEVER_PLAYED, "error": None,
+              "probed_seat": "solver"} for name in ("empty", "echo", "garbage") for i in range(3)]
+    played = [{**kuhn(name, f"p{name}{i}", "player0", 0.0), "probed_seat": "proposer", "seat": "proposer"}
+              for name in ("empty", "echo", "garbage") for i in range(3)]
+    gates = Gates()
+    judge_audit(audit_of(never + played, seats=seats, seat_reference={"policy": "choice", "why": "x"}), cfg, gates)
+    assert find(gates, "probe empty").status == "pass"
+    solo = Gates()
+    judge_audit(audit_of(never, seats=seats, seat_reference={"policy": "choice", "why": "x"}), cfg, solo)
+    tested = find(solo, "probes tested")
+    assert tested.data["coverage"] == "untested" and "never got a turn" in tested.message
+    assert "a reference policy at the seats that play first" in tested.message
+
+
+def test_env_rejections_of_off_contract_replies_warn_and_a_rejected_oracle_still_fails():
+    rejected = "ValueError: proposer did not end with the JSON contract (taskset.py:88 in from_trace)"
+    records = probe_records()
+    records += [rec("garbage", 20 + i, {}, {}, error=rejected, outcome="env_error", rejected=rejected) for i in range(4)]
+    report = judged(records)
+    assert report.passed, report.failed
+    row = find(report, "rejections")
+    assert row.status == "warn" and "4 of" in row.message and "no gradient" in row.message and "from_trace" in row.message
+    oracle_too = probe_records()[:0] + [rec("oracle", i, {}, {}, error=rejected, outcome="env_error", rejected=rejected)
+                                        for i in range(4)] + probe_records()[10:]
+    bad = judged(oracle_too)
+    assert any(f.startswith("reward errors") for f in bad.failed)  # the reference reply refused: an env error
+
+
+def test_coverage_is_a_gate_and_no_keep_on_evidence_it_lacks():
+    assert too_thin(0, 0) and too_thin(5, 13) and not too_thin(7, 13)
+    empty = Gates()
+    judge_audit(audit([]), CONFIG, empty)
+    report = empty.report()
+    assert report.passed and report.untested and "0 of 0 exploit probes" in report.untested[0]
+    assert find(empty, "exploit matrix").status == "skip"  # not "no reward component of 0 harvested"
+    full = Gates()
+    judge_audit(audit(), CONFIG, full)
+    assert full.report().passed and not full.report().untested
+    old, new = stats(counts(0.05)), stats(counts(0.45))
+    assert decide(new, BANDS, entry("k" * 40, old)).verdict == "keep"
+    held = decide(new, BANDS, entry("k" * 40, old), gates_untested=report.untested)
+    assert held.verdict == "inconclusive" and "gates are untested" in held.reason
+
+
+def test_every_answer_distinct_is_balanced_and_one_answer_everywhere_is_not():
+    distinct = audit(dataset={"size": 5, "with_answer": 5, "distinct_answers": 5, "top_answer": "a",
+                              "top_answer_share": 0.2})
+    report = Gates()
+    judge_audit(distinct, CONFIG, report)
+    assert find(report, "answer balance").status == "pass"
+    skewed = Gates()
+    judge_audit({**distinct, "dataset": {"size": 5, "with_answer": 5, "distinct_answers": 2, "top_answer": "a",
+                                         "top_answer_share": 0.8}}, CONFIG, skewed)
+    assert find(skewed, "answer balance").status == "fail"
