@@ -161,3 +161,50 @@ def test_every_answer_distinct_is_balanced_and_one_answer_everywhere_is_not():
     judge_audit({**distinct, "dataset": {"size": 5, "with_answer": 5, "distinct_answers": 2, "top_answer": "a",
                                          "top_answer_share": 0.8}}, CONFIG, skewed)
     assert find(skewed, "answer balance").status == "fail"
+
+
+# --- real environments through the real CLI (`autoenv probe --env`), offline ---
+
+import shutil  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from autoenv.paths import PROJECT  # noqa: E402
+from tests.conftest import autoenv, small_config  # noqa: E402
+
+DATA = PROJECT / "tests" / "data"
+
+
+def probe_env(env: Path, cwd: Path, **budget) -> tuple[dict, dict]:
+    """`autoenv probe --env` on `env` from `cwd` (exit 1 when a gate failed); the findings by name and audit.json."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    (cwd / "config.toml").write_text(small_config(**budget))
+    result = autoenv("probe", "--env", str(env), cwd=cwd)
+    assert result.returncode in (0, 1), result.stdout[-3000:] + result.stderr[-2000:]
+    gates = max((cwd / "outputs" / "scratch").glob("*/gates/gates.json"), key=lambda p: p.stat().st_mtime)
+    findings = {f["name"]: f for f in json.loads(gates.read_text())["findings"]}
+    return findings, json.loads((gates.parent / "audit.json").read_text())
+
+
+def planted(tmp_path: Path, name: str, old: str, new: str) -> Path:
+    """A copy of tests/data/<name> with one line of its design changed (the planted flaw)."""
+    copy = tmp_path / f"{name}-planted"
+    shutil.copytree(DATA / name, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    source = next(copy.glob("*/__init__.py"))
+    text = source.read_text()
+    assert old in text
+    source.write_text(text.replace(old, new))
+    return copy
+
+
+@pytest.mark.slow
+def test_stop_and_intercept_hooks_are_honoured_in_rollouts_mode(tmp_path):
+    findings, audit = probe_env(DATA / "stop-guard", tmp_path / "good", rollout_sample=4)
+    assert audit["mode"] == "rollouts" and audit["response_hooks"] == ["@vf.stop said_it"]
+    assert findings["oracle"]["status"] == "pass" and findings["probe echo"]["status"] == "pass"
+    assert not [f for f in findings.values() if f["status"] == "fail"]
+    flawed = planted(tmp_path, "stop-guard", '(response.message.content or "").strip() == self.data.answer',
+                     'self.data.answer in (response.message.content or "")')
+    findings, _ = probe_env(flawed, tmp_path / "bad", rollout_sample=4)
+    assert findings["probe kitchen-sink"]["status"] == "fail"  # in-process, no guard ran: every probe scored 0

@@ -9,7 +9,7 @@ be played here is recorded as skipped with its reason, never scored as a pass. T
 embedded endpoint runs throughout, its address in AUTOENV_GRADER_URL, so a model-graded
 reward can reach a scripted grader.
 
-Single-turn candidates (no tools, no custom Env) are scored in-process: the reply is put
+Single-turn candidates (no tools, no custom Env, no @vf.intercept/@vf.stop hooks) are scored in-process: the reply is put
 into a trace and the task's own `score` runs on it, which costs a fraction of a
 millisecond instead of a rollout process. Multi-turn and tool candidates are played
 through real rollouts against the embedded endpoint. Raw numbers go to `audit.json`;
@@ -408,6 +408,16 @@ def tool_timeout(trace, task, job: Job, error: str | None) -> str | None:
     return message
 
 
+def response_hooks(task) -> list[str]:
+    """The task's `@vf.intercept` and `@vf.stop` hooks: they act on the model's response inside a rollout (a stop
+    guard ends it, an interceptor rewrites the reply), which in-process scoring of a bare reply would skip, so
+    such candidates are probed through real rollouts."""
+    from verifiers.v1.utils.decorators import discover_decorated  # deferred: verifiers only in the child
+
+    found = [f"@vf.intercept {fn.__name__}" for fn in discover_decorated(task, "intercept")]
+    return found + [f"@vf.stop {fn.__name__}" for fn in task.hooks("stop")]
+
+
 def runtime_rewards(task) -> list[str]:
     """The task's rewards and metrics that need the rollout's runtime (a `runtime` parameter without a default).
 
@@ -458,12 +468,14 @@ async def audit(job: Job) -> None:
     has_tools = bool(task_cls.toolsets(env.taskset.config.task)) or bool(taskset_cls.toolsets(env.taskset.config))
     custom_env = type(env) is not vf.SingleAgentEnv
     runtime_signals = runtime_rewards(tasks[0]) if tasks else []
-    mode = "rollouts" if has_tools or custom_env or runtime_signals else "in-process"
+    hooks = response_hooks(tasks[0]) if tasks else []
+    mode = "rollouts" if has_tools or custom_env or runtime_signals or hooks else "in-process"
     declared = getattr(task_cls, "reward_range", None) or getattr(type(env), "reward_range", None)
     if declared is not None:
         result["reward_range"] = [float(declared[0]), float(declared[1])]
     result["seats"] = seat_names(vf, job.taskset_id, job.env_id)
     result.update(mode=mode, has_tools=has_tools, custom_env=custom_env, runtime_rewards=runtime_signals,
+                  response_hooks=hooks,
                   has_oracle=bool(tasks) and has_hook(tasks[0]))
     grader = await Endpoint(Policies(OracleBook(tasks), seed=job.seed)).start() if plan.probes and tasks else None
     if grader is not None:
