@@ -208,3 +208,51 @@ def test_stop_and_intercept_hooks_are_honoured_in_rollouts_mode(tmp_path):
                      'self.data.answer in (response.message.content or "")')
     findings, _ = probe_env(flawed, tmp_path / "bad", rollout_sample=4)
     assert findings["probe kitchen-sink"]["status"] == "fail"  # in-process, no guard ran: every probe scored 0
+
+
+@pytest.mark.slow
+def test_a_reward_running_a_shipped_uv_script_with_dependencies_works_in_the_sandbox(tmp_path):
+    """verifiers' gsm8k design (a PEP 723 `verify.py` with its own dependency, run by `runtime.run_uv_script`):
+    its dependencies are resolved into uv's cache before the sandbox without network starts."""
+    findings, audit = probe_env(DATA / "version-verify", tmp_path / "good", rollout_sample=4)
+    assert audit["mode"] == "rollouts" and audit["runtime_rewards"] == ["correct"]
+    assert not [f for f in findings.values() if f["status"] == "fail"], findings
+    assert findings["oracle"]["status"] == "pass" and "unprepared_scripts" not in audit
+    script = DATA / "version-verify" / "version_verify" / "verify.py"
+    wrong = tmp_path / "version-verify-planted"
+    shutil.copytree(DATA / "version-verify", wrong, ignore=shutil.ignore_patterns("__pycache__"))
+    (wrong / "version_verify" / "verify.py").write_text(  # the planted flaw: any valid version earns full marks
+        script.read_text().replace("print(1.0 if Version(reply) == Version(gold) else 0.0)", "Version(reply); print(1.0)"))
+    findings, _ = probe_env(wrong, tmp_path / "bad", rollout_sample=4)
+    assert findings["probe wrong-answer"]["status"] == "fail" and "reward errors" not in findings
+
+
+def test_what_the_sandbox_blocked_is_said_once_and_plainly():
+    from autoenv.gates.rules import distinct_errors
+    from autoenv.scripts import blocked
+
+    dns = ("TaskError: task setup: RuntimeError: failed to prepare uv script: error: Request failed after 3 retries\n"
+           "  cause: Failed to fetch: https://pypi.org/simple/math-verify/\n  cause: dns error\n  cause: error "
+           "resolving DNS")
+    said = distinct_errors([f"task {i} (oracle): {dns}" for i in range(6)], ["verify.py: `uv lock --script` failed: x"])
+    assert len(said) == 1 and said[0].startswith("the sandbox blocked network access to https://pypi.org/simple/math-verify/")
+    assert "(x6 replies)" in said[0] and "not prepared beforehand: verify.py" in said[0] and "AUTOENV_SANDBOX=none" in said[0]
+    assert blocked("ValueError: bad move") is None
+    assert distinct_errors(["task 1 (echo): ValueError: x", "task 2 (echo): ValueError: x"], []) == [
+        "task 1 (echo): ValueError: x (x2 replies)"]
+
+
+def test_shipped_scripts_with_dependencies_are_found_and_prepared_where_verifiers_looks(tmp_path):
+    import hashlib
+
+    from autoenv.paths import PROJECT as root
+    from autoenv.scripts import prepare, shipped
+
+    package = DATA / "version-verify"
+    assert [p.name for p in shipped(package)] == ["verify.py"]
+    assert shipped(DATA / "say-duel") == []
+    uv = str(next(p for p in (Path(root) / ".venv" / "bin" / "uv", Path(shutil.which("uv") or "/nonexistent")) if p.exists()))
+    assert prepare(package, tmp_path, uv) == []
+    digest = hashlib.sha256((package / "version_verify" / "verify.py").read_bytes()).hexdigest()
+    assert (tmp_path / f"{digest}.py").read_bytes() == (package / "version_verify" / "verify.py").read_bytes()
+    assert (tmp_path / f"{digest}.py.lock").is_file()  # the lock lets `uv sync --script` inside go without the index

@@ -486,6 +486,9 @@ async def audit(job: Job) -> None:
         if grader is not None:
             await grader.stop()
     result["time_limits"] = list(breaches()) + _hung_tools[:3]
+    unprepared = job.out / "scripts.json"  # autoenv.sandbox.prepare_scripts: what could not be resolved beforehand
+    if unprepared.is_file():
+        result["unprepared_scripts"] = json.loads(unprepared.read_text()).get("unprepared") or []
     (out / "audit.json").write_text(json.dumps(result, indent=1))
     emit("finished", seconds=round(time.time() - begun, 3), done={})
 

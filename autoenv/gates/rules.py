@@ -31,6 +31,7 @@ from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIAN
 from autoenv.job import AuditPlan
 from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
 from autoenv.rollouts import Worker
+from autoenv.scripts import blocked
 from autoenv.stats import max_reward
 
 PLACEHOLDER = re.compile(r"^\s*(todo|tbd|fixme|xxx)\b|<one-line description>|one line saying what|lorem ipsum", re.I)
@@ -265,7 +266,8 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                 by_probe[name] = [r for r in by_probe[name] if not r.get("other_failed")]
     if errors:
         report.add("reward errors", "fail", f"{len(errors)} probe replies hit environment errors, e.g. "
-                   + "; ".join(errors[:3]), examples=errors[:10])
+                   + "; ".join(distinct_errors(errors, audit.get("unprepared_scripts") or [])[:3]),
+                   examples=errors[:10])
     order = ["oracle", *EXPLOITS]
     summaries = {name: _summarize(name, by_probe[name], weights) for name in sorted(by_probe, key=order.index)}
     report.probes = summaries
@@ -426,6 +428,19 @@ def _judge_seats(report: Gates, name: str, summary: dict, records: list[dict], f
                + (f"; beaten at seat {', '.join(bad)}" if bad else ""),
                seats={seat: round(m, 4) for seat, m in means.items()}, reference=policy, fair_share=round(share, 4),
                from_other_failure=len(gained))
+
+
+def distinct_errors(errors: list[str], unprepared: list[str]) -> list[str]:
+    """The errors once each, with a count; a network failure inside the sandbox said plainly, once."""
+    first: dict[str, str] = {}
+    count: dict[str, int] = {}
+    for e in errors:
+        plain = blocked(e)
+        key = plain or re.sub(r"^task \d+ \([^)]*\): ", "", e)
+        first.setdefault(key, plain + (f" (not prepared beforehand: {'; '.join(unprepared[:2])})" if unprepared
+                                       else "") if plain else e)
+        count[key] = count.get(key, 0) + 1
+    return [f"{first[k]} (x{n} replies)" if n > 1 else first[k] for k, n in count.items()]
 
 
 def _did(other: dict) -> str:
