@@ -256,3 +256,21 @@ def test_shipped_scripts_with_dependencies_are_found_and_prepared_where_verifier
     digest = hashlib.sha256((package / "version_verify" / "verify.py").read_bytes()).hexdigest()
     assert (tmp_path / f"{digest}.py").read_bytes() == (package / "version_verify" / "verify.py").read_bytes()
     assert (tmp_path / f"{digest}.py.lock").is_file()  # the lock lets `uv sync --script` inside go without the index
+
+
+@pytest.mark.slow
+def test_the_answer_field_oracle_is_played_as_the_final_reply_in_rollouts_mode(tmp_path):
+    """No oracle hook, rollouts mode (a reward that needs the runtime; tools and custom Envs take the same path):
+    the answer field is played as the final reply, so the probes built from it are tested, not skipped."""
+    no_hook = planted(tmp_path, "version-verify", "    def oracle(self, messages: list[dict]) -> str:\n"
+                      "        return self.data.answer\n", "")
+    findings, audit = probe_env(no_hook, tmp_path / "good", rollout_sample=4)
+    assert audit["mode"] == "rollouts" and audit["oracle_source"] == "inferred:bare", audit.get("oracle_formats_tried")
+    assert findings["oracle"]["status"] == "pass" and "inferred" in findings["oracle"]["message"]
+    assert findings["probe kitchen-sink"]["status"] == "pass" and findings["probe wrong-answer"]["status"] == "pass"
+    assert "coverage" not in findings["probes tested"]["data"]
+    verify = no_hook / "version_verify" / "verify.py"  # the planted flaw: `answer in reply`
+    verify.write_text(verify.read_text().replace("print(1.0 if Version(reply) == Version(gold) else 0.0)",
+                                                 "print(1.0 if gold in reply else 0.0)"))
+    findings, _ = probe_env(no_hook, tmp_path / "bad", rollout_sample=4)
+    assert findings["probe kitchen-sink"]["status"] == "fail"

@@ -36,7 +36,7 @@ from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
 from autoenv.gates import dataset
-from autoenv.gates.answer_oracle import format_reply, infer_format
+from autoenv.gates.answer_oracle import FORMATS, TRIAL_TASKS, format_reply, infer_format
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
 from autoenv.gates.probes import EXPLOITS, IN_PROCESS_ONLY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS, probe_replies
@@ -210,6 +210,26 @@ async def infer_oracle(vf, tasks: list) -> tuple[str | None, dict[str, float]]:
     return await infer_format(tasks, score)
 
 
+async def infer_oracle_rollouts(vf, job: Job, env, tasks: list, seats: list[str]) -> tuple[str | None, dict[str, float]]:
+    """The answer-field oracle's format for a tools or custom-Env candidate without a hook: each format's answer
+    played as the final reply through real rollouts on a few tasks (not recorded as probes)."""
+    async def trial(form: str) -> list[float | None]:
+        records, _ = await probe_rollouts(vf, job, env, tasks, trial_tasks, ["oracle"], seats, form, keep=False)
+        return [None if r.get("skipped") or r.get("error") else
+                sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()
+                    if isinstance(v, (int, float))) for r in records]
+
+    trial_tasks = [t for t in tasks if getattr(t.data, "answer", None) not in (None, "")][:TRIAL_TASKS]
+    if not trial_tasks:
+        return None, {}
+    means: dict[str, float] = {}
+    for form in FORMATS:
+        scored = [v for v in await trial(form) if v is not None]
+        means[form] = round(sum(scored) / len(scored), 4) if scored else 0.0
+    best = max(FORMATS, key=lambda f: means[f])
+    return (best if means[best] > 0 else None), means
+
+
 NO_ORACLE = "needs the oracle's reply, and the candidate has no oracle hook and no inferable answer-field oracle"
 
 
@@ -294,15 +314,15 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
     return records
 
 
-async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes,
-                         seats: list[str] | None = None) -> tuple[list[dict], bool | None]:
+async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: list[str] | None = None,
+                         answer_format: str | None = None, keep: bool = True) -> tuple[list[dict], bool | None]:
     """Each probe played as real rollouts. In a multi-seat env each probe plays one seat at a time while the
     other seats are pinned (verifiers' per-seat `AgentConfig.model`) to the reference policy of
     `seat_reference`; a record is the probed seat's alone, the reference seats' results under `others`."""
     from verifiers.v1.utils.trace_store import append_episode  # deferred: verifiers only inside the child
 
     out = job.audit_dir
-    endpoint = await Endpoint(Policies(OracleBook(tasks_all), seed=job.seed)).start()
+    endpoint = await Endpoint(Policies(OracleBook(tasks_all, answer_format), seed=job.seed)).start()
     os.environ[LOCAL_KEY_VAR] = "local"
     semaphore = asyncio.Semaphore(job.max_concurrent)
     lock = asyncio.Lock()
@@ -319,10 +339,11 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes,
                               sampling=vf.SamplingConfig())
         seat_env = envs[probed]
         episode = await seat_env.run_slot(seat_env.slots(task, 1)[0], ctx, semaphore)
-        if not (out / probe).is_dir():
+        if keep and not (out / probe).is_dir():
             (out / probe).mkdir(exist_ok=True)
             write_run_config(out / probe, seat_env, probe)
-        await append_episode(out / probe, episode, lock)
+        if keep:
+            await append_episode(out / probe, episode, lock)
         wire = json.loads(episode.model_dump_json(exclude_none=True))
         rejected = rejection(wire.get("errors") or [], roots, modules)
         mine, others = [], []
@@ -375,8 +396,8 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes,
     played = []
     for probe in probes:
         reason = ("scores many replies per task: played only where replies are scored in-process"
-                  if probe in IN_PROCESS_ONLY else NO_ORACLE if probe in NEEDS_ORACLE | {"oracle"} and not has_hook(sample[0])
-                  else None)
+                  if probe in IN_PROCESS_ONLY else NO_ORACLE if probe in NEEDS_ORACLE | {"oracle"}
+                  and not has_hook(sample[0]) and not answer_format else None)
         if reason:
             records.extend(skipped(probe, task, reason) for task in sample)
         else:
@@ -500,6 +521,9 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
     if plan.probes and tasks and not result["has_oracle"] and mode == "in-process":
         answer_format, tried = await infer_oracle(vf, tasks)
         result.update(oracle_format=answer_format, oracle_formats_tried=tried)
+    elif plan.probes and tasks and not result["has_oracle"] and len(result["seats"]) < 2:
+        answer_format, tried = await infer_oracle_rollouts(vf, job, env, tasks, result["seats"])
+        result.update(oracle_format=answer_format, oracle_formats_tried=tried)
     if plan.probes and tasks:
         size = plan.probe_sample if mode == "in-process" else plan.rollout_sample
         sample = sample_tasks(tasks, size, job.seed)
@@ -513,7 +537,8 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
         if mode == "in-process":
             records, deterministic = await probe_in_process(vf, job, tasks, sample, probes, answer_format)
         else:
-            records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes, result["seats"])
+            records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes, result["seats"],
+                                                          answer_format)
             result["seat_reference"] = seat_reference(result["seats"], sample[0])
         if deterministic is not None:  # None: no reference reply was scored, nothing to compare
             result["deterministic_scoring"] = deterministic
