@@ -274,3 +274,22 @@ def test_the_answer_field_oracle_is_played_as_the_final_reply_in_rollouts_mode(t
                                                  "print(1.0 if gold in reply else 0.0)"))
     findings, _ = probe_env(no_hook, tmp_path / "bad", rollout_sample=4)
     assert findings["probe kitchen-sink"]["status"] == "fail"
+
+
+@pytest.mark.slow
+def test_a_sequential_card_game_is_probed_seat_by_seat_and_a_farmable_forfeit_is_caught(tmp_path):
+    """verifiers' kuhn_poker design: moves offered as `[check] or [bet]`, a forfeit after one retry, payoffs of
+    +/-1 and +/-2 with no declared range. The reference `choice` answers in the bracketed form, so the probes
+    are played; with no oracle hook most probes cannot be built, and the gates say untested, not passed."""
+    findings, audit = probe_env(DATA / "kuhn-seats", tmp_path / "good", rollout_sample=4)
+    others = [o for r in audit["probes"] if r.get("probe") == "garbage" for o in r.get("others") or []]
+    assert others and all(o["reply"] in {"[check]", "[bet]", "[fold]", "[call]", ""} for o in others)
+    assert not any(o["failed"] for o in others)  # a seat that never got a turn did not fail
+    for name in ("probe empty", "probe garbage", "probe echo"):
+        assert findings[name]["status"] == "pass" and set(findings[name]["data"]["seats"]) == {"player0", "player1"}
+    assert findings["reward range"]["status"] == "warn" and findings["reward range"]["data"]["constant_sum"] == 0
+    assert not [f for f in findings.values() if f["status"] == "fail"]
+    assert findings["probes tested"]["data"]["coverage"] == "untested"
+    flawed = planted(tmp_path, "kuhn-seats", 'return -1 if forfeited == 0 else 1', 'return 1 if forfeited == 0 else -1')
+    findings, _ = probe_env(flawed, tmp_path / "bad", rollout_sample=4)
+    assert findings["probe garbage"]["status"] == "fail" and "beaten at seat player0" in findings["probe garbage"]["message"]

@@ -37,7 +37,8 @@ def scores(records: list[dict]) -> list[float]:
     for r in records:
         if r.get("skipped"):
             continue
-        for value in (r.get("components") or {}).values():
+        values = list((r.get("components") or {}).values()) + [o.get("reward") for o in r.get("others") or []]
+        for value in values:
             if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
                 out.append(float(value))
     return out
