@@ -293,3 +293,19 @@ def test_a_sequential_card_game_is_probed_seat_by_seat_and_a_farmable_forfeit_is
     flawed = planted(tmp_path, "kuhn-seats", 'return -1 if forfeited == 0 else 1', 'return 1 if forfeited == 0 else -1')
     findings, _ = probe_env(flawed, tmp_path / "bad", rollout_sample=4)
     assert findings["probe garbage"]["status"] == "fail" and "beaten at seat player0" in findings["probe garbage"]["message"]
+
+
+@pytest.mark.slow
+def test_an_env_that_rejects_off_contract_replies_warns_and_rejecting_the_oracle_fails(tmp_path):
+    """verifiers' proposer_solver design: the Env raises on a reply without its JSON contract (the episode is
+    dropped, retryable). The probes' off-contract replies are rejections by design, not reward errors; an Env
+    that rejects the oracle's valid reply as well is broken."""
+    findings, audit = probe_env(DATA / "contract-env", tmp_path / "good", rollout_sample=4)
+    assert findings["oracle"]["status"] == "pass" and "reward errors" not in findings
+    row = findings["rejections"]
+    assert row["status"] == "warn" and "no gradient" in row["message"] and "__init__.py:" in row["message"]
+    assert not [f for f in findings.values() if f["status"] == "fail"]
+    assert "score such a reply 0 instead" in findings["probes tested"]["message"]
+    flawed = planted(tmp_path, "contract-env", 'isinstance(parsed.get(KEY), int)', 'isinstance(parsed.get("answers"), int)')
+    findings, _ = probe_env(flawed, tmp_path / "bad", rollout_sample=4)
+    assert findings["reward errors"]["status"] == "fail" and "rejections" not in findings

@@ -20,7 +20,8 @@ REMEDIES = (
     ("in-process", "a task scored without a custom Env or tools, or an oracle hook (the many-strategy probes are "
      "scored in-process only)"),
     ("never", "a reference policy at the seats that play first, so the probed seat gets a turn"),
-    ("rejected", "an oracle hook whose replies the env accepts, so the seats after it get a turn"),
+    ("rejected", "replies the env can score: it rejected the probes' off-contract replies by raising, so score such a "
+     "reply 0 instead (then the probes measure the reward), or accept that these probes cannot be played"),
 )
 
 

@@ -17,8 +17,10 @@ FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
 
 def raised_where(traceback: str | None) -> tuple[str, int, str] | None:
-    """The innermost frame (file, line, function) of a formatted traceback, or None."""
-    frames = FRAME.findall(traceback or "")
+    """The innermost frame (file, line, function) of a formatted traceback's first exception (the cause, when
+    verifiers wrapped it: `EnvError: MyEnv.run(): ValueError: ...`), or None."""
+    first = re.split(r"\n\s*The above exception was the direct cause|\n\s*During handling of the above", traceback or "")[0]
+    frames = FRAME.findall(first)
     return (frames[-1][0], int(frames[-1][1]), frames[-1][2]) if frames else None
 
 
