@@ -181,9 +181,13 @@ The environment's side, never the provider's."""
 
 
 def _error_kind(errors: list[dict]) -> str:
+    from autoenv.judge_routing import grader_outage
+
     types = {e.get("type", "") for e in errors}
     if any(UNMATCHED in str(e.get("message", "")) for e in errors):
         return "env_error"
+    if any(grader_outage(f"{e.get('type', '')}: {e.get('message', '')}") for e in errors):
+        return "provider_error"  # a model-graded reward's grader unreachable: infrastructure
     return "provider_error" if types & PROVIDER_ERRORS else "env_error"
 
 

@@ -309,3 +309,25 @@ def test_an_env_that_rejects_off_contract_replies_warns_and_rejecting_the_oracle
     flawed = planted(tmp_path, "contract-env", 'isinstance(parsed.get(KEY), int)', 'isinstance(parsed.get("answers"), int)')
     findings, _ = probe_env(flawed, tmp_path / "bad", rollout_sample=4)
     assert findings["reward errors"]["status"] == "fail" and "rejections" not in findings
+
+
+@pytest.mark.slow
+def test_a_model_graded_reward_reaches_the_built_in_grader_offline_and_an_open_grader_is_caught(tmp_path):
+    """A `vf.Judge` on verifiers' default endpoint (wiki_search's design) is graded offline by the built-in
+    grader, not failed as APIConnectionError; without its format gate the grader is open to injection."""
+    findings, audit = probe_env(DATA / "judged-answer", tmp_path / "good", sample=6)
+    assert findings["oracle"]["status"] == "pass" and "reward errors" not in findings, findings.get("reward errors")
+    assert not [f for f in findings.values() if f["status"] == "fail"]
+    flawed = planted(tmp_path, "judged-answer", "        if not well_formed(reply):\n            return 0.0\n", "")
+    findings, _ = probe_env(flawed, tmp_path / "bad", sample=6)
+    assert findings["probe injection"]["status"] == "fail"
+
+
+def test_a_grader_outage_is_infrastructure_not_the_envs_error():
+    from autoenv.judge_routing import grader_outage
+    from autoenv.traces import to_rollout
+
+    outage = {"type": "RewardError", "message": "judged: APIConnectionError: Connection error."}
+    assert grader_outage(outage["message"]) and to_rollout({"errors": [outage]}).outcome == "provider_error"
+    bug = {"type": "RewardError", "message": "judged: KeyError: 'answer'"}
+    assert not grader_outage(bug["message"]) and to_rollout({"errors": [bug]}).outcome == "env_error"

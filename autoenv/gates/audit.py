@@ -43,6 +43,7 @@ from autoenv.gates.probes import EXPLOITS, IN_PROCESS_ONLY, NEEDS_ANSWER, NEEDS_
 from autoenv.gates.rejections import rejection
 from autoenv.gates.seats import NEVER_PLAYED, reference_failed, seat_reference, turns
 from autoenv.job import Job
+from autoenv.judge_routing import grader_outage
 from autoenv.limits import TimeLimitExceeded, breaches, run_limited
 from autoenv.messages import Reply
 from autoenv.scripts import script_kind
@@ -278,6 +279,8 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
                     deterministic &= same_rewards(trace.rewards, again.rewards)
                     checked = True
                 record = reward_record(trace, probe, task, reply.content, error)
+                if grader_outage(error):  # the grader of a model-graded reward unreachable: infrastructure
+                    record["outcome"] = "provider_error"
                 tried[strategy] = (-1.0 if error else (total_reward(trace) or 0.0), record)
             if probe in strategies:
                 strategies[probe].append((task, tried))
