@@ -14,15 +14,15 @@ provider error, not an environment error.
 from __future__ import annotations
 
 import os
-import re
 
 from autoenv.endpoint.policies import Policies, gullible_grader
 from autoenv.messages import ChatRequest, Reply
+from autoenv.traces import grader_outage
+
+__all__ = ["GraderPolicies", "grader_outage", "route_judges"]
 
 JUDGE_URL_VAR = "PRIME_INFERENCE_URL"
 JUDGE_KEY_VAR = "PRIME_API_KEY"
-OUTAGE = re.compile(r"\b(APIConnectionError|APITimeoutError|RateLimitError|InternalServerError|ConnectError|"
-                    r"ConnectTimeout|ReadTimeout|Connection refused|Connection error)\b")
 
 
 class GraderPolicies(Policies):
@@ -36,8 +36,3 @@ def route_judges(base_url: str) -> None:
     """Point verifiers' default judge endpoint at `base_url` (the child's own grader), offline only."""
     os.environ[JUDGE_URL_VAR] = base_url
     os.environ[JUDGE_KEY_VAR] = "local"
-
-
-def grader_outage(error: str | None) -> bool:
-    """Whether a reward's error is the grader's transport failing (infrastructure), not the candidate's code."""
-    return bool(error) and OUTAGE.search(error or "") is not None

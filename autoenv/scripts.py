@@ -9,7 +9,9 @@ cache when a package ships one (uv locks and fills it when it prepares the scrip
 
 from __future__ import annotations
 
+import hashlib
 import re
+import subprocess
 from pathlib import Path
 
 SCRIPT_HEADER = re.compile(r"^# /// script\s*$", re.M)
@@ -69,9 +71,6 @@ def prepare(directory: Path, scripts_dir: Path, uv: str) -> list[str]:
     (`<scripts_dir>/<sha256>.py`, `runtime.prepare_uv_script`), locked (`uv lock --script`: a lock beside the
     script lets the sync inside the sandbox go without the index) and synced. Returns what could not be
     prepared, each naming the script and uv's own last words."""
-    import hashlib
-    import subprocess
-
     problems = []
     for script in shipped(directory):
         data = script.read_bytes()

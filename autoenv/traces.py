@@ -180,9 +180,17 @@ no task's prompt starts (a custom Env's own observation, say), so the scripted p
 The environment's side, never the provider's."""
 
 
-def _error_kind(errors: list[dict]) -> str:
-    from autoenv.judge_routing import grader_outage
+OUTAGE = re.compile(r"\b(APIConnectionError|APITimeoutError|RateLimitError|InternalServerError|ConnectError|"
+                    r"ConnectTimeout|ReadTimeout|Connection refused|Connection error)\b")
 
+
+def grader_outage(error: str | None) -> bool:
+    """Whether an error is a grader's transport failing (a model-graded reward's judge unreachable, timing out,
+    rate-limited): infrastructure, not the candidate's code (autoenv.judge_routing)."""
+    return bool(error) and OUTAGE.search(error or "") is not None
+
+
+def _error_kind(errors: list[dict]) -> str:
     types = {e.get("type", "") for e in errors}
     if any(UNMATCHED in str(e.get("message", "")) for e in errors):
         return "env_error"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -82,8 +83,6 @@ def own_fields(data) -> str:
 def media_parts(data) -> str:
     """Digests of the prompt's non-text content parts (images, audio), in order: two tasks with the same text
     and different images are different tasks."""
-    import hashlib
-
     digests = []
     for message in data.prompt if isinstance(data.prompt, list) else []:
         content = message.model_dump(exclude_none=True).get("content") if hasattr(message, "model_dump") \
