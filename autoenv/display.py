@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from contextlib import contextmanager
-from typing import Mapping
+from typing import Any, Mapping
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -107,7 +107,7 @@ def rollout_progress() -> Progress:
     )
 
 
-def summary_table(stats: Mapping[str, ModelStats], bands: Bands) -> Table:
+def summary_table(stats: Mapping[Any, ModelStats], bands: Bands) -> Table:
     table = Table(title="Evaluation summary", title_justify="left")
     for column in ("model", "role", "mean [95% CI]", "std", "solve", "disagree", "scored", "errors p/t/e", "tokens in/out"):
         table.add_column(column, justify="right" if column not in ("model", "role") else "left")

@@ -468,6 +468,7 @@ def gates(ctx: Context, worker: Worker) -> GateReport:
 
 def derived_gates(ctx: Context, worker: Worker) -> GateReport:
     """Exploit probes derived from the rollouts just stored (autoenv.gates.derived); a failure discards."""
+    assert ctx.gates is not None, "the derive stage runs after the gates"
     before = set(ctx.gates.failed)
     report = run_derived(ctx.config, worker, ctx.gates)
     new = [f for f in report.failed if f not in before]

@@ -61,7 +61,8 @@ def model_stats(model: str, rollouts: list[Rollout], solve_threshold: float, pri
     rewards = np.array([r.reward for r in scored], dtype=float)
     by_task: dict[str, list[float]] = defaultdict(list)
     for r in scored:
-        by_task[r.task_key].append(r.reward)
+        if r.reward is not None:  # always, by `scored`
+            by_task[r.task_key].append(r.reward)
     per_task = {
         task_id(key): TaskRow(sum=round(float(sum(v)), 6), n=len(v), disagree=len(v) >= 2 and max(v) - min(v) > TIE)
         for key, v in sorted(by_task.items())
@@ -96,7 +97,7 @@ def model_stats(model: str, rollouts: list[Rollout], solve_threshold: float, pri
         by_category=_groups(scored, "category"),
         input_tokens=tokens_in,
         output_tokens=tokens_out,
-        cost_usd=round((tokens_in * price.input + tokens_out * price.output) / 1e6, 6) if priced else None,
+        cost_usd=round((tokens_in * price.input + tokens_out * price.output) / 1e6, 6) if priced and price is not None else None,
         mean_seconds=_mean(seconds),
         p90_seconds=round(float(np.percentile(seconds, 90)), 3) if seconds else None,
         per_task=per_task,

@@ -118,7 +118,7 @@ class Policies:
             # Fail the same way for every session when the oracle cannot be played at all.
             if self.oracle is None:
                 self._need_oracle(request.messages)
-            if self.oracle.task_key(request.messages) is None:
+            if self.oracle is None or self.oracle.task_key(request.messages) is None:
                 raise PolicyError(NO_MATCH, 404)
         key = self.oracle.task_key(request.messages) if self.oracle else None
         # Real models find some tasks easier than others: each task gets its own success

@@ -167,7 +167,8 @@ class Endpoint:
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         if fault == "cut" and not body.get("stream"):
-            request.transport.close()  # the connection drops before any byte of the answer
+            if request.transport is not None:
+                request.transport.close()  # the connection drops before any byte of the answer
             return web.Response(status=500)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))

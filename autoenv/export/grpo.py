@@ -45,7 +45,7 @@ def export_grpo(root: Path, trainer: str, out: Path | None = None, commit: str |
         held = {row["key"] for row in kept.held_out}
         levels = level_order(kept, rows)
         rank = {level: i for i, level in enumerate(levels)}
-        train = sorted((r for r in rows if r["key"] not in held), key=lambda r: rank.get(r.get("difficulty"), 0))
+        train = sorted((r for r in rows if r["key"] not in held), key=lambda r: rank.get(str(r.get("difficulty")), 0))
         evals = [r for r in rows if r["key"] in held]
         for name, part in (("train", train), ("eval", evals)):
             (out / "dataset" / f"{name}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in part))
@@ -89,7 +89,7 @@ def level_order(kept: Kept, rows: list[dict]) -> list[str]:
     seen = list(dict.fromkeys(r["difficulty"] for r in rows if r.get("difficulty") is not None))
     target = kept.entry.stats.get("target")
     means = {k: g.mean for k, g in target.by_difficulty.items()} if target else {}
-    return sorted(seen, key=lambda level: -(means.get(level) if means.get(level) is not None else -1.0))
+    return sorted(seen, key=lambda level: -(means.get(level) or -1.0 if means.get(level) is not None else -1.0))
 
 
 def _curriculum(kept: Kept, levels: list[str], train: list[dict], unlock_at: float) -> dict:

@@ -9,7 +9,8 @@ be played here is recorded as skipped with its reason, never scored as a pass. T
 embedded endpoint runs throughout, its address in AUTOENV_GRADER_URL, so a model-graded
 reward can reach a scripted grader.
 
-Single-turn candidates (no tools, no custom Env, no @vf.intercept/@vf.stop hooks) are scored in-process: the reply is put
+Single-turn candidates (no tools, no custom Env, no @vf.intercept/@vf.stop hooks) are scored
+in-process: the reply is put
 into a trace and the task's own `score` runs on it, which costs a fraction of a
 millisecond instead of a rollout process. Multi-turn and tool candidates are played
 through real rollouts against the embedded endpoint. Raw numbers go to `audit.json`;
@@ -32,6 +33,7 @@ import time
 import traceback
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
@@ -152,7 +154,7 @@ async def score_in_process(vf, task, reply) -> tuple:
     """Score `reply` as the single assistant turn of `task`; returns (trace, error)."""
     from verifiers.v1.graph import MessageNode  # deferred: verifiers is imported only inside the child
 
-    nodes = []
+    nodes: list[Any] = []
     for message in task_messages(task):
         cls = vf.SystemMessage if message["role"] == "system" else vf.UserMessage
         nodes.append(MessageNode(message=cls(content=message["content"]), parent=len(nodes) - 1 if nodes else None))
@@ -210,7 +212,8 @@ async def infer_oracle(vf, tasks: list) -> tuple[str | None, dict[str, float]]:
     return await infer_format(tasks, score)
 
 
-async def infer_oracle_rollouts(vf, job: Job, env, tasks: list, seats: list[str]) -> tuple[str | None, dict[str, float]]:
+async def infer_oracle_rollouts(vf, job: Job, env, tasks: list, seats: list[str]
+                                ) -> tuple[str | None, dict[str, float]]:
     """The answer-field oracle's format for a tools or custom-Env candidate without a hook: each format's answer
     played as the final reply through real rollouts on a few tasks (not recorded as probes)."""
     async def trial(form: str) -> list[float | None]:
@@ -333,13 +336,16 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
     reference = seat_reference(seats or [], sample[0])
     roots = [Path(job.candidate_dir).resolve()]
     modules = list(dict.fromkeys([job.module, *(job.check_modules or [])]))
-    envs = ({seat: build_env(vf, job, {o: reference["policy"] for o in seats if o != seat}) for seat in seats}
-            if reference else {None: env})
+    envs: dict[str | None, Any] = {None: env}
+    if reference:
+        envs = {seat: build_env(vf, job, {o: reference["policy"] for o in seats or [] if o != seat})
+                for seat in seats or []}
+    policy = reference["policy"] if reference else None
 
     async def play(probe: str, task, probed: str | None) -> None:
         ctx = vf.ModelContext(model=probe, client=vf.EvalClientConfig(base_url=endpoint.base_url, api_key_var=LOCAL_KEY_VAR),
                               sampling=vf.SamplingConfig())
-        seat_env = envs[probed]
+        seat_env: Any = envs[probed]
         episode = await seat_env.run_slot(seat_env.slots(task, 1)[0], ctx, semaphore)
         if keep and not (out / probe).is_dir():
             (out / probe).mkdir(exist_ok=True)
@@ -360,7 +366,8 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
             error = None if rollout.outcome == "ok" else tool_timeout(trace, task, job, full) or rollout.error
             record = reward_record(trace, probe, task, reply or "", error)
             if probe == "constant":  # right by the data, not by the reward: the constant's fair share
-                record["answer_is_constant"] = str(getattr(task.data, "answer", None)) == endpoint.policies.oracle.constant
+                constant = getattr(endpoint.policies.oracle, "constant", None)
+                record["answer_is_constant"] = str(getattr(task.data, "answer", None)) == constant
             record["outcome"] = rollout.outcome
             record["seat"] = getattr(trace.agent, "name", None) if trace.agent is not None else None
             record["episode"] = episode.id
@@ -368,7 +375,7 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
             if rejected and rollout.outcome == "env_error":
                 record["rejected"] = rejected
             if probed is not None and record["seat"] != probed:
-                others.append({"seat": record["seat"], "policy": reference["policy"], "reward": total_reward(trace),
+                others.append({"seat": record["seat"], "policy": policy, "reward": total_reward(trace),
                                "outcome": rollout.outcome, "reply": (reply or "")[:200], "turns": turns(trace),
                                "failed": reference_failed(rollout.outcome, reply or "", turns(trace))})
                 continue
@@ -385,12 +392,13 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
             mine.append(skipped(probe, task, NEVER_PLAYED + (f" (the episode ended: {rejected})" if rejected else "")))
         for record in mine:
             if probed is not None:
-                record.update(probed_seat=probed, reference=reference["policy"], others=others,
+                record.update(probed_seat=probed, reference=policy, others=others,
                               other_failed=any(o["failed"] for o in others))
             records.append(record)
         if not episode.traces:
             records.append({"probe": probe, "key": task.key, "idx": task.data.idx, "components": {}, "weights": {},
-                            "error": "; ".join(said(e.type, e.message, e.traceback) for e in episode.errors) or "no trace",
+                            "error": "; ".join(said(e.type, e.message, e.traceback) for e in episode.errors)
+                            or "no trace",
                             "outcome": "env_error", **({"rejected": rejected} if rejected else {}),
                             **({"probed_seat": probed} if probed is not None else {})})
         emit("probe", probe=probe)
@@ -519,6 +527,7 @@ async def audit(job: Job) -> None:
 async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, has_tools: bool) -> None:
     """The oracle (hook, else inferred from the answer field) and the exploit probes, into `result`."""
     plan = job.audit
+    assert plan is not None, "audit() checked the plan"
     answer_format = None
     if plan.probes and tasks and not result["has_oracle"] and mode == "in-process":
         answer_format, tried = await infer_oracle(vf, tasks)

@@ -24,6 +24,7 @@ import tomllib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from autoenv.config import Config
 from autoenv.gates import coverage, matrix, ranges, rejections
@@ -47,8 +48,8 @@ class Gates:
     seconds: float | None = None
     matrix: dict = field(default_factory=dict)
 
-    def add(self, name: str, status: GateStatus, message: str, **data) -> None:
-        self.findings.append(GateFinding(name=name, status=status, message=message, data=data))
+    def add(self, name: str, status: str, message: str, **data) -> None:
+        self.findings.append(GateFinding(name=name, status=cast(GateStatus, status), message=message, data=data))
 
     def report(self) -> GateReport:
         return GateReport(findings=self.findings, probes={k: ProbeSummary(**v) for k, v in self.probes.items()},
