@@ -657,7 +657,9 @@ def test_candidate_without_oracle_gets_the_answer_field_oracle_and_every_probe(r
 
 
 @pytest.mark.e2e
-def test_tool_candidate_without_oracle_shows_what_was_not_tested(run_repo):
+def test_tool_candidate_without_oracle_plays_the_answer_field_oracle_through_rollouts(run_repo):
+    """No oracle hook on a tools candidate: the answer field, in the format its reward accepts, is played as
+    the final reply through real rollouts, so the probes built from it are tested (5 of 13 before)."""
     root = run_repo("shopping")
     edit_taskset(root, lambda t: re.sub(r"    def oracle\(self.*?\n\n\n", "\n\n", t, flags=re.S))
     commit_all(root, "no oracle hook")
@@ -666,20 +668,14 @@ def test_tool_candidate_without_oracle_shows_what_was_not_tested(run_repo):
     (out,) = scratch_outputs(root)
     gates = json.loads((out / "gates.json").read_text())
     by_name = {f["name"]: f for f in gates["findings"]}
-    assert by_name["oracle"]["status"] == "warn" and "not tested" in by_name["oracle"]["message"]
-    for name in ("wrong-answer", "kitchen-sink", "padding", "first-number", "constant", "prompt-copy"):
-        finding = by_name[f"probe {name}"]
-        assert finding["status"] == "skip" and finding["message"].startswith("n/a, not tested"), finding
-        assert gates["probes"][name]["mean"] is None and gates["probes"][name]["scored"] == 0
-    assert "oracle hook" in by_name["probe padding"]["message"]
-    assert "in-process" in by_name["probe prompt-copy"]["message"]
-    for name in ("empty", "echo", "tool-spam"):
-        assert by_name[f"probe {name}"]["status"] == "pass"
+    assert by_name["oracle"]["status"] == "pass" and "inferred from the tasks' `answer` field in the answer-tag" \
+        in by_name["oracle"]["message"]
+    for name in ("wrong-answer", "kitchen-sink", "first-number", "constant", "empty", "echo", "tool-spam"):
+        assert by_name[f"probe {name}"]["status"] == "pass" and gates["probes"][name]["scored"] > 0, name
+    assert by_name["probe prompt-copy"]["status"] == "skip" and "in-process" in by_name["probe prompt-copy"]["message"]
     tested = by_name["probes tested"]
-    assert tested["status"] == "warn" and tested["data"]["coverage"] == "untested"
-    assert tested["message"].startswith("untested: only 5 of 13 exploit probes could be played") and "def oracle" in tested["message"]
-    assert "deterministic scoring" not in by_name  # nothing was rescored: no row claiming it was
-    assert re.search(r"│ padding\s+│ n/a\s+│", result.stdout)
+    assert tested["status"] == "warn" and "coverage" not in tested["data"]
+    assert tested["message"].startswith("12 of 13 exploit probes tested")
 
 
 # `correct` breaks on answers ending in 0 or 5 (several of the 30 sampled tasks; none of them
