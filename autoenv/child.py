@@ -25,12 +25,14 @@ import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
 from autoenv.exports import inspect_module
 from autoenv.forwarder import relay
 from autoenv.gates.audit import audit
 from autoenv.gates.derived import derive
 from autoenv.job import Job
+from autoenv.judge_routing import GraderPolicies, route_judges
 from autoenv.worker import run as rollouts
 
 PARENT_POLL_SECONDS = 1.0
@@ -73,8 +75,16 @@ def watch_parent(parent: int) -> None:
             os._exit(3)
 
 
+def offline(job: Job) -> bool:
+    """No real model in play: the audit and derive stages, or rollouts whose every seat is scripted."""
+    return job.rollouts is None or all(seat.embedded for seat in job.rollouts.roles.values())
+
+
 async def serve(job: Job) -> int:
     loop = asyncio.get_running_loop()
+    if offline(job):  # a vf.Judge inside the candidate reaches the built-in grader (autoenv.judge_routing)
+        grader = await Endpoint(GraderPolicies(seed=job.seed)).start()
+        route_judges(grader.base_url)
     while True:
         line = await loop.run_in_executor(None, sys.stdin.readline)
         if not line:

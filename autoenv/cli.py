@@ -272,10 +272,13 @@ def print_result(entry: Entry, root: Path | None = None, log: Path | None = None
 def cmd_gates(args) -> int:
     report = audit_only(Path.cwd(), args.config, probes=args.probes, env=args.env, env_id=args.env_id,
                         from_commit=getattr(args, "from_commit", None))
-    display.result_block({"gates": "passed" if report.passed else "failed", "failed": len(report.failed),
+    said = "failed" if not report.passed else "untested" if report.untested else "passed"
+    display.result_block({"gates": said, "failed": len(report.failed),
                           "mode": report.mode, "seconds": report.seconds})
     for item in report.failed:
         display.console.print(f"FAILED {item}", markup=False)
+    for item in report.untested:
+        display.console.print(f"UNTESTED {item}", markup=False)
     return 0 if report.passed else 1
 
 

@@ -125,8 +125,9 @@ def audit_only(cwd: Path, config: Path | None = None, probes: bool = True, env: 
     probes derived from that evaluation's stored rollouts (outputs/<commit>/) are added.
     """
     try:
-        repo: Repo | None = Repo(cwd)
-        root = repo.root
+        found = Repo(cwd)
+        repo: Repo | None = found
+        root = found.root
     except AutoEnvError:
         repo, root = None, Path(cwd).resolve()
     cfg = load_config(config or root / CONFIG_NAME)

@@ -542,7 +542,7 @@ class _Reader:
         if dataclasses.is_dataclass(hint):
             if not isinstance(value, dict):
                 self._fail(dotted, f"`{dotted}` must be a table ([{dotted}])")
-            return self.build(hint, value, prefix=f"{dotted}.")
+            return self.build(hint, value, prefix=f"{dotted}.")  # type: ignore[arg-type]  # a dataclass type here
         if hint is dict:  # a pass-through sub-table, checked by its owner's problems()
             if not isinstance(value, dict):
                 self._fail(dotted, f"`{dotted}` must be a table ([{dotted}])")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -180,10 +180,10 @@ class PlainProgress:
         self.started = self.last = time.time()
         self.ticker.start()
 
-    def add_task(self, description: str, total: int | None = None, status: str = "") -> int:
+    def add_task(self, description: str, total: int | None = None, status: str = "") -> TaskID:
         with self.lock:
             self.tasks[len(self.tasks)] = {"name": description, "total": total, "done": 0, "errors": 0}
-            return len(self.tasks) - 1
+            return TaskID(len(self.tasks) - 1)
 
     def update(self, task: int, completed: int | None = None, status: str = "") -> None:
         with self.lock:
@@ -259,7 +259,7 @@ def write_log(path: Path, log: io.StringIO) -> None:
     path.write_text(_ESCAPES.sub("", log.getvalue()), encoding="utf-8")
 
 
-def summary_table(stats: Mapping[str, ModelStats], bands: Bands) -> Table:
+def summary_table(stats: Mapping[Any, ModelStats], bands: Bands) -> Table:
     table = Table(title="Evaluation summary", title_justify="left")
     for column in ("model", "role", "mean [95% CI]", "std", "solve", "disagree", "scored", "errors p/t/e", "tokens in/out"):
         table.add_column(column, justify="right" if column not in ("model", "role") else "left")

@@ -35,7 +35,7 @@ class Repo:
                 fix="results are keyed by commit: run inside your AutoEnv clone "
                 "(or `git init && git add -A && git commit -m init` first)",
             ) from None
-        self.root = Path(self._repo.working_tree_dir).resolve()
+        self.root = Path(self._repo.working_tree_dir or path).resolve()
 
     def head(self) -> Head:
         try:
@@ -47,7 +47,7 @@ class Repo:
                 fix="commit the candidate first: git add -A && git commit -m 'first candidate'",
             ) from None
         branch = None if self._repo.head.is_detached else self._repo.active_branch.name
-        return Head(commit=commit.hexsha, branch=branch, subject=commit.summary)
+        return Head(commit=commit.hexsha, branch=branch, subject=str(commit.summary))
 
     def dirty_paths(self) -> list[str]:
         """Modified, staged and untracked (not ignored) paths, relative to the root."""
@@ -142,7 +142,7 @@ class Repo:
         sha = self.resolve(rev)
         head = self.head()
         return Head(commit=sha, branch=head.branch if head.commit == sha else None,
-                    subject=self._repo.commit(sha).summary)
+                    subject=str(self._repo.commit(sha).summary))
 
     @property
     def git_dir(self) -> Path:

@@ -42,6 +42,7 @@ import traceback
 import types
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 HARNESS_ID = "autoenv-inprocess"
 STOCK_HARNESS_ID = "null"
@@ -106,7 +107,7 @@ def _rebind(ns: dict) -> None:
         finally:
             sys.argv = saved
 
-    class TrackedAsyncOpenAI(openai_client):
+    class TrackedAsyncOpenAI(openai_client):  # type: ignore[valid-type,misc]  # a class from the program's namespace
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             _clients.get().append(self.close)
@@ -115,18 +116,18 @@ def _rebind(ns: dict) -> None:
             client_retries[seat.get() or "?"] += 1
             return await super()._sleep_for_retry(*args, **kwargs)
 
-    class TrackedAsyncClient(httpx_module.AsyncClient):
+    class TrackedAsyncClient(httpx_module.AsyncClient):  # type: ignore[name-defined]  # the program's httpx
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             _clients.get().append(self.aclose)
 
     rollout_httpx = types.ModuleType("httpx")
     rollout_httpx.__dict__.update(httpx_module.__dict__)
-    rollout_httpx.AsyncClient = TrackedAsyncClient
+    rollout_httpx.AsyncClient = TrackedAsyncClient  # type: ignore[attr-defined]  # a module built here
 
     rollout_traceback = types.ModuleType("traceback")
     rollout_traceback.__dict__.update(traceback_module.__dict__)
-    rollout_traceback.print_exc = lambda limit=None, file=None, chain=True: traceback_module.print_exc(
+    rollout_traceback.print_exc = lambda limit=None, file=None, chain=True: traceback_module.print_exc(  # type: ignore[attr-defined]  # a module built here
         limit=limit, file=file or _stderr.get(), chain=chain)
 
     ns.update(parse_args=rollout_parse_args, AsyncOpenAI=TrackedAsyncOpenAI, httpx=rollout_httpx,
@@ -144,7 +145,7 @@ async def run_program(args: list[str], workdir: Path | None = None):
         args = [f"{prefix}{workdir / a[len(prefix):]}" if a.startswith(prefix) and not Path(a[len(prefix):]).is_absolute()
                 else a for a in args]
     module = program()
-    stderr, clients = io.StringIO(), []
+    stderr, clients = io.StringIO(), list[Any]()
     tokens = (_argv.set(list(args)), _clients.set(clients), _stderr.set(stderr))
     exit_code = 0
     try:
@@ -164,8 +165,9 @@ async def run_program(args: list[str], workdir: Path | None = None):
                 await close()
             except Exception as e:  # closing noise must not hide how the program ended
                 stderr.write(f"closing a client failed: {type(e).__name__}: {e}\n")
-        for var, token in zip((_argv, _clients, _stderr), tokens):
-            var.reset(token)
+        _argv.reset(tokens[0])
+        _clients.reset(tokens[1])
+        _stderr.reset(tokens[2])
     return ProgramResult(exit_code=exit_code, stdout="", stderr=stderr.getvalue())
 
 

@@ -500,7 +500,12 @@ def gates(ctx: Context, worker: Worker) -> GateReport:
         declared = json.loads((worker.job.audit_dir / "audit.json").read_text()).get("reward_range")
     except (OSError, ValueError):
         declared = None
-    if declared:
+    observed = next((f.data.get("range") for f in report.findings if f.name == "reward range"), None)
+    if observed and not declared:  # no declared range: the statistics normalise from the probes' observed one
+        ctx.candidate = ctx.candidate.model_copy(update={"reward_range": observed})
+        display.note(f"rewards observed in [{observed[0]:g}, {observed[1]:g}] (no reward_range declared): "
+                     "statistics normalise to [0, 1]")
+    elif declared:
         ctx.candidate = ctx.candidate.model_copy(update={"reward_range": declared})
         display.note(f"the task declares rewards in [{declared[0]:g}, {declared[1]:g}]: statistics normalise to [0, 1]")
     for table in display.gates_tables(report):
@@ -510,6 +515,7 @@ def gates(ctx: Context, worker: Worker) -> GateReport:
 
 def derived_gates(ctx: Context, worker: Worker) -> GateReport:
     """Exploit probes derived from the rollouts just stored (autoenv.gates.derived); a failure discards."""
+    assert ctx.gates is not None, "the derive stage runs after the gates"
     before = set(ctx.gates.failed)
     report = run_derived(ctx.config, worker, ctx.gates)
     new = [f for f in report.failed if f not in before]
@@ -608,6 +614,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
     readiness = rl_readiness(stats, config.bands) if success else None
     written = others_writes(ctx)  # before the baseline is read from it
     entries = read_entries(config.path("log_file"))
+    first: str | None
     if ctx.environment is not None:
         kept = environment_baseline(entries, stats, ctx.environment, offline)
         first = f"first evaluation of the environment {ctx.environment.key} (--env {ctx.environment.source})"
@@ -622,7 +629,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
                       run=ctx.head.branch,
                       confidence=config.verdict.confidence, seed=config.seed, tampered=ctx.rules.changed,
                       provider_unavailable=outcome.provider_unavailable, recover=ctx.rules.recovery,
-                      min_tasks=config.stats.min_tasks)
+                      min_tasks=config.stats.min_tasks, gates_untested=ctx.gates.untested if ctx.gates else None)
     if kept is None and first and decision.verdict == "baseline":
         t, s = stats["target"], stats["strong"]
         later = "later evaluations of the same content" if ctx.environment else "its next evaluations"

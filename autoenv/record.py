@@ -271,6 +271,11 @@ class GateReport(Part):
         """No finding failed."""
         return not self.failed
 
+    @property
+    def untested(self) -> list[str]:
+        """`name: message` of the findings that say too few probes could be played (autoenv.gates.coverage)."""
+        return [f"{f.name}: {f.message}" for f in self.findings if f.data.get("coverage") == "untested"]
+
 
 class Hack(Part):
     """A way to score without doing the task."""

@@ -20,15 +20,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from rich.progress import TaskID
+
 from autoenv import display
 from autoenv.environ import RUNTIME_KEYS, scrubbed
 from autoenv.errors import AutoEnvError
 from autoenv.events import parse
 from autoenv.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.paths import EXAMPLES
-from autoenv.sandbox import Sandbox, choose, needs_network, repository_of, runtime_files, writable_paths
+from autoenv.sandbox import (
+    Sandbox,
+    choose,
+    needs_network,
+    prepare_scripts,
+    repository_of,
+    runtime_files,
+    writable_paths,
+)
 from autoenv.traces import read_rollouts
-
 
 CHILD_MODULE = "autoenv.child"
 STARTUP_SECONDS = 180  # the interpreter, verifiers and the candidate's import, on a loaded machine
@@ -98,6 +107,8 @@ class Worker:
         job_path = out / "job.json"
         self.job.write(job_path)
         self._stderr = open(self.stderr_path, "w")
+        if self.sandbox.kind == "bwrap" and not needs_network(self.job):
+            prepare_scripts(self.job)
         cmd = self.sandbox.wrap([sys.executable, "-m", CHILD_MODULE, str(job_path)],
                                 readable=[repository_of(candidate_dir), candidate_dir, *runtime_files(self.job)],
                                 writable=writable_paths(self.job), network=needs_network(self.job))
@@ -190,7 +201,7 @@ def _follow(proc: subprocess.Popen, result: WorkerResult) -> dict | None:
     """Follow one stage's events up to its `stage-done` or `error` (returned), or None at end of output."""
     assert proc.stdout is not None
     progress = None
-    bars: dict[str, int] = {}
+    bars: dict[str, TaskID] = {}
     try:
         for line in proc.stdout:
             event = parse(line)

@@ -11,7 +11,9 @@ the in-process harness the child has loopback only (its embedded endpoint, its t
 servers) and reaches real models through the harness's forwarder over a Unix socket
 (autoenv.forwarder.relay). The other runtimes drive a daemon or a cloud from the child, and
 the stock harness's `uv run` resolves packages at PyPI (and locks uv's cache, writable
-then), so those share the network (no key in it).
+then), so those share the network (no key in it). A candidate that ships PEP 723 scripts with
+dependencies (a reward that runs `runtime.run_uv_script`) has them locked and synced into uv's
+cache here, with the network, before a sandbox without one starts (`prepare_scripts`).
 
 Without bwrap, or where it cannot create namespaces (some containers), or with
 AUTOENV_SANDBOX=none, the candidate runs unconfined: the evaluation says so once and
@@ -20,6 +22,7 @@ records `sandbox: none` in its entry.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -29,9 +32,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from autoenv.scripts import ships_scripts
 from autoenv.job import Job
 from autoenv.paths import PROJECT
+from autoenv.scripts import prepare, ships_scripts
 
 SANDBOX_VAR = "AUTOENV_SANDBOX"
 BUILD_DIRS = ("build", "dist")
@@ -107,6 +110,24 @@ def writable_paths(job: Job) -> list[Path]:
         if job.runtime.harness == "stock" or ships_scripts(candidate_dir) else []
     return [job.out, *(candidate_dir / d for d in BUILD_DIRS if (candidate_dir / d).is_dir()),
             *([Path(job.forward_socket).parent] if job.forward_socket else []), *scripts]
+
+
+SCRIPTS_FILE = "scripts.json"
+
+
+def prepare_scripts(job: Job) -> list[str]:
+    """Before a sandbox without network starts: the candidate's shipped PEP 723 scripts resolved into uv's cache
+    where verifiers' subprocess runtime looks for them (autoenv.scripts.prepare); what failed goes to
+    scripts.json in the output folder, for the gates to name."""
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    candidate_dir = Path(job.candidate_dir)
+    if uv is None or not ships_scripts(candidate_dir):
+        return []
+    problems = prepare(candidate_dir, cache_home() / "verifiers" / "runtimes" / "scripts", uv)
+    if problems:
+        job.out.mkdir(parents=True, exist_ok=True)
+        (job.out / SCRIPTS_FILE).write_text(json.dumps({"unprepared": problems}, indent=1))
+    return problems
 
 
 def needs_network(job: Job) -> bool:

@@ -82,7 +82,8 @@ def model_stats(model: str, rollouts: list[Rollout], solve_threshold: float, pri
     rewards = np.array([r.reward for r in scored], dtype=float)
     by_task: dict[str, list[float]] = defaultdict(list)
     for r in scored:
-        by_task[r.task_key].append(r.reward)
+        if r.reward is not None:  # always, by `scored`
+            by_task[r.task_key].append(r.reward)
     per_task = {
         task_id(key): TaskRow(sum=round(float(sum(v)), 6), n=len(v), disagree=len(v) >= 2 and max(v) - min(v) > TIE)
         for key, v in sorted(by_task.items())

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,10 +213,22 @@ no task's prompt starts (a custom Env's own observation, say), so the scripted p
 The environment's side, never the provider's."""
 
 
+OUTAGE = re.compile(r"\b(APIConnectionError|APITimeoutError|RateLimitError|InternalServerError|ConnectError|"
+                    r"ConnectTimeout|ReadTimeout|Connection refused|Connection error)\b")
+
+
+def grader_outage(error: str | None) -> bool:
+    """Whether an error is a grader's transport failing (a model-graded reward's judge unreachable, timing out,
+    rate-limited): infrastructure, not the candidate's code (autoenv.judge_routing)."""
+    return bool(error) and OUTAGE.search(error or "") is not None
+
+
 def _error_kind(errors: list[dict]) -> str:
     types = {e.get("type", "") for e in errors}
     if any(UNMATCHED in str(e.get("message", "")) for e in errors):
         return "env_error"
+    if any(grader_outage(f"{e.get('type', '')}: {e.get('message', '')}") for e in errors):
+        return "provider_error"  # a model-graded reward's grader unreachable: infrastructure
     return "provider_error" if types & PROVIDER_ERRORS else "env_error"
 
 
@@ -223,7 +236,17 @@ def _error_text(errors: list[dict]) -> str | None:
     if not errors:
         return None
     first = errors[0]
-    return f"{first.get('type', 'Error')}: {first.get('message', '')}"[:500]
+    return said(first.get("type", "Error"), first.get("message", ""), first.get("traceback"))[:500]
+
+
+def said(kind: str, message: str | None, traceback: str | None = None) -> str:
+    """`Type: message`; an exception raised with no message (a bare `TimeoutError()`) says where it was raised."""
+    if (message or "").strip():
+        return f"{kind}: {message}"
+    frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', traceback or "")
+    where = f" at {Path(frames[-1][0]).name}:{frames[-1][1]} in {frames[-1][2]}" if frames else ""
+    hint = " (a call that ran past its own deadline)" if "Timeout" in kind else ""
+    return f"{kind} raised with no message{where}{hint}"
 
 
 def _opt(value) -> str | None:

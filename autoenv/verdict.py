@@ -155,6 +155,7 @@ def decide(
     provider_unavailable: bool = False,
     recover: str | None = None,
     min_tasks: int = 0,
+    gates_untested: list[str] | None = None,
 ) -> Verdict:
     """The verdict for an evaluation with `stats` on branch `run`, against the `kept` entry of
     the same run (None: this is the run's first); `no_reference` says why the scripted
@@ -202,6 +203,10 @@ def decide(
             f"too few shared tasks to compare: {len(shared)} task(s) shared with {kept.commit[:8]}, fewer than "
             f"stats.min_tasks = {min_tasks}; raise budget.examples. {standing(t, s, bands)}"))
     verdict = _compare(t, s, kept, bands, confidence, seed)
+    if verdict.verdict == "keep" and gates_untested:  # model-free evidence the gates do not have
+        verdict = Verdict(verdict="inconclusive", reason=(
+            f"{verdict.reason}; but not kept: the gates are untested ({gates_untested[0][:300]}), so nothing shows "
+            "the gain is not a harvested reward"))
     return verdict.model_copy(update={"compared_to": kept.commit})
 
 

@@ -89,7 +89,7 @@ async def run(job: Job) -> None:
             emit("rollout", role=role, done=done[role], total=total[role], ok=bool(episode.ok))
 
         retry_seat.set(role)  # this task's own context: the chat program's client counts its retries under it
-        await env.run_slot(slot, contexts[role], permits[role], on_complete=saved)  # type: ignore[arg-type]
+        await env.run_slot(slot, contexts[role], permits[role], on_complete=saved)
 
     try:
         async with env.serving():
@@ -100,7 +100,7 @@ async def run(job: Job) -> None:
                     slot = env.slots(chosen[0], 1)[0]
                     token = retry_seat.set("target")
                     try:
-                        episode = await env.run_slot(slot, contexts["target"], permits["target"])  # type: ignore[arg-type]
+                        episode = await env.run_slot(slot, contexts["target"], permits["target"])
                     finally:
                         retry_seat.reset(token)
                     await append_episode(out / "smoke", episode, lock)

@@ -1,6 +1,15 @@
 """The gates on existing environments, before and after the harness learnt to take them as they are.
 
 Usage: .venv/bin/python bench/real_envs.py [--before main] [--examples real-glossary real-duel]
+       .venv/bin/python bench/real_envs.py --shapes stop-guard kuhn-seats [--before REF]
+
+`--shapes` runs the real verifiers v1 shapes under tests/data (each written here after a public env
+of verifiers' environments/ folder: stop-guard ~ interception, kuhn-seats ~ kuhn_poker, contract-env
+~ proposer_solver, judged-answer ~ wiki_search's judge, version-verify ~ gsm8k's uv script) with
+`autoenv probe --env` under both harnesses (the before ref must have `--env`), and prints one row per
+env: false failed gates (every env is a legitimate design, so every failed gate is false), untested
+exploit probes, and vacuous passes (`passed` with under half the probes tested, a matrix over 0
+components, an answer-balance warning when every answer is distinct).
 
 For each example under examples/ (an environment with its own name and shape), `autoenv probe`
 runs twice, with the probe budget of config.toml:
@@ -76,11 +85,57 @@ def table(name: str, before: dict, after: dict) -> str:
     return "\n".join(lines)
 
 
+def findings_of(cwd: Path, args: list[str], source: Path | None) -> list[dict]:
+    env = {**os.environ, "NO_COLOR": "1", **({"PYTHONPATH": str(source)} if source is not None else {})}
+    subprocess.run([sys.executable, "-m", "autoenv.cli", "probe", *args], cwd=cwd, env=env, capture_output=True,
+                   text=True, timeout=1800)
+    found = sorted((cwd / "outputs" / "scratch").glob("*/gates/gates.json"), key=lambda p: p.stat().st_mtime)
+    return json.loads(found[-1].read_text())["findings"] if found else []
+
+
+def shape_counts(findings: list[dict]) -> tuple[int, int, int]:
+    """(false failed gates, untested exploit probes, vacuous passes) of one legitimate env's gate report."""
+    failed = sum(1 for f in findings if f["status"] == "fail")
+    tested = next((f for f in findings if f["name"] == "probes tested"), None)
+    probes = [f for f in findings if f["name"].startswith("probe ") and not f["name"].startswith("probe derived")]
+    untested = sum(1 for f in probes if f["status"] == "skip")
+    n_tested = len((tested or {}).get("data", {}).get("tested") or [])
+    vacuous = 0
+    if not failed and probes and n_tested < len(probes) / 2 and (tested or {}).get("data", {}).get("coverage") != "untested":
+        vacuous += 1  # passed on under half of the probes
+    vacuous += sum(1 for f in findings if "no reward component of 0 harvested" in f["message"])
+    balance = next((f for f in findings if f["name"] == "answer balance"), None)
+    if balance and balance["status"] == "warn" and balance["data"].get("distinct") == balance["data"].get("tasks"):
+        vacuous += 1
+    return failed, untested, vacuous
+
+
+def shapes(names: list[str], before_ref: str) -> None:
+    print("| env | before: false failed / untested / vacuous | after: false failed / untested / vacuous |")
+    print("|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="autoenv-shapes-") as tmp:
+        root = Path(tmp)
+        source = export(before_ref, root / "before-src")
+        for name in names:
+            env_dir = PROJECT / "tests" / "data" / name
+            row = []
+            for label, src, config in (("before", source, source / "config.toml"), ("after", None, PROJECT / "config.toml")):
+                cwd = root / f"{label}-{name}"
+                cwd.mkdir()
+                shutil.copy(config, cwd / "config.toml")
+                row.append(" / ".join(map(str, shape_counts(findings_of(cwd, ["--env", str(env_dir)], src)))))
+            print(f"| {name} | {row[0]} | {row[1]} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="main", help="git ref of the harness before (default: main)")
     parser.add_argument("--examples", nargs="+", default=["real-glossary", "real-duel"])
+    parser.add_argument("--shapes", nargs="+", help="envs under tests/data, run with --env under both harnesses")
     args = parser.parse_args()
+    if args.shapes:
+        shapes(args.shapes, args.before)
+        return
     tables = []
     with tempfile.TemporaryDirectory(prefix="autoenv-real-envs-") as tmp:
         root = Path(tmp)

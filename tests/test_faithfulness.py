@@ -160,7 +160,8 @@ def test_probes_that_needed_the_missing_oracle_are_na_not_pass():
         assert f.status == "skip" and f.message.startswith("n/a, not tested on any of 5 tasks: needs the oracle")
     assert finding(report, "probe empty").status == "pass"
     tested = finding(report, "probes tested")
-    assert tested.status == "warn" and tested.message.startswith("1 of 3 exploit probes tested")
+    assert tested.status == "warn" and tested.message.startswith("untested: only 1 of 3 exploit probes could be played")
+    assert tested.data["coverage"] == "untested" and "def oracle" in tested.message and report.report().untested
     assert "wrong-answer, padding (needs the oracle's reply" in tested.message
     assert tested.data["untested"] == {"wrong-answer": NO_ORACLE, "padding": NO_ORACLE}
     assert report.report().probes["padding"].mean is None

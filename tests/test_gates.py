@@ -294,13 +294,29 @@ def test_a_reward_outside_its_range_is_an_error(bad):
     records = probe_records()
     records.append(rec("oracle", 42, {"correct": bad}))
     records.append(rec("padding", 42, {"correct": bad}))
-    report = judge_only_probes(records)
+    # a number outside [0, 1] is an error only against a range the env declares (verifiers documents none)
+    report = judge_only_probes(records, **({"reward_range": [0, 1]} if isinstance(bad, float) and bad == bad
+                                           and abs(bad) != float("inf") else {}))
     f = find(report, "reward errors")
     assert f.status == "fail" and "task 42 (oracle)" in f.message and "'correct'" in f.message
     assert report.probes["oracle"]["mean"] == 1.0 and report.probes["oracle"]["scored"] == 10
     assert find(report, "oracle").status == "pass"
     assert find(report, "probe padding").status == "pass"  # the 1.7 did not lift padding over the oracle
     json.dumps(report.report().model_dump(mode="json"))
+
+
+@pytest.mark.parametrize("low, high", [(-1.0, 1.0), (-2.0, 2.0), (0.0, 3.0)])
+def test_an_undeclared_range_is_observed_and_warned_not_an_error(low, high):
+    """A game's payoffs (+/-1, +/-2) are legitimate in verifiers: the range is observed, the probes normalised."""
+    records = [rec("oracle", i, {"payoff": high}) for i in range(5)] + [rec("empty", i, {"payoff": low}) for i in range(5)]
+    report = judge_only_probes(records)
+    assert report.passed, report.failed
+    f = find(report, "reward range")
+    assert f.status == "warn" and f.data["range"] == [min(low, 0.0), max(high, 1.0)]
+    assert f"scores from {low:g} to {high:g}" in f.message and "not an error" in f.message
+    assert report.probes["oracle"]["mean"] == 1.0 and find(report, "probe empty").status == "pass"
+    farmed = judge_only_probes(records[:5] + [rec("empty", i, {"payoff": high}) for i in range(5)])
+    assert "probe empty" in " ".join(farmed.failed)  # a payoff the empty reply farms is still caught
 
 
 def test_a_finished_rollout_without_any_reward_is_an_error():
@@ -641,7 +657,9 @@ def test_candidate_without_oracle_gets_the_answer_field_oracle_and_every_probe(r
 
 
 @pytest.mark.e2e
-def test_tool_candidate_without_oracle_shows_what_was_not_tested(run_repo):
+def test_tool_candidate_without_oracle_plays_the_answer_field_oracle_through_rollouts(run_repo):
+    """No oracle hook on a tools candidate: the answer field, in the format its reward accepts, is played as
+    the final reply through real rollouts, so the probes built from it are tested (5 of 13 before)."""
     root = run_repo("shopping")
     edit_taskset(root, lambda t: re.sub(r"    def oracle\(self.*?\n\n\n", "\n\n", t, flags=re.S))
     commit_all(root, "no oracle hook")
@@ -650,19 +668,14 @@ def test_tool_candidate_without_oracle_shows_what_was_not_tested(run_repo):
     (out,) = scratch_outputs(root)
     gates = json.loads((out / "gates.json").read_text())
     by_name = {f["name"]: f for f in gates["findings"]}
-    assert by_name["oracle"]["status"] == "warn" and "not tested" in by_name["oracle"]["message"]
-    for name in ("wrong-answer", "kitchen-sink", "padding", "first-number", "constant", "prompt-copy"):
-        finding = by_name[f"probe {name}"]
-        assert finding["status"] == "skip" and finding["message"].startswith("n/a, not tested"), finding
-        assert gates["probes"][name]["mean"] is None and gates["probes"][name]["scored"] == 0
-    assert "oracle hook" in by_name["probe padding"]["message"]
-    assert "in-process" in by_name["probe prompt-copy"]["message"]
-    for name in ("empty", "echo", "tool-spam"):
-        assert by_name[f"probe {name}"]["status"] == "pass"
+    assert by_name["oracle"]["status"] == "pass" and "inferred from the tasks' `answer` field in the answer-tag" \
+        in by_name["oracle"]["message"]
+    for name in ("wrong-answer", "kitchen-sink", "first-number", "constant", "empty", "echo", "tool-spam"):
+        assert by_name[f"probe {name}"]["status"] == "pass" and gates["probes"][name]["scored"] > 0, name
+    assert by_name["probe prompt-copy"]["status"] == "skip" and "in-process" in by_name["probe prompt-copy"]["message"]
     tested = by_name["probes tested"]
-    assert tested["status"] == "warn" and tested["message"].startswith("5 of 13 exploit probes tested")
-    assert "deterministic scoring" not in by_name  # nothing was rescored: no row claiming it was
-    assert re.search(r"│ padding\s+│ n/a\s+│", result.stdout)
+    assert tested["status"] == "warn" and "coverage" not in tested["data"]
+    assert tested["message"].startswith("12 of 13 exploit probes tested")
 
 
 # `correct` breaks on answers ending in 0 or 5 (several of the 30 sampled tasks; none of them

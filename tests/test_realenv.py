@@ -103,8 +103,15 @@ def test_constant_sum_games_and_declared_ranges(tmp_path):
     before, after = Gates(), Gates()
     judge_audit(audit_of([dict(r) for r in zero_sum], seats=seats), cfg, before)
     judge_audit(audit_of([dict(r) for r in zero_sum], seats=seats, reward_range=[-2, 2]), cfg, after)
-    assert any("outside its documented range [0, 1]" in f for f in before.failed)
+    assert before.passed, before.failed  # verifiers documents no range: payoffs of +/-2 are not an error
+    observed = next(f for f in before.findings if f.name == "reward range")
+    assert observed.status == "warn" and observed.data["range"] == [-2, 2] and observed.data["constant_sum"] == 0
+    assert "scores from -2 to 2" in observed.message and "summing to 0" in observed.message
     assert after.passed, after.failed
+    assert not any(f.name == "reward range" for f in after.findings)  # declared: nothing to infer
+    broken = Gates()  # a score outside the range the env declares breaks its own declaration
+    judge_audit(audit_of([dict(r) for r in zero_sum], seats=seats, reward_range=[-1, 1]), cfg, broken)
+    assert any("outside its declared by the task's reward_range range [-1, 1]" in f for f in broken.failed)
     row = next(f for f in after.findings if f.name == "probe garbage")
     assert row.status == "skip" and "constant-sum game of 2 seats" in row.message
     size = next(f for f in after.findings if f.name == "dataset size")

@@ -53,7 +53,7 @@ def refuse_when_spent(outputs: Path, log_file: Path, branch: str | None) -> None
     state = read_state(outputs, branch)
     if state is None:
         return
-    where = str(driver_dir(outputs, branch[len("autoenv/"):]) / "driver.json")
+    where = str(driver_dir(outputs, (branch or "")[len("autoenv/"):]) / "driver.json")
     fix = "nothing to do: the driver has ended the run (see `autoenv log --agent`); start a new budget with autoenv run"
     if state.get("stopping"):
         raise AutoEnvError(f"autoenv run (PID {state['pid']}) has stopped the run: {state['stopping']}; "

@@ -227,6 +227,7 @@ class Driver:
             except OSError as e:
                 raise AutoEnvError(f"cannot start the agent: {e}", where=f"config.toml [agent] {self.spec.kind}_start",
                                    fix="check the template's program and its permissions") from None
+            assert proc.stdin is not None, "started with stdin=PIPE"
             try:
                 proc.stdin.write(prompt.encode())
                 proc.stdin.close()

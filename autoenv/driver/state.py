@@ -16,6 +16,7 @@ import fcntl
 import json
 import os
 from pathlib import Path
+from typing import IO
 
 from autoenv.errors import AutoEnvError
 from autoenv.formats import iso_now
@@ -25,7 +26,7 @@ from autoenv.ledger import atomic_write
 class DriverLock:
     def __init__(self, directory: Path):
         self.path = directory / "driver.lock"
-        self._file = None
+        self._file: IO[str] | None = None
 
     def probe(self) -> None:
         """Refuse when another driver holds the lock; writes nothing (for the checks before a run starts)."""

@@ -118,7 +118,7 @@ class Policies:
             # Fail the same way for every session when the oracle cannot be played at all.
             if self.oracle is None:
                 self._need_oracle(request.messages)
-            if self.oracle.task_key(request.messages) is None:
+            if self.oracle is None or self.oracle.task_key(request.messages) is None:
                 raise PolicyError(NO_MATCH, 404)
         key = self.oracle.task_key(request.messages) if self.oracle else None
         # Real models find some tasks easier than others: each task gets its own success
@@ -132,14 +132,21 @@ class Policies:
 
 
 CHOICE_DOC = ("a seeded pick among the words the last user message offers as a choice (`one word: bet or fold`, "
-              "`A, B or C`): a legal move without knowing the game; a refusal when it offers none")
+              "`A, B or C`), answered in the offered form (`[check] or [bet]` -> `[bet]`): a legal move without knowing "
+              "the game; a refusal when it offers none")
 CHOICE_OPTIONS = re.compile(r"\b(\w[\w-]*(?:\s*,\s*\w[\w-]*)*)\s*,?\s+or\s+(\w[\w-]*)\b")
+BRACKETED = re.compile(r"(\[[\w-]+\](?:\s*(?:,|or|,\s*or)\s*\[[\w-]+\])+)")
+"""Options written in the form the reply must use (`[check] or [bet]`): the pick is answered in that form."""
 
 
 def choice(request: ChatRequest, seed: int = 0) -> Reply:
     """The fixed reference policy of multi-seat probing where the task has no oracle hook (see CHOICE_DOC):
     the same message gets the same pick for a given seed, so a probe run replays."""
     last = next((message_text(m) for m in reversed(request.messages) if m.get("role") == "user"), "")
+    bracketed = BRACKETED.findall(last)
+    if bracketed:  # the offered form is the reply's form: `[check] or [bet]` is answered `[check]`
+        options = re.findall(r"\[[\w-]+\]", bracketed[-1])
+        return Reply(content=seeded_rng("choice", seed, last).choice(options))
     found = CHOICE_OPTIONS.findall(last)
     if not found:
         return Reply(content=REFUSAL)

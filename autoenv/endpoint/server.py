@@ -177,7 +177,8 @@ class Endpoint:
             return error_response(500, f"the policy failed: {type(e).__name__}: {e}")
         usage = self._usage(chat.messages, reply)
         if fault == "cut" and not body.get("stream"):
-            request.transport.close()  # the connection drops before any byte of the answer
+            if request.transport is not None:
+                request.transport.close()  # the connection drops before any byte of the answer
             return web.Response(status=500)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))

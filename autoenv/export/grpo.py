@@ -47,7 +47,7 @@ def export_grpo(root: Path, trainer: str, out: Path | None = None, commit: str |
         held = {row["key"] for row in kept.held_out}
         levels, ordered_by = level_order(kept, rows, cfg.stats.min_tasks)
         rank = {level: i for i, level in enumerate(levels)}
-        train = sorted((r for r in rows if r["key"] not in held), key=lambda r: rank.get(r.get("difficulty"), 0))
+        train = sorted((r for r in rows if r["key"] not in held), key=lambda r: rank.get(str(r.get("difficulty")), 0))
         evals = [r for r in rows if r["key"] in held]
         for name, part in (("train", train), ("eval", evals)):
             (out / "dataset" / f"{name}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in part))

@@ -9,7 +9,8 @@ be played here is recorded as skipped with its reason, never scored as a pass. T
 embedded endpoint runs throughout, its address in AUTOENV_GRADER_URL, so a model-graded
 reward can reach a scripted grader.
 
-Single-turn candidates (no tools, no custom Env) are scored in-process: the reply is put
+Single-turn candidates (no tools, no custom Env, no @vf.intercept/@vf.stop hooks) are scored
+in-process: the reply is put
 into a trace and the task's own `score` runs on it, which costs a fraction of a
 millisecond instead of a rollout process. Multi-turn and tool candidates are played
 through real rollouts against the embedded endpoint. Raw numbers go to `audit.json`;
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -31,22 +33,25 @@ import time
 import traceback
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
 from autoenv.gates import dataset
-from autoenv.gates.answer_oracle import format_reply, infer_format
+from autoenv.gates.answer_oracle import FORMATS, TRIAL_TASKS, format_reply, infer_format
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
-from autoenv.gates.probes import (EXPLOITS, IN_PROCESS_ONLY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS, REFUSAL,
-                                  probe_replies)
+from autoenv.gates.probes import EXPLOITS, IN_PROCESS_ONLY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS, probe_replies
+from autoenv.gates.rejections import rejection
+from autoenv.gates.seats import NEVER_PLAYED, reference_failed, seat_reference, turns
 from autoenv.job import Job
+from autoenv.judge_routing import grader_outage
+from autoenv.limits import TimeLimitExceeded, breaches, run_limited
 from autoenv.messages import Reply
 from autoenv.scripts import script_kind
-from autoenv.limits import TimeLimitExceeded, breaches, run_limited
 from autoenv.tasks import build_env, load_tasks, seat_names, write_run_config
-from autoenv.traces import to_rollout
+from autoenv.traces import said, to_rollout
 from autoenv.worker import LOCAL_KEY_VAR, sample_tasks
 
 REPLY_PREVIEW = 400
@@ -77,11 +82,26 @@ def own_fields(data) -> str:
     return json.dumps(data.model_dump(mode="json", include=names), sort_keys=True)
 
 
+def media_parts(data) -> str:
+    """Digests of the prompt's non-text content parts (images, audio), in order: two tasks with the same text
+    and different images are different tasks."""
+    digests = []
+    for message in data.prompt if isinstance(data.prompt, list) else []:
+        content = message.model_dump(exclude_none=True).get("content") if hasattr(message, "model_dump") \
+            else dict(message).get("content")
+        for part in content if isinstance(content, list) else []:
+            if isinstance(part, dict) and part.get("type") != "text":
+                digests.append(hashlib.blake2b(json.dumps(part, sort_keys=True, default=str).encode(),
+                                               digest_size=8).hexdigest())
+    return " ".join(digests)
+
+
 def dataset_rows(tasks: list) -> list[dict]:
     rows = []
     for t in tasks:
         prompt = t.data.prompt_text
-        row = {"key": t.key, "idx": t.data.idx, "prompt": prompt, "system": t.data.system_prompt or ""}
+        row = {"key": t.key, "idx": t.data.idx, "prompt": prompt, "system": t.data.system_prompt or "",
+               "parts": media_parts(t.data), "data": own_fields(t.data)}
         if not prompt.strip():  # no prompt: tasks differ by their data fields (and seed), not by text
             row.update(prompt=own_fields(t.data), fields=True)
         for name in ("answer", "difficulty", "category"):
@@ -134,7 +154,7 @@ async def score_in_process(vf, task, reply) -> tuple:
     """Score `reply` as the single assistant turn of `task`; returns (trace, error)."""
     from verifiers.v1.graph import MessageNode  # deferred: verifiers is imported only inside the child
 
-    nodes = []
+    nodes: list[Any] = []
     for message in task_messages(task):
         cls = vf.SystemMessage if message["role"] == "system" else vf.UserMessage
         nodes.append(MessageNode(message=cls(content=message["content"]), parent=len(nodes) - 1 if nodes else None))
@@ -146,7 +166,7 @@ async def score_in_process(vf, task, reply) -> tuple:
         await task.score(trace)
     except Exception as e:
         cause = e.__cause__ or e
-        return trace, f"{type(cause).__name__}: {cause}"
+        return trace, said(type(cause).__name__, str(cause), "".join(traceback.format_exception(cause)))
     return trace, None
 
 
@@ -190,6 +210,27 @@ async def infer_oracle(vf, tasks: list) -> tuple[str | None, dict[str, float]]:
         trace, error = await score_in_process(vf, task, Reply(content=text))
         return None if error else total_reward(trace)
     return await infer_format(tasks, score)
+
+
+async def infer_oracle_rollouts(vf, job: Job, env, tasks: list, seats: list[str]
+                                ) -> tuple[str | None, dict[str, float]]:
+    """The answer-field oracle's format for a tools or custom-Env candidate without a hook: each format's answer
+    played as the final reply through real rollouts on a few tasks (not recorded as probes)."""
+    async def trial(form: str) -> list[float | None]:
+        records, _ = await probe_rollouts(vf, job, env, tasks, trial_tasks, ["oracle"], seats, form, keep=False)
+        return [None if r.get("skipped") or r.get("error") else
+                sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()
+                    if isinstance(v, (int, float))) for r in records]
+
+    trial_tasks = [t for t in tasks if getattr(t.data, "answer", None) not in (None, "")][:TRIAL_TASKS]
+    if not trial_tasks:
+        return None, {}
+    means: dict[str, float] = {}
+    for form in FORMATS:
+        scored = [v for v in await trial(form) if v is not None]
+        means[form] = round(sum(scored) / len(scored), 4) if scored else 0.0
+    best = max(FORMATS, key=lambda f: means[f])
+    return (best if means[best] > 0 else None), means
 
 
 NO_ORACLE = "needs the oracle's reply, and the candidate has no oracle hook and no inferable answer-field oracle"
@@ -240,6 +281,8 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
                     deterministic &= same_rewards(trace.rewards, again.rewards)
                     checked = True
                 record = reward_record(trace, probe, task, reply.content, error)
+                if grader_outage(error):  # the grader of a model-graded reward unreachable: infrastructure
+                    record["outcome"] = "provider_error"
                 tried[strategy] = (-1.0 if error else (total_reward(trace) or 0.0), record)
             if probe in strategies:
                 strategies[probe].append((task, tried))
@@ -276,71 +319,65 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
     return records
 
 
-FIXED_REFERENCE = "choice"
-"""The reference policy at the other seats of a multi-seat env whose tasks have no oracle hook (endpoint policy
-`choice`: a seeded pick among the moves the seat's last message offers)."""
-
-
-def seat_reference(seats: list[str], task) -> dict | None:
-    """Who plays the seats a per-seat probe does not: the oracle hook when the task has one, else a fixed policy."""
-    if len(seats) < 2:
-        return None
-    if has_hook(task):
-        return {"policy": "oracle", "why": "the task's oracle hook (`oracle`)"}
-    return {"policy": FIXED_REFERENCE, "why": "the fixed policy `choice` (no oracle hook: a seeded pick among the "
-            "moves each message offers, a refusal when it offers none)"}
-
-
-def reference_failed(record: dict, reply: str) -> bool:
-    """A reference seat that did not play: an error, an empty reply, or a refusal (the fixed policy found no move)."""
-    return record.get("outcome") != "ok" or not reply.strip() or reply.strip() == REFUSAL
-
-
-async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes,
-                         seats: list[str] | None = None) -> tuple[list[dict], bool | None]:
+async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: list[str] | None = None,
+                         answer_format: str | None = None, keep: bool = True) -> tuple[list[dict], bool | None]:
     """Each probe played as real rollouts. In a multi-seat env each probe plays one seat at a time while the
     other seats are pinned (verifiers' per-seat `AgentConfig.model`) to the reference policy of
     `seat_reference`; a record is the probed seat's alone, the reference seats' results under `others`."""
     from verifiers.v1.utils.trace_store import append_episode  # deferred: verifiers only inside the child
 
     out = job.audit_dir
-    endpoint = await Endpoint(Policies(OracleBook(tasks_all), seed=job.seed)).start()
+    endpoint = await Endpoint(Policies(OracleBook(tasks_all, answer_format), seed=job.seed)).start()
     os.environ[LOCAL_KEY_VAR] = "local"
     semaphore = asyncio.Semaphore(job.max_concurrent)
     lock = asyncio.Lock()
     records: list[dict] = []
     rescored: list[bool] = []
     reference = seat_reference(seats or [], sample[0])
-    envs = ({seat: build_env(vf, job, {o: reference["policy"] for o in seats if o != seat}) for seat in seats}
-            if reference else {None: env})
+    roots = [Path(job.candidate_dir).resolve()]
+    modules = list(dict.fromkeys([job.module, *(job.check_modules or [])]))
+    envs: dict[str | None, Any] = {None: env}
+    if reference:
+        envs = {seat: build_env(vf, job, {o: reference["policy"] for o in seats or [] if o != seat})
+                for seat in seats or []}
+    policy = reference["policy"] if reference else None
 
     async def play(probe: str, task, probed: str | None) -> None:
         ctx = vf.ModelContext(model=probe, client=vf.EvalClientConfig(base_url=endpoint.base_url, api_key_var=LOCAL_KEY_VAR),
                               sampling=vf.SamplingConfig())
-        seat_env = envs[probed]
+        seat_env: Any = envs[probed]
         episode = await seat_env.run_slot(seat_env.slots(task, 1)[0], ctx, semaphore)
-        if not (out / probe).is_dir():
+        if keep and not (out / probe).is_dir():
             (out / probe).mkdir(exist_ok=True)
             write_run_config(out / probe, seat_env, probe)
-        await append_episode(out / probe, episode, lock)
+        if keep:
+            await append_episode(out / probe, episode, lock)
         wire = json.loads(episode.model_dump_json(exclude_none=True))
+        rejected = rejection(wire.get("errors") or [], roots, modules)
         mine, others = [], []
         for trace, wire_trace in zip(episode.traces, wire.get("traces") or []):
             rollout = to_rollout(wire_trace, wire)
             reply = trace.assistant_messages[-1].content if trace.assistant_messages else ""
+            seat = getattr(trace.agent, "name", None) if trace.agent is not None else None
+            if probed is not None and seat == probed and turns(trace) == 0:
+                mine.append(skipped(probe, task, NEVER_PLAYED))
+                continue
             full = " ".join(str(e.get("message", "")) for e in (wire_trace.get("errors") or []) + (wire.get("errors") or []))
             error = None if rollout.outcome == "ok" else tool_timeout(trace, task, job, full) or rollout.error
             record = reward_record(trace, probe, task, reply or "", error)
             if probe == "constant":  # right by the data, not by the reward: the constant's fair share
-                record["answer_is_constant"] = str(getattr(task.data, "answer", None)) == endpoint.policies.oracle.constant
+                constant = getattr(endpoint.policies.oracle, "constant", None)
+                record["answer_is_constant"] = str(getattr(task.data, "answer", None)) == constant
             record["outcome"] = rollout.outcome
             record["seat"] = getattr(trace.agent, "name", None) if trace.agent is not None else None
             record["episode"] = episode.id
             record["tool_calls"] = len(trace.tool_messages)
+            if rejected and rollout.outcome == "env_error":
+                record["rejected"] = rejected
             if probed is not None and record["seat"] != probed:
-                others.append({"seat": record["seat"], "policy": reference["policy"], "reward": total_reward(trace),
-                               "outcome": rollout.outcome, "reply": (reply or "")[:200],
-                               "failed": reference_failed(record, reply or "")})
+                others.append({"seat": record["seat"], "policy": policy, "reward": total_reward(trace),
+                               "outcome": rollout.outcome, "reply": (reply or "")[:200], "turns": turns(trace),
+                               "failed": reference_failed(rollout.outcome, reply or "", turns(trace))})
                 continue
             mine.append(record)
             if probe == "oracle" and rollout.outcome == "ok":
@@ -351,22 +388,26 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes,
                     rescored.append(same_rewards(trace.rewards, copy.rewards))
                 except Exception:
                     rescored.append(False)
+        if probed is not None and episode.traces and not mine:  # the probed seat left no trace: it never played
+            mine.append(skipped(probe, task, NEVER_PLAYED + (f" (the episode ended: {rejected})" if rejected else "")))
         for record in mine:
             if probed is not None:
-                record.update(probed_seat=probed, reference=reference["policy"], others=others,
+                record.update(probed_seat=probed, reference=policy, others=others,
                               other_failed=any(o["failed"] for o in others))
             records.append(record)
         if not episode.traces:
             records.append({"probe": probe, "key": task.key, "idx": task.data.idx, "components": {}, "weights": {},
-                            "error": "; ".join(e.message for e in episode.errors) or "no trace", "outcome": "env_error",
+                            "error": "; ".join(said(e.type, e.message, e.traceback) for e in episode.errors)
+                            or "no trace",
+                            "outcome": "env_error", **({"rejected": rejected} if rejected else {}),
                             **({"probed_seat": probed} if probed is not None else {})})
         emit("probe", probe=probe)
 
     played = []
     for probe in probes:
         reason = ("scores many replies per task: played only where replies are scored in-process"
-                  if probe in IN_PROCESS_ONLY else NO_ORACLE if probe in NEEDS_ORACLE | {"oracle"} and not has_hook(sample[0])
-                  else None)
+                  if probe in IN_PROCESS_ONLY else NO_ORACLE if probe in NEEDS_ORACLE | {"oracle"}
+                  and not has_hook(sample[0]) and not answer_format else None)
         if reason:
             records.extend(skipped(probe, task, reason) for task in sample)
         else:
@@ -396,6 +437,16 @@ def tool_timeout(trace, task, job: Job, error: str | None) -> str | None:
     if message not in _hung_tools:
         _hung_tools.append(message)
     return message
+
+
+def response_hooks(task) -> list[str]:
+    """The task's `@vf.intercept` and `@vf.stop` hooks: they act on the model's response inside a rollout (a stop
+    guard ends it, an interceptor rewrites the reply), which in-process scoring of a bare reply would skip, so
+    such candidates are probed through real rollouts."""
+    from verifiers.v1.utils.decorators import discover_decorated  # deferred: verifiers only in the child
+
+    found = [f"@vf.intercept {fn.__name__}" for fn in discover_decorated(task, "intercept")]
+    return found + [f"@vf.stop {fn.__name__}" for fn in task.hooks("stop")]
 
 
 def runtime_rewards(task) -> list[str]:
@@ -448,12 +499,14 @@ async def audit(job: Job) -> None:
     has_tools = bool(task_cls.toolsets(env.taskset.config.task)) or bool(taskset_cls.toolsets(env.taskset.config))
     custom_env = type(env) is not vf.SingleAgentEnv
     runtime_signals = runtime_rewards(tasks[0]) if tasks else []
-    mode = "rollouts" if has_tools or custom_env or runtime_signals else "in-process"
+    hooks = response_hooks(tasks[0]) if tasks else []
+    mode = "rollouts" if has_tools or custom_env or runtime_signals or hooks else "in-process"
     declared = getattr(task_cls, "reward_range", None) or getattr(type(env), "reward_range", None)
     if declared is not None:
         result["reward_range"] = [float(declared[0]), float(declared[1])]
     result["seats"] = seat_names(vf, job.taskset_id, job.env_id)
     result.update(mode=mode, has_tools=has_tools, custom_env=custom_env, runtime_rewards=runtime_signals,
+                  response_hooks=hooks,
                   has_oracle=bool(tasks) and has_hook(tasks[0]))
     grader = await Endpoint(Policies(OracleBook(tasks), seed=job.seed)).start() if plan.probes and tasks else None
     if grader is not None:
@@ -464,6 +517,9 @@ async def audit(job: Job) -> None:
         if grader is not None:
             await grader.stop()
     result["time_limits"] = list(breaches()) + _hung_tools[:3]
+    unprepared = job.out / "scripts.json"  # autoenv.sandbox.prepare_scripts: what could not be resolved beforehand
+    if unprepared.is_file():
+        result["unprepared_scripts"] = json.loads(unprepared.read_text()).get("unprepared") or []
     (out / "audit.json").write_text(json.dumps(result, indent=1))
     emit("finished", seconds=round(time.time() - begun, 3), done={})
 
@@ -471,9 +527,13 @@ async def audit(job: Job) -> None:
 async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, has_tools: bool) -> None:
     """The oracle (hook, else inferred from the answer field) and the exploit probes, into `result`."""
     plan = job.audit
+    assert plan is not None, "audit() checked the plan"
     answer_format = None
     if plan.probes and tasks and not result["has_oracle"] and mode == "in-process":
         answer_format, tried = await infer_oracle(vf, tasks)
+        result.update(oracle_format=answer_format, oracle_formats_tried=tried)
+    elif plan.probes and tasks and not result["has_oracle"] and len(result["seats"]) < 2:
+        answer_format, tried = await infer_oracle_rollouts(vf, job, env, tasks, result["seats"])
         result.update(oracle_format=answer_format, oracle_formats_tried=tried)
     if plan.probes and tasks:
         size = plan.probe_sample if mode == "in-process" else plan.rollout_sample
@@ -488,7 +548,8 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
         if mode == "in-process":
             records, deterministic = await probe_in_process(vf, job, tasks, sample, probes, answer_format)
         else:
-            records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes, result["seats"])
+            records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes, result["seats"],
+                                                          answer_format)
             result["seat_reference"] = seat_reference(result["seats"], sample[0])
         if deterministic is not None:  # None: no reference reply was scored, nothing to compare
             result["deterministic_scoring"] = deterministic

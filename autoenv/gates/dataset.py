@@ -77,10 +77,31 @@ def near_duplicate_pairs(texts: list[str], threshold: float) -> list[tuple[int, 
     return pairs
 
 
-def measure(rows: list[dict], near_threshold: float) -> dict:
-    """Numbers about a dataset of rows {key, idx, prompt, system?, answer?, difficulty?, category?}.
+def exact_key(row: dict) -> str:
+    """What makes two tasks the same task: the whole prompt (system prompt included), its media parts
+    (image digests) and the task's own data fields (answer, info, seed), never the text alone."""
+    return "\x1f".join((normalize(row.get("system", "") + "\n" + row["prompt"]), row.get("parts", ""),
+                        "" if row.get("fields") else row.get("data", "")))
 
-    Exact duplicates compare the whole prompt (system prompt included); near-duplicates
+
+def templated(a: dict, b: dict) -> bool:
+    """Two prompts filled from one template with the tasks' own, different data (a seed, a deal number): the
+    words that differ between them all come from their data fields or media, so they are not near-duplicates."""
+    if a.get("data", "") == b.get("data", "") and a.get("parts", "") == b.get("parts", ""):
+        return False
+    words_a = set(re.findall(r"\w+", normalize(a["prompt"])))
+    words_b = set(re.findall(r"\w+", normalize(b["prompt"])))
+    fields = set(re.findall(r"\w+", normalize(a.get("data", "") + " " + b.get("data", ""))))
+    differ = words_a ^ words_b
+    return not differ and a.get("parts", "") != b.get("parts", "") or bool(differ) and differ <= fields
+
+
+def measure(rows: list[dict], near_threshold: float) -> dict:
+    """Numbers about a dataset of rows {key, idx, prompt, system?, parts?, data?, answer?, difficulty?, category?}.
+
+    Exact duplicates compare the whole prompt (system prompt included), its media parts and the
+    task's own data fields (`exact_key`); near-duplicates skip prompts templated over different data
+    (`templated`), and otherwise
     compare only the task's own prompt, since a shared system prompt would make every
     pair of short prompts look alike. A row marked `fields` has no prompt: its `prompt` is
     its own data fields as JSON (a seeded game's seed and settings), compared exactly only,
@@ -90,10 +111,10 @@ def measure(rows: list[dict], near_threshold: float) -> dict:
     by_fields = sum(1 for r in rows if r.get("fields"))
     by_text: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
-        by_text[normalize(r.get("system", "") + "\n" + r["prompt"])].append(i)
+        by_text[exact_key(r)].append(i)
     duplicate_groups = [g for g in by_text.values() if len(g) > 1]
     duplicated = sum(len(g) - 1 for g in duplicate_groups)
-    pairs = near_duplicate_pairs(texts, near_threshold)
+    pairs = [p for p in near_duplicate_pairs(texts, near_threshold) if not templated(rows[p[0]], rows[p[1]])]
     in_pairs = {i for p in pairs for i in p[:2]}
     answers = Counter(str(r["answer"]) for r in rows if r.get("answer") is not None)
     top_answer, top_count = answers.most_common(1)[0] if answers else (None, 0)

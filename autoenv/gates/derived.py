@@ -85,7 +85,8 @@ def _final_text(trace: dict) -> str | None:
 def mutate(name: str, reply: str, answer: str | None, others: list[str], pool: list[str],
            rng: random.Random) -> str | None:
     """The mutated reply, or None when the mutation does not apply to this reply."""
-    known = bool(answer) and _with_answer(reply, answer, "\x00") != ""
+    known = answer is not None and answer != "" and _with_answer(reply, answer, "\x00") != ""
+    answer = answer or ""
     if name == "swap-answer":
         if known:
             return _with_answer(reply, answer, wrong_answers(answer, pool, 1, rng)[0])

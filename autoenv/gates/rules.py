@@ -7,11 +7,11 @@ oracle invariant (the reference behaviour earns the maximum) and the exploit pro
 (cheap tricks earn about nothing). A failed gate forces the verdict to discard and, by
 default, stops the spending on models.
 
-The maximum achievable reward is the sum of the positive reward weights: every reward
-is documented to return a score in [0, 1] (program.md), and a score outside that range
-is reported as an environment error, never as a probe result. An existing environment may
-declare another range (`reward_range = (low, high)` on its task class, e.g. a game's payoffs):
-scores are checked against it and normalised to [0, 1] before the probes are compared.
+The maximum achievable reward is the sum of the positive reward weights on the scale of [0, 1]
+(program.md). verifiers documents no reward range, so a score outside [0, 1] is not an error: the
+range is the env's declared `reward_range = (low, high)` when it has one (a score outside a declared
+range is an environment error), else the observed bounds, reported as a warning with the numbers
+(autoenv.gates.ranges); scores are normalised to [0, 1] before the probes are compared.
 """
 
 from __future__ import annotations
@@ -24,14 +24,16 @@ import tomllib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from autoenv.config import Config
-from autoenv.gates import matrix
 from autoenv.formats import idx_list, quoted
+from autoenv.gates import coverage, matrix, ranges, rejections
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS, EXPLOITS
 from autoenv.job import AuditPlan
 from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
 from autoenv.rollouts import Worker
+from autoenv.scripts import blocked
 from autoenv.stats import max_reward
 
 PLACEHOLDER = re.compile(r"^\s*(todo|tbd|fixme|xxx)\b|<one-line description>|one line saying what|lorem ipsum", re.I)
@@ -47,8 +49,8 @@ class Gates:
     seconds: float | None = None
     matrix: dict = field(default_factory=dict)
 
-    def add(self, name: str, status: GateStatus, message: str, **data) -> None:
-        self.findings.append(GateFinding(name=name, status=status, message=message, data=data))
+    def add(self, name: str, status: str, message: str, **data) -> None:
+        self.findings.append(GateFinding(name=name, status=cast(GateStatus, status), message=message, data=data))
 
     def report(self) -> GateReport:
         return GateReport(findings=self.findings, probes={k: ProbeSummary(**v) for k, v in self.probes.items()},
@@ -163,7 +165,9 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
     if top is None:
         report.add("answer balance", "skip", "tasks carry no `answer` field")
     else:
-        status = "fail" if top > c.max_answer_share else "warn" if top > c.max_answer_share / 2 else "pass"
+        distinct = d.get("distinct_answers") == d.get("with_answer")  # every answer its own: nothing to balance
+        status = "pass" if distinct else "fail" if top > c.max_answer_share else \
+            "warn" if top > c.max_answer_share / 2 else "pass"
         report.add("answer balance", status, f"most common answer {quoted(d.get('top_answer'))} in {top:.1%} of tasks "
                    f"({d.get('distinct_answers')} distinct; allowed {c.max_answer_share:.0%})",
                    answer=d.get("top_answer"), share=top, allowed=c.max_answer_share,
@@ -207,14 +211,20 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
     weights: dict[str, float] = {}
     errors: list[str] = []
     by_probe: dict[str, list[dict]] = defaultdict(list)
-    declared = audit.get("reward_range")
-    low, high = declared or (0.0, 1.0)
-    documented = "declared by the task's reward_range" if declared else "documented"
+    rng = ranges.choose(audit.get("reward_range"), records)
+    declared = rng.normalises or None  # scores are normalised from a range other than [0, 1]
+    low, high, documented = rng.low, rng.high, rng.text()
+    oracle_rejected = any(r.get("rejected") for r in records if r["probe"] == "oracle")
+    rejected: list[dict] = []
     for r in records:
         if r.get("skipped"):
             by_probe[r["probe"]].append(r)
             if r.get("error"):
                 errors.append(f"task {r['idx']} ({r['probe']}): {r['error']}")
+            continue
+        if r.get("rejected") and not oracle_rejected:  # the env refused an off-contract reply, by design
+            rejected.append(r)
+            by_probe[r["probe"]].append({**r, "skipped": True, "reason": f"rejected by the env: {r['rejected']}"})
             continue
         outcome = r.get("outcome") or ("env_error" if r.get("error") else "ok")
         problem = r.get("error") if outcome == "env_error" else None
@@ -231,6 +241,13 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
             errors.append(f"task {r['idx']} ({r['probe']}): {problem}")
         by_probe[r["probe"]].append(r)
     constant_sum = constant_sum_game(records, audit.get("seats") or [])
+    if rng.source == "observed":
+        report.add("reward range", "warn", ranges.finding(rng, constant_sum), range=[rng.low, rng.high],
+                   observed=list(rng.observed or ()), constant_sum=constant_sum)
+    if rejected:
+        report.add("rejections", "warn", rejections.consequence(len(rejected), len(records)) + "; e.g. "
+                   + "; ".join(sorted({f"{r['probe']}: {r['rejected']}" for r in rejected})[:2]),
+                   rejected=len(rejected), examples=sorted({r["rejected"] for r in rejected})[:3])
     if declared and high > low:  # the statistics compare shares of [0, 1]: normalise the declared range
         for r in records:
             if not r.get("env_error") and r.get("components"):
@@ -251,7 +268,8 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                 by_probe[name] = [r for r in by_probe[name] if not r.get("other_failed")]
     if errors:
         report.add("reward errors", "fail", f"{len(errors)} probe replies hit environment errors, e.g. "
-                   + "; ".join(errors[:3]), examples=errors[:10])
+                   + "; ".join(distinct_errors(errors, audit.get("unprepared_scripts") or [])[:3]),
+                   examples=errors[:10])
     order = ["oracle", *EXPLOITS]
     summaries = {name: _summarize(name, by_probe[name], weights) for name in sorted(by_probe, key=order.index)}
     report.probes = summaries
@@ -358,13 +376,15 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         add_matrix(report, gains, weights, p.exploit_max)
     else:
         add_matrix(report, by_probe, weights, p.exploit_max)
-    tested = [n for n, s in summaries.items() if n != "oracle" and s["mean"] is not None]
+    tested = [n for n, s in summaries.items() if n != "oracle" and s["mean"] is not None and n not in untested]
     exploits = [n for n in summaries if n != "oracle"]
-    report.add("probes tested", "pass" if not untested else "warn",
-               f"{len(tested)} of {len(exploits)} exploit probes tested"
+    thin = coverage.too_thin(len(tested), len(exploits))
+    report.add("probes tested", "warn" if untested or thin else "pass",
+               (coverage.untested_text(len(tested), len(exploits), untested) if thin else "")
+               + f"{len(tested)} of {len(exploits)} exploit probes tested"
                + ("; not tested: " + "; ".join(f"{', '.join(n for n in untested if untested[n] == why)} ({why})"
                                               for why in dict.fromkeys(untested.values())) if untested else ""),
-               tested=tested, untested=untested)
+               tested=tested, untested=untested, **({"coverage": coverage.UNTESTED} if thin else {}))
 
 
 def _judge_seats(report: Gates, name: str, summary: dict, records: list[dict], failed: list[dict], share: float,
@@ -410,6 +430,19 @@ def _judge_seats(report: Gates, name: str, summary: dict, records: list[dict], f
                + (f"; beaten at seat {', '.join(bad)}" if bad else ""),
                seats={seat: round(m, 4) for seat, m in means.items()}, reference=policy, fair_share=round(share, 4),
                from_other_failure=len(gained))
+
+
+def distinct_errors(errors: list[str], unprepared: list[str]) -> list[str]:
+    """The errors once each, with a count; a network failure inside the sandbox said plainly, once."""
+    first: dict[str, str] = {}
+    count: dict[str, int] = {}
+    for e in errors:
+        plain = blocked(e)
+        key = plain or re.sub(r"^task \d+ \([^)]*\): ", "", e)
+        first.setdefault(key, plain + (f" (not prepared beforehand: {'; '.join(unprepared[:2])})" if unprepared
+                                       else "") if plain else e)
+        count[key] = count.get(key, 0) + 1
+    return [f"{first[k]} (x{n} replies)" if n > 1 else first[k] for k, n in count.items()]
 
 
 def _did(other: dict) -> str:
@@ -503,6 +536,10 @@ def add_matrix(report: Gates, by_probe: dict[str, list[dict]], weights: dict[str
     matrix.add_columns(report.matrix, by_probe, weights, prefix)
     added = {prefix + name for name in by_probe}
     found = [h for h in matrix.harvests(report.matrix, limit) if h.probe in added]
+    if not found and not any(not r.get("skipped") and r.get("components") for rs in by_probe.values() for r in rs):
+        report.add(f"exploit matrix{' (derived)' if prefix else ''}", "skip", "n/a, not tested: no probe reply was "
+                   "scored, so no reward component could be checked for a harvest", harvests=[])
+        return
     report.add(f"exploit matrix{' (derived)' if prefix else ''}", "warn" if found else "pass",
                "; ".join(f"{h.component} harvested by {h.probe} (mean {h.score:.2f}, e.g. task idx {h.idx}: "
                          f"{quoted(h.reply, 60)})" for h in found[:6]) if found else

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from typing import Any
 from pathlib import Path
 
 from autoenv.config import Judge
@@ -130,14 +131,14 @@ def judge(call: JudgeCall) -> JudgeResult:
     client = anthropic.Anthropic(timeout=cfg.timeout, max_retries=1)
     submit = {"name": "submit_findings", "description": "Submit the final findings (ends the review).",
               "input_schema": findings_schema()}
-    messages = [{"role": "user", "content": prompt(workspace) + "\n\nUse the tools to read the workspace, then call submit_findings."}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt(workspace) + "\n\nUse the tools to read the workspace, then call submit_findings."}]
     tokens_in = tokens_out = 0
     cost = 0.0
     started = time.time()
     for turn in range(1, cfg.max_turns + 1):
         if time.time() - started > cfg.timeout:
             raise JudgeFailed(f"the anthropic judge did not finish within {cfg.timeout:g} s (judge.timeout)")
-        response = client.messages.create(model=cfg.model, max_tokens=4096, tools=TOOLS + [submit], messages=messages)
+        response = client.messages.create(model=cfg.model, max_tokens=4096, tools=TOOLS + [submit], messages=messages)  # type: ignore[arg-type]  # plain dicts of the SDK's shapes
         tokens_in += response.usage.input_tokens
         tokens_out += response.usage.output_tokens
         cost = (tokens_in * cfg.input_price + tokens_out * cfg.output_price) / 1e6

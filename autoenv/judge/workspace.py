@@ -75,7 +75,8 @@ def render_transcript(trace: dict, episode: dict, role: str) -> str:
 
 def stratified(rows: list[tuple[dict, dict]], per_role: int = PER_ROLE) -> list[tuple[dict, dict]]:
     """Low, middle and high reward rollouts (two of each), plus up to two errors."""
-    scored, failed = [], []
+    scored: list[tuple] = []
+    failed: list[tuple] = []
     for trace, episode in rows:
         r = to_rollout(trace, episode)
         (scored if r.reward is not None else failed).append((r.reward, trace, episode))

@@ -140,7 +140,7 @@ def _examples(transcripts: list[Transcript]) -> list[Transcript]:
     picked: list[Transcript] = []
     for role in ROLES:
         mine = [t for t in transcripts if t.role == role]
-        scored = sorted((t for t in mine if t.rollout.reward is not None), key=lambda t: t.rollout.reward)
+        scored = sorted((t for t in mine if t.rollout.reward is not None), key=lambda t: t.rollout.reward or 0.0)
         failed = [t for t in mine if t.rollout.reward is None]
         for t in scored[:1] + scored[-1:] + failed[:1]:
             if t not in picked:

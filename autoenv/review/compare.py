@@ -167,10 +167,11 @@ def compare(a: Side, b: Side, solve_threshold: float, confidence: float = CONFID
                       difficulty=difficulty[k], a=a.tasks[k].mean,
                       b=b.tasks[k].mean, solved_a=a.tasks[k].solved, solved_b=b.tasks[k].solved) for k in shared]
     pairs.sort(key=lambda p: (-abs(p.delta), p.idx if p.idx is not None else -1, p.task))
-    def guarded(d: Difference | None) -> Difference | None:
-        return None if d is None else dataclasses.replace(d, min_tasks=min_tasks)
+    def guarded(d: Difference) -> Difference:
+        return dataclasses.replace(d, min_tasks=min_tasks)
 
-    return Comparison(a=a, b=b, overall=guarded(overall), by_difficulty=[guarded(d) for d in by_difficulty if d],
+    return Comparison(a=a, b=b, overall=guarded(overall) if overall else None,
+                      by_difficulty=[guarded(d) for d in by_difficulty if d],
                       by_component=[guarded(d) for d in by_component if d], tasks=pairs,
                       only_a=len(set(a.tasks) - set(b.tasks)), only_b=len(set(b.tasks) - set(a.tasks)),
                       confidence=confidence, solve_threshold=solve_threshold)

@@ -42,7 +42,7 @@ def drawing(height_px: int) -> Iterator[Any]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # deferred with it
     from matplotlib.figure import Figure  # deferred with it
 
-    with rc_context(RC):
+    with rc_context(RC):  # type: ignore[arg-type]  # matplotlib types rc keys as literals
         figure = Figure(figsize=(WIDTH_PX / DPI, height_px / DPI), dpi=DPI)
         FigureCanvasAgg(figure)
         yield figure

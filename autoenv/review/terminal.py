@@ -191,8 +191,9 @@ def agent_view(label: str, events: list[dict]) -> None:
                      "", "", str(e.get("reason", ""))]
         style = "bold" if kind in ("start", "stop") else "yellow" if kind == "nudge" else ""
         t.add_row(Text(short_time(e.get("time"))), Text(kind, style=style), *(Text(c) for c in cells))
-    agent_usd = sum((e.get("cost_usd") if e.get("cost_usd") is not None else e.get("priced_usd") or 0.0)
-                    for e in launches)
+    agent_usd = 0.0
+    for e in launches:
+        agent_usd += float(e["cost_usd"] if e.get("cost_usd") is not None else e.get("priced_usd") or 0.0)
     out(Text(f"{label}: {len(launches)} agent launches, "
              f"{sum(e.get('event') == 'nudge' for e in events)} nudges, agent {money(agent_usd)}", style="bold"), t)
 
