@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from rich.progress import TaskID
 
 from autoenv import display
 from autoenv.environ import RUNTIME_KEYS, scrubbed
@@ -201,7 +200,7 @@ def _follow(proc: subprocess.Popen, result: WorkerResult) -> dict | None:
     """Follow one stage's events up to its `stage-done` or `error` (returned), or None at end of output."""
     assert proc.stdout is not None
     progress = None
-    bars: dict[str, TaskID] = {}
+    bars: dict[str, display.TaskID] = {}
     try:
         for line in proc.stdout:
             event = parse(line)

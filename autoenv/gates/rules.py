@@ -436,13 +436,18 @@ def distinct_errors(errors: list[str], unprepared: list[str]) -> list[str]:
     """The errors once each, with a count; a network failure inside the sandbox said plainly, once."""
     first: dict[str, str] = {}
     count: dict[str, int] = {}
+    also: dict[str, list[str]] = {}  # where else the same error was hit ("task 5 (oracle)")
     for e in errors:
         plain = blocked(e)
-        key = plain or re.sub(r"^task \d+ \([^)]*\): ", "", e)
+        where = re.match(r"^(task \d+ \([^)]*\)): ", e)
+        key = plain or (e[where.end():] if where else e)
+        if key in first and where and not plain:
+            also.setdefault(key, []).append(where.group(1))
         first.setdefault(key, plain + (f" (not prepared beforehand: {'; '.join(unprepared[:2])})" if unprepared
                                        else "") if plain else e)
         count[key] = count.get(key, 0) + 1
-    return [f"{first[k]} (x{n} replies)" if n > 1 else first[k] for k, n in count.items()]
+    return [(f"{first[k]} (x{n} replies" + (f"; also {', '.join(also[k][:3])}" if also.get(k) else "") + ")")
+            if n > 1 else first[k] for k, n in count.items()]
 
 
 def _did(other: dict) -> str:
