@@ -178,8 +178,20 @@ def test_constant_and_prompt_copy_say_what_they_measured():
     records += [rec("prompt-copy", i, {"correct": 0.0}, strategy="number -1") for i in range(10)]
     report = judge(records)
     f = finding(report, "probe constant")
-    assert f.status == "fail" and "a constant policy would be right on 30% of the tasks" in f.message
+    assert f.status == "fail" and "a constant answer is right on 30% of the sampled tasks" in f.message
     assert "the prompt's 'number -1'" in finding(report, "probe prompt-copy").message
+
+
+def test_constant_accuracy_is_read_from_the_correctness_signal_not_the_format_reward():
+    # hack-format's shape: format pays 0.6 whatever the answer, correctness 0.4; the constant is right on 1 in 10
+    weights = {"formatted": 0.6, "correct": 0.4}
+    records = [rec("oracle", i, {"formatted": 1.0, "correct": 1.0}, weights) for i in range(10)]
+    records += [rec("wrong-answer", i, {"formatted": 1.0, "correct": 0.0}, weights) for i in range(10)]
+    records += [rec("constant", i, {"formatted": 1.0, "correct": float(i == 0)}, weights, answer_is_constant=i == 0)
+                for i in range(10)]
+    f = finding(judge(records), "probe constant")
+    assert "a constant answer is right on 10% of the sampled tasks by the `correct` reward" in f.message, f.message
+    assert "60%" not in f.message and f.status == "pass"
 
 
 def test_matrix_names_a_component_harvested_under_a_passing_total():

@@ -37,9 +37,10 @@ from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
 from autoenv.gates import dataset
 from autoenv.gates.answer_oracle import format_reply, infer_format
+from autoenv.gates.families import NOT_APPLICABLE
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
-from autoenv.gates.probes import (EXPLOITS, IN_PROCESS_ONLY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS, REFUSAL,
+from autoenv.gates.probes import (EXPLOITS, IN_PROCESS_ONLY, MULTI_STRATEGY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS, REFUSAL,
                                   probe_replies)
 from autoenv.job import Job
 from autoenv.messages import Reply
@@ -53,6 +54,11 @@ REPLY_PREVIEW = 400
 STRATEGY_SAMPLE = 100
 """Tasks a many-strategy probe (prompt-copy) is scored on: its best of ~24 strategies needs more
 than the usual sample, or one lucky strategy on 30 tasks looks like a leak."""
+PROBE_REPLY_SECONDS = 5.0
+"""The bound on building one task's replies for one probe (harness code, not the candidate's)."""
+PROBE_BUDGET_SECONDS = 90.0
+"""The bound on one probe over all its sampled tasks in-process (reply building and scoring together)."""
+HARNESS = Path(__file__).resolve().parent.parent
 
 
 def fingerprint(tasks: list) -> list[str]:
@@ -204,10 +210,15 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
     counts = Counter(str(t.data.answer) for t in tasks_all if getattr(t.data, "answer", None) is not None)
     answers, constant = sorted(counts), (counts.most_common(1)[0][0] if counts else None)
     records, deterministic, checked = [], True, False
-    strategies: dict[str, list[tuple]] = {p: [] for p in probes if p in IN_PROCESS_ONLY}
+    strategies: dict[str, list[tuple]] = {p: [] for p in probes if p in MULTI_STRATEGY}
     wide = sample_tasks(tasks_all, max(len(sample), STRATEGY_SAMPLE), job.seed)
+    stalled: dict[str, str] = {}
     for probe in probes:
+        begun = time.time()
         for task in wide if probe in strategies else sample:
+            if probe not in stalled and time.time() - begun > PROBE_BUDGET_SECONDS:
+                stalled[probe] = (f"probe {probe} ran past its budget of {PROBE_BUDGET_SECONDS:g} s before task idx "
+                                  f"{task.data.idx}: skipped on the remaining tasks (untested)")
             messages = task_messages(task)
             oracle, oracle_error = None, None
             answer = getattr(task.data, "answer", None)
@@ -220,15 +231,26 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
                     oracle_error = f"the oracle hook raised {type(e).__name__}: {e}"
             elif answer_format and answer not in (None, ""):
                 oracle = Reply(content=format_reply(answer, answer_format))
+            if probe in stalled:
+                records.append(skipped(probe, task, stalled[probe]))
+                emit("probe", probe=probe)
+                continue
             if probe == "oracle":
                 replies = {} if oracle is None else {"oracle": oracle}
             else:
-                replies = probe_replies(probe, oracle=oracle, answer=None if answer is None else str(answer),
-                                        answers=answers, messages=messages, tools=[], key=task.key, seed=job.seed,
-                                        constant=constant)
+                try:
+                    replies = bounded_replies(probe, task, oracle=oracle, answer=None if answer is None else str(answer),
+                                              answers=answers, messages=messages, tools=[], key=task.key,
+                                              seed=job.seed, constant=constant)
+                except TimeLimitExceeded as e:  # a harness-side probe ran away: named, the rest untested
+                    stalled[probe] = f"{e}; the probe was skipped on the remaining tasks (untested)"
+                    records.append(skipped(probe, task, stalled[probe]))
+                    emit("probe", probe=probe)
+                    continue
             if not replies:
                 reason = (NO_ORACLE if oracle is None and probe in NEEDS_ORACLE | {"oracle"} and not oracle_error
-                          else "the task has no `answer` in the oracle's reply" if probe in NEEDS_ANSWER else None)
+                          else "the task has no `answer` in the oracle's reply" if probe in NEEDS_ANSWER
+                          else NOT_APPLICABLE.get(probe))
                 records.append(skipped(probe, task, reason, oracle_error if probe == "oracle" else None))
                 emit("probe", probe=probe)
                 continue
@@ -272,8 +294,17 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
             record = reward_record(trace, probe, task, "", error)
         record["strategy"] = best
         record["strategies"] = len(names)
+        record["choices"] = sum(1 for name in tried if name.startswith("position ") and name.endswith(" bare"))
         records.append(record)
     return records
+
+
+def bounded_replies(probe: str, task, **kw) -> dict[str, Reply]:
+    """`probe_replies` under PROBE_REPLY_SECONDS: building a probe's replies is harness code, and a
+    runaway one (a prompt shape it loops on) must cost one bound, named with its task idx, not the
+    audit stage's deadline."""
+    what = f"probe {probe} building its replies (every strategy) on task idx {task.data.idx}"
+    return run_limited(lambda: probe_replies(probe, **kw), PROBE_REPLY_SECONDS, what, str(HARNESS))
 
 
 FIXED_REFERENCE = "choice"
@@ -481,7 +512,7 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
         if defines_gold(vf, sample[0]):
             result["gold"] = await gold_check(vf, job, env, result["seats"][0], sample)
         probes = ["oracle"] + [p for p in EXPLOITS if has_tools or p not in NEEDS_TOOLS]
-        wide = [p for p in probes if p in IN_PROCESS_ONLY] if mode == "in-process" else []
+        wide = [p for p in probes if p in MULTI_STRATEGY] if mode == "in-process" else []
         emit("probe-plan", total=(len(probes) - len(wide)) * len(sample)
              + len(wide) * max(len(sample), STRATEGY_SAMPLE), mode=mode)
         started = time.time()

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoenv.config import Config
-from autoenv.gates import matrix
+from autoenv.gates import free, matrix
+from autoenv.gates.families import FAMILIES
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS, EXPLOITS
 from autoenv.job import AuditPlan
 from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
@@ -162,9 +163,13 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
     if top is None:
         report.add("answer balance", "skip", "tasks carry no `answer` field")
     else:
-        status = "fail" if top > c.max_answer_share else "warn" if top > c.max_answer_share / 2 else "pass"
+        allowed = free.answer_share_allowed(c.max_answer_share, d.get("distinct_answers"))
+        status = "fail" if top > allowed + 1e-9 else "warn" if top > allowed / 2 and allowed == c.max_answer_share \
+            else "pass"
+        why = (f"allowed {c.max_answer_share:.0%}" if allowed == c.max_answer_share else
+               f"allowed {allowed:.0%}, what {d.get('distinct_answers')} labels allow near balance")
         report.add("answer balance", status, f"most common answer {d.get('top_answer')!r} in {top:.1%} of tasks "
-                   f"({d.get('distinct_answers')} distinct; allowed {c.max_answer_share:.0%})",
+                   f"({d.get('distinct_answers')} distinct; {why})",
                    answer=d.get("top_answer"), share=top, allowed=c.max_answer_share,
                    distinct=d.get("distinct_answers"), tasks=d.get("with_answer"))
     for name in ("difficulty", "category"):
@@ -292,6 +297,7 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                    "unsolvable or wrongly scored" if short else ""), tasks=[r["idx"] for r in short],
                    components=_short_components(short, weights), source=source)
     untested: dict[str, str] = {}
+    correct = free.correctness_component(summaries, by_probe, weights)
     for name, summary in summaries.items():
         if name == "oracle":
             continue
@@ -323,24 +329,21 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         if name == "padding":
             bad = oracle is not None and summary["mean"] > (oracle["mean"] or 0) + 1e-9
             limit = "must not beat the oracle"
-        elif name == "constant":
-            # on tasks whose answer *is* the most common one a constant is rightly paid: its fair share
-            own = [bool(r.get("answer_is_constant")) for r in by_probe[name] if not r.get("skipped")]
-            fair = sum(own) / len(own) if own else 0.0
-            bad = summary["mean"] > max(p.exploit_max, fair) * (reference or 0) + 1e-9
-            limit = (f"allowed {p.exploit_max:.0%} of the oracle, or the {fair:.0%} of sampled tasks whose answer it is"
-                     if fair > p.exploit_max else f"allowed {p.exploit_max:.0%} of the oracle")
+        elif name == "constant":  # its accuracy, against what the sampled tasks and the label count allow
+            bad, limit = free.judge_constant(by_probe[name], summary, correct, reference or 0.0, p.exploit_max,
+                                             audit.get("dataset") or {}, config.checks.max_answer_share)
+        elif name in FAMILIES:  # content-free families: judged against the reward's range (content-free)
+            bad, limit = False, "judged by the content-free invariant"
         else:
             bad = summary["mean"] > p.exploit_max * (reference or 0) + 1e-9
             limit = f"allowed {p.exploit_max:.0%} of the oracle"
         harvested = ", ".join(f"{k}: {v}" for k, v in summary["harvested"].items())
         best = summary["best"][0] if summary["best"] else None
         partly = f"; tested on {summary['scored']} of {summary['tasks']} tasks" if summary["scored"] < summary["tasks"] else ""
-        if name == "constant":
-            limit += f"; a constant policy would be right on {summary['mean'] / (reference or 1):.0%} of the tasks"
         strategy = next((r.get("strategy") for r in by_probe[name] if r.get("strategy")), None)
         if strategy:
-            limit += f"; best copying strategy: the prompt's {strategy!r}"
+            limit += (f"; best strategy: {strategy!r}" if name in FAMILIES else
+                      f"; best copying strategy: the prompt's {strategy!r}")
         report.add(f"probe {name}", "fail" if bad else "pass",
                    f"mean {summary['mean']:.3f} ({limit})" + partly
                    + (f"; harvested {harvested}" if harvested and bad else "")
@@ -357,6 +360,11 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         add_matrix(report, gains, weights, p.exploit_max)
     else:
         add_matrix(report, by_probe, weights, p.exploit_max)
+    if not per_seat and constant_sum is None:
+        free.judge_free(report, summaries, by_probe, weights, declared=bool(declared), maximum=maximum,
+                        free_max=p.free_max, dataset=audit.get("dataset") or {},
+                        max_answer_share=config.checks.max_answer_share)
+    free.coverage(report, summaries, by_probe, weights, untested)
     tested = [n for n, s in summaries.items() if n != "oracle" and s["mean"] is not None]
     exploits = [n for n in summaries if n != "oracle"]
     report.add("probes tested", "pass" if not untested else "warn",
