@@ -72,8 +72,10 @@ def judge_constant(records: list[dict], summary: dict, correct: str | None, refe
 
 
 def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights: dict[str, float], *,
-               declared: bool, maximum: float, free_max: float, dataset: dict, max_answer_share: float) -> None:
-    """Add the `content-free` finding: each content-free probe's mean as a share of the reward's range."""
+               declared: bool, maximum: float, free_max: float, dataset: dict, max_answer_share: float,
+               inapplicable: dict[str, str] | None = None) -> dict[str, tuple[bool, str]]:
+    """Add the `content-free` finding: each content-free probe's mean as a share of the reward's range.
+    Returns, per probe judged, whether it failed and the rule in words (for the probe's own row)."""
     scored = [r["reward"] for rs in by_probe.values() for r in rs if isinstance(r.get("reward"), (int, float))]
     floor = min([0.0, *scored])
     top = maximum if declared else max(scored, default=0.0)
@@ -81,12 +83,13 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
     if top - floor <= 1e-9:
         report.add("content-free", "skip", "n/a, not tested: no probe earned any reward, so the reward's range is "
                    "unobserved (declare `reward_range` on the task class, or add an oracle hook)")
-        return
+        return {}
     failures, shares, untested = [], {}, []
+    verdicts: dict[str, tuple[bool, str]] = {}
     labels = dataset.get("distinct_answers") or 0
     for name in CONTENT_FREE:
         summary = summaries.get(name)
-        if summary is None:
+        if summary is None or name in (inapplicable or {}):
             continue
         if summary["mean"] is None:
             untested.append(name)
@@ -99,6 +102,8 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
         if name == "structural":
             choices = max((r.get("choices") or 0 for r in by_probe.get(name, [])), default=0)
             allowed = max(free_max, label_allowance(choices))
+        verdicts[name] = (share > allowed + 1e-9, f"{share:.0%} of the reward's range, allowed {allowed:.0%} "
+                          "above its floor (content-free, probes.free_max)")
         if share > allowed + 1e-9:
             paid = _paid(by_probe.get(name, []), weights)
             strategy = next((r.get("strategy") for r in by_probe.get(name, []) if r.get("strategy")), None)
@@ -113,6 +118,7 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
         report.add("content-free", "pass", f"{len(shares)} content-free probes stay within {free_max:.0%} of the "
                    f"reward's range {span} above its floor" + (f"; not tested: {', '.join(untested)}" if untested else ""),
                    shares=shares, range=[floor, top], failed=[])
+    return verdicts
 
 
 def _paid(records: list[dict], weights: dict[str, float]) -> str:
@@ -126,13 +132,16 @@ def _paid(records: list[dict], weights: dict[str, float]) -> str:
 
 
 def coverage(report, summaries: dict, by_probe: dict[str, list[dict]], weights: dict[str, float],
-             untested: dict[str, str]) -> None:
-    """The `exploit coverage` finding: how many probes were scored on each reward component, and which could not run."""
+             untested: dict[str, str], inapplicable: dict[str, str]) -> None:
+    """The `exploit coverage` finding: how many probes were scored on each reward component, which could not
+    run, and which do not apply to this environment's prompts."""
     per = {c: sorted(n for n, s in summaries.items() if n != "oracle" and s["mean"] is not None
                      and any(c in (r.get("components") or {}) for r in by_probe.get(n, []) if not r.get("skipped")))
            for c in weights}
-    total = sum(1 for n in summaries if n != "oracle")
+    total = sum(1 for n in summaries if n != "oracle" and n not in inapplicable)
     text = "; ".join(f"`{c}`: {len(names)} of {total} probes" for c, names in per.items()) or "no reward component"
     report.add("exploit coverage", "pass", text
-               + (f"; could not run: {', '.join(untested)}" if untested else ""),
-               components={c: len(n) for c, n in per.items()}, probes=total, untested=sorted(untested))
+               + (f"; could not run: {', '.join(untested)}" if untested else "")
+               + (f"; n/a here: {', '.join(inapplicable)}" if inapplicable else ""),
+               components={c: len(n) for c, n in per.items()}, probes=total, untested=sorted(untested),
+               inapplicable=sorted(inapplicable))

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from autoenv.config import Config
 from autoenv.gates import free, matrix
-from autoenv.gates.families import FAMILIES
+from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS, EXPLOITS
 from autoenv.job import AuditPlan
 from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
@@ -297,7 +297,14 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                    "unsolvable or wrongly scored" if short else ""), tasks=[r["idx"] for r in short],
                    components=_short_components(short, weights), source=source)
     untested: dict[str, str] = {}
+    inapplicable: dict[str, str] = {}
     correct = free.correctness_component(summaries, by_probe, weights)
+    inapplicable.update({n: "; ".join(sorted({r["reason"] for r in by_probe[n]})) for n, s in summaries.items()
+                         if s["mean"] is None and not s["errors"] and by_probe[n]
+                         and all(r.get("skipped") and r.get("reason") in NOT_APPLICABLE.values() for r in by_probe[n])})
+    content_free = {} if per_seat or constant_sum is not None else free.judge_free(
+        report, summaries, by_probe, weights, declared=bool(declared), maximum=maximum, free_max=p.free_max,
+        dataset=audit.get("dataset") or {}, max_answer_share=config.checks.max_answer_share, inapplicable=inapplicable)
     for name, summary in summaries.items():
         if name == "oracle":
             continue
@@ -322,6 +329,9 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
             else:
                 reasons = sorted({r.get("reason") or r.get("why") or "the task has no answer in the oracle's reply"
                                   for r in by_probe[name] if r.get("skipped")})
+                if name in inapplicable:  # nothing of the kind to exploit here
+                    report.add(f"probe {name}", "skip", "n/a, does not apply: " + inapplicable[name], reasons=reasons)
+                    continue
                 untested[name] = "; ".join(reasons)
                 report.add(f"probe {name}", "skip", f"n/a, not tested on any of {summary['tasks']} tasks: "
                            + untested[name], reasons=reasons)
@@ -332,8 +342,8 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         elif name == "constant":  # its accuracy, against what the sampled tasks and the label count allow
             bad, limit = free.judge_constant(by_probe[name], summary, correct, reference or 0.0, p.exploit_max,
                                              audit.get("dataset") or {}, config.checks.max_answer_share)
-        elif name in FAMILIES:  # content-free families: judged against the reward's range (content-free)
-            bad, limit = False, "judged by the content-free invariant"
+        elif name in FAMILIES:  # content-free families: judged against the reward's range (autoenv.gates.free)
+            bad, limit = content_free.get(name, (False, "not judged: the reward's range is unobserved"))
         else:
             bad = summary["mean"] > p.exploit_max * (reference or 0) + 1e-9
             limit = f"allowed {p.exploit_max:.0%} of the oracle"
@@ -360,13 +370,9 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         add_matrix(report, gains, weights, p.exploit_max)
     else:
         add_matrix(report, by_probe, weights, p.exploit_max)
-    if not per_seat and constant_sum is None:
-        free.judge_free(report, summaries, by_probe, weights, declared=bool(declared), maximum=maximum,
-                        free_max=p.free_max, dataset=audit.get("dataset") or {},
-                        max_answer_share=config.checks.max_answer_share)
-    free.coverage(report, summaries, by_probe, weights, untested)
+    free.coverage(report, summaries, by_probe, weights, untested, inapplicable)
     tested = [n for n, s in summaries.items() if n != "oracle" and s["mean"] is not None]
-    exploits = [n for n in summaries if n != "oracle"]
+    exploits = [n for n in summaries if n != "oracle" and n not in inapplicable]
     report.add("probes tested", "pass" if not untested else "warn",
                f"{len(tested)} of {len(exploits)} exploit probes tested"
                + ("; not tested: " + "; ".join(f"{', '.join(n for n in untested if untested[n] == why)} ({why})"
