@@ -81,8 +81,12 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
     top = maximum if declared else max(scored, default=0.0)
     source = "declared by the task's reward_range" if declared else "the highest total reward observed on any probe"
     if top - floor <= 1e-9:
-        report.add("content-free", "skip", "n/a, not tested: no probe earned any reward, so the reward's range is "
-                   "unobserved (declare `reward_range` on the task class, or add an oracle hook)")
+        if scored:  # every scored reply earned the floor: nothing content-free rose above it
+            report.add("content-free", "pass", f"every content-free probe scored the floor ({floor:g}); no probe earned "
+                       "more, so the reward's range above it is unobserved (an oracle hook or a declared "
+                       "`reward_range` would show it)", shares={}, range=[floor, top], failed=[])
+        else:
+            report.add("content-free", "skip", "n/a, not tested: no probe reply was scored")
         return {}
     failures, shares, untested = [], {}, []
     verdicts: dict[str, tuple[bool, str]] = {}
