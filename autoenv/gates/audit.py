@@ -41,7 +41,7 @@ from autoenv.gates.families import NOT_APPLICABLE
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
 from autoenv.gates.probes import (EXPLOITS, IN_PROCESS_ONLY, MULTI_STRATEGY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS, REFUSAL,
-                                  probe_replies)
+                                  probe_replies, prompt_spans)
 from autoenv.job import Job
 from autoenv.messages import Reply
 from autoenv.scripts import script_kind
@@ -295,6 +295,10 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
         record["strategy"] = best
         record["strategies"] = len(names)
         record["choices"] = sum(1 for name in tried if name.startswith("position ") and name.endswith(" bare"))
+        if probe == "prompt-copy":  # what was copied, and whether it is the task's answer (a span shared by
+            copied = prompt_spans(task_messages(task), []).get(best)  # every task is a constant answer)
+            answer = getattr(task.data, "answer", None)
+            record.update(copied=copied, answer_is_copy=copied is not None and str(answer) == copied)
         records.append(record)
     return records
 

@@ -47,13 +47,21 @@ def correctness_component(summaries: dict, by_probe: dict[str, list[dict]], weig
     return max(gaps, key=lambda c: gaps[c]) if gaps else None
 
 
+def copies_a_constant(records: list[dict]) -> str | None:
+    """The span prompt-copy's best strategy copied when it is the same on every task (a word of the system
+    prompt, say `true`): then it is a constant answer, judged like the constant probe."""
+    copied = {r.get("copied") for r in records if not r.get("skipped")}
+    return next(iter(copied)) if len(copied) == 1 and None not in copied else None
+
+
 def judge_constant(records: list[dict], summary: dict, correct: str | None, reference: float, exploit_max: float,
-                   dataset: dict, max_answer_share: float) -> tuple[bool, str]:
+                   dataset: dict, max_answer_share: float, own: str = "answer_is_constant",
+                   what: str = "a constant answer") -> tuple[bool, str]:
     """The constant probe: the accuracy of answering the taskset's most common answer everywhere, read from the
     correctness signal (`correct`: the component that separates the oracle from a wrong answer), allowed the
     sampled tasks whose answer it is while the label set is as balanced as its label count allows."""
     played = [r for r in records if not r.get("skipped") and not r.get("env_error") and r.get("outcome", "ok") == "ok"]
-    fair = sum(bool(r.get("answer_is_constant")) for r in played) / len(played) if played else 0.0
+    fair = sum(bool(r.get(own)) for r in played) / len(played) if played else 0.0
     labels, top = dataset.get("distinct_answers"), dataset.get("top_answer_share")
     balanced = top is None or top <= answer_share_allowed(max_answer_share, labels) + 1e-9
     allowed = max(exploit_max, fair if balanced else min(fair, label_allowance(labels or 0)))
@@ -67,7 +75,7 @@ def judge_constant(records: list[dict], summary: dict, correct: str | None, refe
     why = (f"the {fair:.0%} of sampled tasks whose answer it is" if allowed == fair and fair > exploit_max else
            f"{exploit_max:.0%} (probes.exploit_max)" if allowed == exploit_max else
            f"{allowed:.0%}, what {labels} labels allow (the most common answer holds {top:.0%} of the taskset)")
-    return accuracy > allowed + 1e-9, (f"a constant answer is right on {accuracy:.0%} of the sampled tasks {source}; "
+    return accuracy > allowed + 1e-9, (f"{what} is right on {accuracy:.0%} of the sampled tasks {source}; "
                                        f"allowed {why}")
 
 

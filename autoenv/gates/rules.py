@@ -342,6 +342,10 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         elif name == "constant":  # its accuracy, against what the sampled tasks and the label count allow
             bad, limit = free.judge_constant(by_probe[name], summary, correct, reference or 0.0, p.exploit_max,
                                              audit.get("dataset") or {}, config.checks.max_answer_share)
+        elif name == "prompt-copy" and (span := free.copies_a_constant(by_probe[name])) is not None:
+            bad, limit = free.judge_constant(by_probe[name], summary, correct, reference or 0.0, p.exploit_max,
+                                             audit.get("dataset") or {}, config.checks.max_answer_share,
+                                             own="answer_is_copy", what=f"the same span {span!r} copied for every task")
         elif name in FAMILIES:  # content-free families: judged against the reward's range (autoenv.gates.free)
             bad, limit = content_free.get(name, (False, "not judged: the reward's range is unobserved"))
         else:
