@@ -277,7 +277,9 @@ def test_judge_derived_without_references_is_na():
 
 
 def test_every_example_loses_its_oracle_hook_and_still_parses(tmp_path):
-    for example in examples():
+    hooked = [e for e in examples() if any("def oracle(" in p.read_text() for p in (PROJECT / "examples" / e).rglob("*.py"))]
+    assert len(hooked) >= 8  # the others were written without one (hack-abstain, quiz-numbers, ...)
+    for example in hooked:
         target = tmp_path / example
         shutil.copytree(PROJECT / "examples" / example, target)
         assert remove_oracle_hooks(target) >= 1, example
