@@ -15,8 +15,9 @@ import threading
 import time
 
 import pytest
-
 from audits import audit, rec
+from conftest import autoenv, commit_all, ledger, small_config
+
 from autoenv.config import load_config
 from autoenv.gates import audit as audit_stage
 from autoenv.gates import dataset
@@ -26,7 +27,6 @@ from autoenv.gates.probes import DEFENCES, EXPLOITS, wrong_answers
 from autoenv.gates.rules import Gates, judge_audit
 from autoenv.limits import TimeLimitExceeded
 from autoenv.paths import PROJECT
-from conftest import autoenv, commit_all, ledger, small_config
 
 CONFIG = load_config(PROJECT / "config.toml")
 QUIZ = [{"role": "user", "content": "What is 12 * 3?\nA) 30\nB) 36\nC) 33\nD) 41\nE) 39"}]
@@ -208,7 +208,7 @@ def test_stub_defines_the_requested_function_and_does_nothing():
     replies = family_replies("stub", messages=messages, answers=[])
     assert set(replies) == {"pass", "return None", "return 0", "return empty", "return the input", "raise"}
     namespace: dict = {}
-    exec(replies["return the input"].content.strip("`").removeprefix("python\n"), namespace)
+    exec(replies["return the input"].content.strip("`").removeprefix("python\n"), namespace)  # noqa: S102
     assert namespace["gap_3"]([1, 2]) == [1, 2]
     assert family_replies("stub", messages=[{"role": "user", "content": "What is f(3) if f(x) = 2x?"}],
                           answers=[]) == {}
@@ -266,7 +266,7 @@ def test_clean_examples_without_a_hook_fail_nothing(run_repo, example):
     root = run_repo(example)
     result = autoenv("probe", cwd=root)
     assert result.returncode == 0 and failed_lines(result.stdout) == [], result.stdout[-3000:] + result.stderr[-2000:]
-    a = json.loads((sorted((root / "outputs" / "scratch").iterdir())[0] / "gates" / "audit.json").read_text())
+    a = json.loads((min((root / "outputs" / "scratch").iterdir()) / "gates" / "audit.json").read_text())
     if example == "quiz-numbers":  # five numeric options, one-letter answers: the shape that stalled the audit
         gates = gates_of(root)
         assert gates["probes"]["kitchen-sink"]["scored"] == a["probe_tasks"]

@@ -37,11 +37,11 @@ from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
 from autoenv.gates import dataset
 from autoenv.gates.answer_oracle import format_reply, infer_format
-from autoenv.gates.families import NOT_APPLICABLE
+from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, ROLLOUT_ONLY, family_replies
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
-from autoenv.gates.probes import (EXPLOITS, IN_PROCESS_ONLY, MULTI_STRATEGY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS, REFUSAL,
-                                  probe_replies, prompt_spans)
+from autoenv.gates.probes import (EXPLOITS, IN_PROCESS_ONLY, MULTI_STRATEGY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS,
+                                  REFUSAL, probe_replies, prompt_spans)
 from autoenv.job import Job
 from autoenv.messages import Reply
 from autoenv.scripts import script_kind
@@ -404,13 +404,18 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes,
                   else None)
         if reason:
             records.extend(skipped(probe, task, reason) for task in sample)
-        else:
-            played.append(probe)
+            continue
+        for task in sample:  # a family whose shape the task lacks (no options, no function) is n/a there
+            if probe in FAMILIES and probe not in ROLLOUT_ONLY and not family_replies(
+                    probe, messages=task_messages(task), answers=[]):
+                records.append(skipped(probe, task, NOT_APPLICABLE[probe]))
+            else:
+                played.append((probe, task))
     try:
         async with contextlib.AsyncExitStack() as stack:
             for seat_env in envs.values():
                 await stack.enter_async_context(seat_env.serving())
-            await asyncio.gather(*(play(probe, task, probed) for probe in played for task in sample for probed in envs))
+            await asyncio.gather(*(play(probe, task, probed) for probe, task in played for probed in envs))
     finally:
         await endpoint.stop()
     return records, (all(rescored) if rescored else None)

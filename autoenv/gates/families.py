@@ -13,7 +13,7 @@ import json
 import re
 import statistics
 
-from autoenv.messages import Reply
+from autoenv.messages import Reply, ToolCall
 
 FAMILIES = {
     "abstain": "a reply that declines to answer: I don't know, unsure, unknown, N/A, an empty JSON object, "
@@ -26,7 +26,13 @@ FAMILIES = {
                   "the shortest, the odd one out (the best strategy counts)",
     "stub": "for code tasks: the requested functions defined as stubs (pass, return None, 0, empty, the input, "
             "raise); the best stub counts",
+    "valid-tool-spam": "every tool called with arguments it accepts (an enumeration's value, an example from its "
+                       "description, an id seen in earlier tool results), then a wrong answer",
+    "stall": "in a multi-turn env: the same minimal valid move every turn (the first choice the message offers, "
+             "else the first reply repeated) until the turn limit",
 }
+ROLLOUT_ONLY = {"valid-tool-spam", "stall"}
+"""Families that need turns or tools: played through real rollouts only (one reply per turn)."""
 FAMILY_DEFENCES = {
     "abstain": "give no credit for not answering: an abstention, an empty object or a confidence of 0 scores the "
                "floor, like any wrong answer",
@@ -38,11 +44,16 @@ FAMILY_DEFENCES = {
                   "draw distractors so the answer is not the median, the longest or the odd one out",
     "stub": "make every test compare the result with an expected value that a stub (pass, None, 0, empty, the "
             "input, raise) cannot produce; a test that only calls the function cannot fail",
+    "valid-tool-spam": "reward what the tool results lead to (the right answer), never a call that merely "
+                       "succeeded: a relevant-looking call with valid arguments must not pay on its own",
+    "stall": "pay for progress toward the goal, never for turns survived: repeating one valid move must "
+             "earn the floor",
 }
 NOT_APPLICABLE = {
     "typical-value": "no number in the prompt, and the taskset's answers are not numbers",
     "structural": "the prompt offers no labelled options (A) ... or 1. ..., three or more)",
     "stub": "not a code task: the prompt names no function to define",
+    "stall": "a single-turn task: there is no turn to stall",
 }
 FORMATS = {"bare": "{}", "answer-tag": "<answer>{}</answer>", "answer-line": "Answer: {}", "boxed": "\\boxed{{{}}}",
            "json": '{{"answer": {}}}'}
@@ -50,7 +61,7 @@ ABSTAIN = ("I don't know", "unsure", "unknown", "N/A")
 OPTION = re.compile(r"(?m)^\s*\(?([A-Ha-h]|[1-8])[\).:]\s+(.+?)\s*$")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 FUNCTION = re.compile(r"(?:def\s+|`)([A-Za-z_]\w*)\(([^()`]*)\)")
-CODE_WORDS = re.compile(r"\b(python|function|def |implement|code)\b", re.I)
+CODE_WORDS = re.compile(r"\b(python|function|def |implement|code)\b", re.IGNORECASE)
 STUBS = {"pass": "pass", "return None": "return None", "return 0": "return 0", "return empty": "return []",
          "return the input": "return {first}", "raise": "raise NotImplementedError"}
 
@@ -102,6 +113,8 @@ def structural_picks(found: list[tuple[str, str]]) -> dict[str, str]:
 
 def family_replies(name: str, *, messages: list[dict], answers: list[str]) -> dict[str, Reply]:
     """Every reply family `name` tries on one task, by strategy ({} when it does not apply here)."""
+    if name in ROLLOUT_ONLY:  # in-process means one single-turn reply without tools: nothing to play
+        return {}
     if name == "abstain":
         out = {f"{phrase!r} {form}": Reply(content=render(phrase, form)) for phrase in ABSTAIN for form in FORMATS
                if form != "json"}
@@ -148,7 +161,70 @@ def family_replies(name: str, *, messages: list[dict], answers: list[str]) -> di
     raise ValueError(f"unknown probe family {name!r}")
 
 
-def family_reply(name: str, *, messages: list[dict], answers: list[str]) -> Reply | None:
-    """The family's first strategy, for a probe played through real rollouts (one reply per turn)."""
+def family_reply(name: str, *, messages: list[dict], answers: list[str], tools: list[dict] | None = None
+                 ) -> Reply | None:
+    """The family's next message through real rollouts: its first strategy, or the turn-by-turn play of
+    valid-tool-spam and stall."""
+    if name == "valid-tool-spam":
+        return tool_spam_turn(messages, tools or [])
+    if name == "stall":
+        return stall_turn(messages)
     replies = family_replies(name, messages=messages, answers=answers)
     return next(iter(replies.values()), None)
+
+
+CHOICES = re.compile(r"\b(\w[\w-]*(?:\s*,\s*\w[\w-]*)*)\s*,?\s+or\s+(\w[\w-]*)\b")
+EXAMPLE_ARG = re.compile(r"(\w+)\s*=\s*[\"']([^\"']{1,60})[\"']")
+SEEN_ID = re.compile(r"\b[A-Z][A-Z0-9_-]{3,}\d\b|\b\d{3,}\b")
+WRONG_ANSWER = "<answer>0</answer>\nAnswer: 0"
+
+
+def _text(content) -> str:
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else ""
+
+
+def valid_arguments(tool: dict, seen: list[str]) -> dict:
+    """Arguments `tool` accepts: each parameter's enumeration, an example in the description, an id from an
+    earlier tool result, else a plain value of its type."""
+    spec = tool.get("function") or tool
+    examples = dict(EXAMPLE_ARG.findall(spec.get("description") or ""))
+    args: dict = {}
+    for param, schema in ((spec.get("parameters") or {}).get("properties") or {}).items():
+        kind = schema.get("type")
+        if schema.get("enum"):
+            args[param] = schema["enum"][0]
+        elif param in examples:
+            args[param] = examples[param]
+        elif kind in ("integer", "number"):
+            args[param] = int(seen[0]) if seen and seen[0].isdigit() else 1
+        elif kind == "boolean":
+            args[param] = True
+        else:
+            args[param] = seen[0] if seen else next(iter(examples.values()), "a")
+    return args
+
+
+def tool_spam_turn(messages: list[dict], tools: list[dict]) -> Reply | None:
+    """Two rounds of every tool called with valid arguments, then a wrong answer."""
+    if not tools:
+        return None
+    turns = sum(1 for m in messages if m.get("role") == "assistant")
+    if turns >= 2:
+        return Reply(content=WRONG_ANSWER)
+    seen = [found for m in messages if m.get("role") == "tool" for found in SEEN_ID.findall(_text(m.get("content")))]
+    calls = [ToolCall(name=(t.get("function") or t).get("name") or "", id=f"call_{turns}_{i}",
+                      arguments=json.dumps(valid_arguments(t, seen))) for i, t in enumerate(tools)]
+    return Reply(tool_calls=calls)
+
+
+def stall_turn(messages: list[dict]) -> Reply:
+    """The same minimal valid move every turn: the first choice the last message offers, else the first
+    reply repeated, else a bare acknowledgement."""
+    last = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+    found = CHOICES.findall(last)
+    if found:
+        return Reply(content=found[-1][0].split(",")[0].strip())
+    mine = [_text(m.get("content")) for m in messages if m.get("role") == "assistant" and _text(m.get("content"))]
+    return Reply(content=mine[0] if mine else "ok")

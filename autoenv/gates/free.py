@@ -114,8 +114,8 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
         if name == "structural":
             choices = max((r.get("choices") or 0 for r in by_probe.get(name, [])), default=0)
             allowed = max(free_max, label_allowance(choices))
-        verdicts[name] = (share > allowed + 1e-9, f"{share:.0%} of the reward's range, allowed {allowed:.0%} "
-                          "above its floor (content-free, probes.free_max)")
+        verdicts[name] = (share > allowed + 1e-9, (f"{share:.0%} of the reward's range, allowed {allowed:.0%} "
+                                                   "above its floor (content-free, probes.free_max)"))
         if share > allowed + 1e-9:
             paid = _paid(by_probe.get(name, []), weights)
             strategy = next((r.get("strategy") for r in by_probe.get(name, []) if r.get("strategy")), None)

@@ -64,7 +64,7 @@ DEFENCES.update({
 """The change that defeats each probe, for the judge's advice (one per entry of EXPLOITS, and
 the derived probes that can fail or warn)."""
 NEEDS_ANSWER = {"wrong-answer", "kitchen-sink", "first-number", "last-line", "injection", "constant", "prompt-copy"}
-NEEDS_TOOLS = {"tool-spam"}
+NEEDS_TOOLS = {"tool-spam", "valid-tool-spam"}
 NEEDS_ORACLE = {"wrong-answer", "kitchen-sink", "padding", "first-number", "last-line", "injection", "constant",
                 "prompt-copy"}
 IN_PROCESS_ONLY = {"prompt-copy"}
@@ -200,7 +200,7 @@ def probe_reply(name: str, *, oracle: Reply | None, answer: str | None, answers:
     """The probe's next assistant message, or None when the probe does not apply here."""
     rng = seeded_rng(seed, name, key, len(messages))
     if name in FAMILIES:
-        return family_reply(name, messages=messages, answers=answers)
+        return family_reply(name, messages=messages, answers=answers, tools=tools)
     if name == "empty":
         return Reply()
     if name == "refusal":
