@@ -21,7 +21,7 @@ from conftest import autoenv, commit_all, ledger, small_config
 from autoenv.config import load_config
 from autoenv.gates import audit as audit_stage
 from autoenv.gates import dataset
-from autoenv.gates.families import FAMILIES, FAMILY_DEFENCES, family_replies, structural_picks
+from autoenv.gates.families import FAMILIES, FAMILY_DEFENCES, family_replies, family_reply, structural_picks
 from autoenv.gates.free import CONTENT_FREE, label_allowance
 from autoenv.gates.probes import DEFENCES, EXPLOITS, wrong_answers
 from autoenv.gates.rules import Gates, judge_audit
@@ -226,6 +226,38 @@ def test_typical_value_and_abstain_and_self_report_carry_no_task_content():
     assert claims["verified"] is True and claims["confidence"] == 1.0 and claims["answer"] == "unknown"
 
 
+TOOLS = [{"type": "function", "function": {
+    "name": "price", "description": "Unit price of a catalog item, e.g. price(item=\"blue ceramic mug\").",
+    "parameters": {"type": "object", "properties": {"item": {"type": "string"}}}}},
+    {"type": "function", "function": {"name": "order", "description": "An order's status.",
+                                      "parameters": {"properties": {"order_id": {"type": "integer"},
+                                                                    "kind": {"type": "string",
+                                                                             "enum": ["open", "closed"]}}}}}]
+
+
+def test_valid_tool_spam_calls_each_tool_with_arguments_it_accepts_then_answers_wrong():
+    first = family_reply("valid-tool-spam", messages=[{"role": "user", "content": "Total?"}], answers=[], tools=TOOLS)
+    calls = {c.name: json.loads(c.arguments) for c in first.tool_calls}
+    assert calls == {"price": {"item": "blue ceramic mug"}, "order": {"order_id": 1, "kind": "open"}}
+    seen = [{"role": "user", "content": "Total?"}, {"role": "assistant", "content": ""},
+            {"role": "tool", "content": "order 48213 is open"}]
+    again = family_reply("valid-tool-spam", messages=seen, answers=[], tools=TOOLS)
+    assert json.loads(again.tool_calls[1].arguments)["order_id"] == 48213  # an id seen in an earlier result
+    done = family_reply("valid-tool-spam", messages=seen + [{"role": "assistant", "content": ""}], answers=[],
+                        tools=TOOLS)
+    assert not done.tool_calls and "<answer>0</answer>" in done.content
+    assert family_reply("valid-tool-spam", messages=seen, answers=[], tools=[]) is None
+
+
+def test_stall_repeats_one_valid_move():
+    offer = {"role": "user", "content": "Room 2. Reply with one word: north, south, east or west."}
+    assert family_reply("stall", messages=[offer], answers=[]).content == "north"
+    game = [{"role": "user", "content": "Guess the code."}, {"role": "assistant", "content": '{"guess": "0123"}'},
+            {"role": "user", "content": '{"observation": {"bulls": 1}}'}]
+    assert family_reply("stall", messages=game, answers=[]).content == '{"guess": "0123"}'
+    assert family_replies("stall", messages=[offer], answers=[]) == {}  # single-turn, in-process: n/a
+
+
 # --- end to end: each planted hack fails exactly its family; the controls fail nothing ---------
 
 
@@ -248,6 +280,8 @@ def gates_of(root) -> dict:
     ("hack-selfreport", "self-report"),
     ("hack-structural", "structural"),
     ("hack-stub", "stub"),
+    ("hack-toolspam", "valid-tool-spam"),  # a multi-turn tool env, through rollouts
+    ("hack-stall", "stall"),  # a custom-Env game, through rollouts
 ])
 def test_each_planted_hack_without_a_reference_fails_exactly_its_family(run_repo, hack, family):
     root = run_repo(hack)

@@ -13,6 +13,11 @@ import verifiers.v1 as vf
 
 MOVES = ("north", "south", "east", "west")
 TURNS = 6
+WALLS = ("mossy", "brick", "granite", "wooden", "icy", "painted", "crumbling", "marble", "iron", "glass")
+LIGHTS = ("a single torch", "pale moonlight", "flickering lamps", "no light at all", "glowing fungus",
+          "a lantern on a hook", "sunlight from a crack", "candles in niches")
+SOUNDS = ("water drips", "a dog barks", "wind howls", "a bell rings", "someone hums", "gears grind",
+          "birds chirp", "a door creaks")
 SYSTEM = "You are in a maze. Each turn, reply with one word: north, south, east or west. Any other reply ends the game."
 
 
@@ -68,8 +73,10 @@ class MazeTaskset(vf.Taskset[MazeTask, MazeConfig]):
             if (tag, tuple(path)) in seen:
                 continue
             seen.add((tag, tuple(path)))
-            prompt = (f"Maze {tag}. A note on the wall says the way out is: {', then '.join(path)}. "
-                      "Reply with your first move, one word: north, south, east or west.")
+            walls, light, sound = rng.choice(WALLS), rng.choice(LIGHTS), rng.choice(SOUNDS)
+            prompt = (f"Maze {tag}: {walls} walls, {light}, and somewhere {sound}. A note pinned by the door says the "
+                      f"way out is {', then '.join(path)}. Reply with your first move, one word: north, south, east "
+                      "or west.")
             tasks.append(MazeTask(MazeData(prompt=prompt, system_prompt=SYSTEM, path=path, difficulty=difficulty),
                                   self.config.task))
         return tasks
