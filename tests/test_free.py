@@ -24,7 +24,8 @@ from autoenv.gates import dataset
 from autoenv.gates.families import FAMILIES, FAMILY_DEFENCES, family_replies, family_reply, structural_picks
 from autoenv.gates.free import CONTENT_FREE, label_allowance
 from autoenv.gates.probes import DEFENCES, EXPLOITS, wrong_answers
-from autoenv.gates.rules import Gates, judge_audit
+from autoenv.gates.replay import transcript
+from autoenv.gates.rules import Gates, judge_audit, judge_derived
 from autoenv.limits import TimeLimitExceeded
 from autoenv.paths import PROJECT
 
@@ -328,3 +329,38 @@ def test_an_offline_evaluation_without_a_reference_is_discarded_by_the_invariant
     (entry,) = ledger(root)
     assert entry["verdict"]["verdict"] == "discard", result.stdout[-3000:] + result.stderr[-2000:]
     assert "content-free" in entry["verdict"]["reason"] and "probe stub" in entry["verdict"]["reason"]
+
+
+# --- derived probes for multi-turn and tool transcripts (autoenv.gates.replay) -----------------
+
+
+LOOKUP = [{"content": "Let me look.", "tool_calls": [{"name": "price", "id": "c0", "arguments": '{"item": "mug"}'}]},
+          {"content": "<answer>7.00</answer>", "tool_calls": None}]
+
+
+def test_replay_mutations_change_only_the_final_answer():
+    assert transcript("reference", LOOKUP, "<answer>3.10</answer>") == LOOKUP
+    swapped = transcript("swap-answer", LOOKUP, "<answer>3.10</answer>")
+    assert swapped[0] == LOOKUP[0] and swapped[1]["content"] == "<answer>3.10</answer>"
+    assert transcript("drop-answer", LOOKUP, None)[1]["content"] == ""
+    assert transcript("no-tools", LOOKUP, None) == [{"content": "<answer>7.00</answer>", "tool_calls": None}]
+    assert transcript("no-tools", LOOKUP[1:], None) is None  # nothing to drop
+    assert transcript("swap-answer", LOOKUP, None) is None
+
+
+def replay_records(kept: dict[str, float]) -> list[dict]:
+    out = []
+    for name, value in {"reference": 1.0, **kept}.items():
+        out += [rec(f"replay {name}", i, {"correct": value}, reward=value) for i in range(4)]
+    return out
+
+
+@pytest.mark.parametrize("swap, status", [(0.0, "pass"), (0.5, "pass"), (1.0, "fail")])
+def test_a_replayed_transcript_whose_final_answer_does_not_matter_fails(swap, status):
+    report = Gates()
+    judge_derived({"records": replay_records({"swap-answer": swap, "drop-answer": 0.0, "no-tools": 1.0}),
+                   "replayed": 4}, CONFIG, report)
+    assert finding(report, "probe replay swap-answer").status == status
+    assert finding(report, "probe replay no-tools").status == "pass"  # measured: the answer alone may be right
+    assert finding(report, "probe replay reference").message.startswith("4 best multi-turn or tool transcripts")
+    assert not [f for f in report.findings if f.name == "derived probes"]  # no n/a row beside the replayed ones

@@ -530,9 +530,15 @@ def add_matrix(report: Gates, by_probe: dict[str, list[dict]], weights: dict[str
 def judge_derived(derived: dict, config: Config, report: Gates) -> None:
     """Gate findings from the derive stage's derived.json: the models' best replies, mutated."""
     records = derived.get("records") or []
+    if any(r["probe"].startswith("replay ") for r in records):  # multi-turn and tool transcripts, replayed
+        from autoenv.gates.replay import judge_replay  # deferred: the derive stage's module
+        judge_replay([r for r in records if r["probe"].startswith("replay ")], config.probes.exploit_max, report,
+                     add_matrix)
+        records = [r for r in records if not r["probe"].startswith("replay ")]
     references = [r for r in records if r["probe"] == "reference" and not r.get("error")]
     if not references:
-        report.add("derived probes", "skip", "n/a, not tested: " + (derived.get("reason") or "no reference reply"))
+        if not derived.get("replayed"):
+            report.add("derived probes", "skip", "n/a, not tested: " + (derived.get("reason") or "no reference reply"))
         return
     weights: dict[str, float] = {}
     for r in records:
