@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import random
+from typing import Any
 
 from autoenv.endpoint.policies import Policies, PolicyError
 from autoenv.endpoint.server import Endpoint
@@ -57,7 +58,7 @@ def transcript(mutation: str, assistant: list[dict], other_final: str | None) ->
     raise ValueError(f"unknown replay mutation {mutation!r}")
 
 
-def replay_policy(book: OracleBook, scripts: dict[tuple[str, str], list[dict]]):
+def replay_policy(book: Any, scripts: dict[tuple[str, str], list[dict]]):
     """The endpoint handler of `replay:<mutation>`: the k-th scripted assistant message of the task's transcript."""
     def reply(request: ChatRequest, param: str | None) -> Reply:
         task = book.find(request.messages)

@@ -14,7 +14,7 @@ import verifiers.v1 as vf
 
 SYSTEM = "Multiply the two numbers exactly. Give the product in one <answer></answer> tag."
 ANSWER_TAG = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL)
-HEDGE = re.compile(r"\b(i don't know|i do not know|unsure|not sure)\b", re.I)
+HEDGE = re.compile(r"\b(i don't know|i do not know|unsure|not sure)\b", re.IGNORECASE)
 LEVELS = {"easy": (11, 99), "medium": (101, 999), "hard": (1001, 9999)}
 
 

@@ -73,8 +73,8 @@ class CodeTask(vf.Task[CodeData]):
             return 0.0
         namespace: dict = {}
         try:
-            exec(compile(blocks[0], "<reply>", "exec"), namespace)
-        except Exception:
+            exec(compile(blocks[0], "<reply>", "exec"), namespace)  # noqa: S102 - the reply is the code under test
+        except Exception:  # noqa: BLE001 - any error in the reply's code fails it
             return 0.0
         fn = namespace.get(self.data.function)
         if not callable(fn):
@@ -83,7 +83,7 @@ class CodeTask(vf.Task[CodeData]):
         for arg, want in self.data.tests:
             try:
                 got = fn(arg)
-            except Exception:
+            except Exception:  # noqa: BLE001, S112 - a test that raises fails
                 continue
             passed += 1 if not self.data.compare else int(got == want)
         return passed / len(self.data.tests)
