@@ -364,3 +364,17 @@ def test_a_replayed_transcript_whose_final_answer_does_not_matter_fails(swap, st
     assert finding(report, "probe replay no-tools").status == "pass"  # measured: the answer alone may be right
     assert finding(report, "probe replay reference").message.startswith("4 best multi-turn or tool transcripts")
     assert not [f for f in report.findings if f.name == "derived probes"]  # no n/a row beside the replayed ones
+
+
+@pytest.mark.e2e
+def test_tool_transcripts_are_replayed_through_rollouts_with_their_final_answer_mutated(run_repo):
+    root = run_repo("shopping")
+    result = autoenv("eval", "--offline", cwd=root)
+    (entry,) = ledger(root)
+    findings = {f["name"]: f for f in entry["gates"]["findings"]}
+    assert findings["probe replay reference"]["status"] == "pass", result.stdout[-3000:] + result.stderr[-2000:]
+    for name in ("swap-answer", "drop-answer"):  # the answer is scored: destroying it costs all the reward
+        assert findings[f"probe replay {name}"]["status"] == "pass"
+        assert findings[f"probe replay {name}"]["data"]["kept"] == 0.0
+    assert findings["probe replay no-tools"]["data"]["kept"] == 1.0  # measured: a right total needs no lookup here
+    assert "derived probes" not in findings and entry["verdict"]["verdict"] == "baseline"

@@ -35,7 +35,7 @@ from autoenv.gates.replay import assistant_messages, replay_mutations
 from autoenv.job import Job
 from autoenv.messages import Reply
 from autoenv.record import ROLES
-from autoenv.tasks import load_tasks
+from autoenv.tasks import load_tasks, seat_names
 from autoenv.traces import iter_traces, to_rollout
 
 SINK_SIZE = 20
@@ -151,7 +151,11 @@ async def derive(job: Job) -> None:
         os.environ[GRADER_URL_VAR] = grader.base_url
         try:
             await score_mutations(vf, job, tasks, references, out)
-            if multi_turn:  # multi-turn and tool transcripts: replayed, mutated, through real rollouts
+            seats = seat_names(vf, job.taskset_id, job.env_id)
+            if multi_turn and len(seats) > 1:  # one seat's transcript cannot be replayed at every seat
+                out["replay_reason"] = f"a multi-seat env ({', '.join(seats)}): transcripts are not replayed"
+                out["replayed"] = 0
+            elif multi_turn:  # multi-turn and tool transcripts: replayed, mutated, through real rollouts
                 await replay_mutations(vf, job, env, tasks, multi_turn, out)
         finally:
             await grader.stop()

@@ -538,7 +538,8 @@ def judge_derived(derived: dict, config: Config, report: Gates) -> None:
     references = [r for r in records if r["probe"] == "reference" and not r.get("error")]
     if not references:
         if not derived.get("replayed"):
-            report.add("derived probes", "skip", "n/a, not tested: " + (derived.get("reason") or "no reference reply"))
+            report.add("derived probes", "skip", "n/a, not tested: " + (derived.get("reason") or derived.get(
+                "replay_reason") or "no single-turn reference reply"))
         return
     weights: dict[str, float] = {}
     for r in records:
