@@ -27,6 +27,7 @@ from autoenv.errors import AutoEnvError
 from autoenv.export.check import run_checks
 from autoenv.export.grpo import export_grpo
 from autoenv.export.openenv import export_openenv
+from autoenv.gates.free import coverage_line
 from autoenv.gitrepo import Repo
 from autoenv.install import install_candidate
 from autoenv.judge.registry import CHOICES
@@ -208,6 +209,8 @@ def print_result(entry: Entry, root: Path | None = None) -> None:
     if entry.reused_rollouts:
         fields["reused_rollouts"] = entry.reused_rollouts
     fields["sandbox"] = entry.sandbox
+    if coverage := coverage_line(entry.gates):
+        fields["coverage"] = coverage
     fields["reason"] = entry.verdict.reason
     if entry.warnings:
         fields["warnings"] = "; ".join(entry.warnings)
@@ -221,7 +224,8 @@ def cmd_gates(args) -> int:
     report = audit_only(Path.cwd(), args.config, probes=args.probes, env=args.env, env_id=args.env_id,
                         from_commit=getattr(args, "from_commit", None))
     display.result_block({"gates": "passed" if report.passed else "failed", "failed": len(report.failed),
-                          "mode": report.mode, "seconds": report.seconds})
+                          "mode": report.mode, "seconds": report.seconds,
+                          **({"coverage": line} if (line := coverage_line(report)) else {})})
     for item in report.failed:
         display.console.print(f"FAILED {item}", markup=False)
     return 0 if report.passed else 1

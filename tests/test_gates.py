@@ -587,8 +587,11 @@ def test_probe_catches_each_planted_hack(run_repo, hack, finding):
         assert any("harvested thorough" in line for line in failed), failed
     if hack == "hack-repeats":
         assert not any(line.startswith("FAILED probe") for line in failed), failed  # only the dataset is wrong
-    if hack in ("hack-leak", "hack-lastline", "hack-injection"):  # each new hack: exactly the probe meant for it
+    if hack in ("hack-leak", "hack-lastline"):  # each new hack: exactly the probe meant for it
         assert [line.split(":")[0] for line in failed] == [f"FAILED {finding}"], failed
+    if hack == "hack-injection":  # a grader that believes claims pays the self-report family's claims too
+        assert [line.split(":")[0] for line in failed] == ["FAILED content-free", "FAILED probe injection",
+                                                           "FAILED probe self-report"], failed
     (out,) = scratch_outputs(root)
     gates = json.loads((out / "gates.json").read_text())
     assert gates["passed"] is False and any(f.startswith(finding) for f in gates["failed"])
@@ -660,7 +663,7 @@ def test_tool_candidate_without_oracle_shows_what_was_not_tested(run_repo):
     for name in ("empty", "echo", "tool-spam"):
         assert by_name[f"probe {name}"]["status"] == "pass"
     tested = by_name["probes tested"]
-    assert tested["status"] == "warn" and tested["message"].startswith("5 of 13 exploit probes tested")
+    assert tested["status"] == "warn" and tested["message"].startswith("10 of 18 exploit probes tested")
     assert "deterministic scoring" not in by_name  # nothing was rescored: no row claiming it was
     assert re.search(r"│ padding\s+│ n/a\s+│", result.stdout)
 

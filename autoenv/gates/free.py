@@ -152,8 +152,18 @@ def coverage(report, summaries: dict, by_probe: dict[str, list[dict]], weights: 
            for c in weights}
     total = sum(1 for n in summaries if n != "oracle" and n not in inapplicable)
     text = "; ".join(f"`{c}`: {len(names)} of {total} probes" for c, names in per.items()) or "no reward component"
-    report.add("exploit coverage", "pass", text
+    report.add("exploit coverage", "warn" if untested else "pass", text
                + (f"; could not run: {', '.join(untested)}" if untested else "")
                + (f"; n/a here: {', '.join(inapplicable)}" if inapplicable else ""),
                components={c: len(n) for c, n in per.items()}, probes=total, untested=sorted(untested),
                inapplicable=sorted(inapplicable))
+
+
+def coverage_line(gates) -> str | None:
+    """The result block's `coverage` field: probes scored per reward component, and those that could not run."""
+    found = [f for f in (gates.findings if gates is not None else []) if f.name == "exploit coverage"]
+    if not found:
+        return None
+    data = found[0].data
+    text = ", ".join(f"{c} {n}/{data.get('probes')}" for c, n in (data.get("components") or {}).items())
+    return text + (f"; not run: {', '.join(data['untested'])}" if data.get("untested") else "")

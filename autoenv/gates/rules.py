@@ -28,6 +28,7 @@ from pathlib import Path
 from autoenv.config import Config
 from autoenv.gates import free, matrix
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
+from autoenv.gates.replay_rules import judge_replay
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS, EXPLOITS
 from autoenv.job import AuditPlan
 from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
@@ -531,7 +532,6 @@ def judge_derived(derived: dict, config: Config, report: Gates) -> None:
     """Gate findings from the derive stage's derived.json: the models' best replies, mutated."""
     records = derived.get("records") or []
     if any(r["probe"].startswith("replay ") for r in records):  # multi-turn and tool transcripts, replayed
-        from autoenv.gates.replay import judge_replay  # deferred: the derive stage's module
         judge_replay([r for r in records if r["probe"].startswith("replay ")], config.probes.exploit_max, report,
                      add_matrix)
         records = [r for r in records if not r["probe"].startswith("replay ")]
