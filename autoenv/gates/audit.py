@@ -520,7 +520,9 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
         sample = sample_tasks(tasks, size, job.seed)
         if defines_gold(vf, sample[0]):
             result["gold"] = await gold_check(vf, job, env, result["seats"][0], sample)
-        probes = ["oracle"] + [p for p in EXPLOITS if has_tools or p not in NEEDS_TOOLS]
+        probes = ["oracle"] + [p for p in EXPLOITS if (has_tools or p not in NEEDS_TOOLS)
+                               and not (p in FAMILIES and len(result["seats"]) > 1)]  # a fixed strategy may fairly
+        # beat a multi-seat game's reference seat: the families judge single-agent rewards against their range
         wide = [p for p in probes if p in MULTI_STRATEGY] if mode == "in-process" else []
         emit("probe-plan", total=(len(probes) - len(wide)) * len(sample)
              + len(wide) * max(len(sample), STRATEGY_SAMPLE), mode=mode)
