@@ -28,6 +28,7 @@ from autoenv.errors import AutoEnvError
 from autoenv.export.check import run_checks
 from autoenv.export.grpo import export_grpo
 from autoenv.export.openenv import export_openenv
+from autoenv.gates.free import coverage_line
 from autoenv.gitrepo import Repo
 from autoenv.install import install_candidate
 from autoenv.judge.registry import CHOICES
@@ -256,6 +257,8 @@ def print_result(entry: Entry, root: Path | None = None, log: Path | None = None
     if entry.reused_rollouts:
         fields["reused_rollouts"] = entry.reused_rollouts
     fields["sandbox"] = entry.sandbox
+    if coverage := coverage_line(entry.gates):
+        fields["coverage"] = coverage
     fields["reason"] = entry.verdict.reason
     if entry.warnings:
         fields["warnings"] = "; ".join(entry.warnings)
@@ -274,7 +277,8 @@ def cmd_gates(args) -> int:
                         from_commit=getattr(args, "from_commit", None))
     said = "failed" if not report.passed else "untested" if report.untested else "passed"
     display.result_block({"gates": said, "failed": len(report.failed),
-                          "mode": report.mode, "seconds": report.seconds})
+                          "mode": report.mode, "seconds": report.seconds,
+                          **({"coverage": line} if (line := coverage_line(report)) else {})})
     for item in report.failed:
         display.console.print(f"FAILED {item}", markup=False)
     for item in report.untested:

@@ -227,12 +227,15 @@ class Probes:
     """The oracle must reach this share of the maximum reward (sum of positive weights)."""
     exploit_max: float = 0.1
     """An exploit may reach at most this share of the oracle's mean reward."""
+    free_max: float = 0.2
+    """A content-free probe (empty, refusal, abstain, stub, ...) may reach at most this share of the reward's
+    range above its floor (the range declared, else the highest total observed on any probe)."""
     continue_on_failure: bool = False
     """Run the model evaluation even when a check or probe failed."""
 
     def problems(self) -> list[tuple[str, str]]:
         out = [(n, "must be at least 1") for n in ("sample", "rollout_sample") if getattr(self, n) < 1]
-        out += [(n, "must be between 0 and 1") for n in ("oracle_min", "exploit_max") if not 0 <= getattr(self, n) <= 1]
+        out += [(n, "must be between 0 and 1") for n in ("oracle_min", "exploit_max", "free_max") if not 0 <= getattr(self, n) <= 1]
         return out
 
 

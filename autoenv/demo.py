@@ -19,7 +19,6 @@ from autoenv.errors import AutoEnvError
 from autoenv.lifecycle import new_run
 from autoenv.paths import EXAMPLES, PROJECT, examples
 
-
 ORACLE_METHOD = re.compile(r"(?m)^(    )def oracle\(self.*?(?=^\1?\S|\Z)", re.S)
 
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-
 from autoenv import display
 from autoenv.environ import RUNTIME_KEYS, scrubbed
 from autoenv.errors import AutoEnvError

@@ -25,9 +25,9 @@ from autoenv.gates.answer_oracle import inferred_format
 from autoenv.gates.oracle import OracleBook
 from autoenv.inprocess import HARNESS_ID, client_retries
 from autoenv.inprocess import seat as retry_seat
-from autoenv.runtime import choose_harness
 from autoenv.job import Job
 from autoenv.permits import role_permits
+from autoenv.runtime import choose_harness
 from autoenv.sampling import TaskRef, choose_tasks
 from autoenv.tasks import load_tasks, task_row, write_run_config
 from autoenv.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, to_rollout

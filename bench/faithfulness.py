@@ -1,10 +1,11 @@
 """The faithfulness matrix: every example x every probe, with and without its oracle hooks.
 
 For each example (clean and planted hacks), once as shipped and once with its oracle hooks
-removed, one offline evaluation through the real CLI in a scratch run repository (with
+removed (an example written without hooks runs once, hook `none`), one offline evaluation through the real CLI in a scratch run repository (with
 probes.continue_on_failure = true, so the rollouts run and the probes derived from them
 are played too). Prints one row per (example, hook) with each probe's result and mean:
-`F` failed, `p` passed, `w` warned, `-` not tested (n/a), then the failed gates.
+`F` failed, `p` passed, `w` warned, `-` not tested (n/a), the content-free rule (`free`: the reference-free
+invariant of autoenv.gates.free, with the probes it failed), then the verdict.
 
 Usage: .venv/bin/python bench/faithfulness.py [--examples a,b] [--tasks N] [--markdown]
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from autoenv.demo import make_run_repo
 from autoenv.gates.probes import DERIVED_EXPLOITS, EXPLOITS
-from autoenv.paths import PROJECT, examples
+from autoenv.paths import EXAMPLES, PROJECT, examples
 
 MARK = {"fail": "F", "pass": "p", "warn": "w", "skip": "-"}
 
@@ -64,6 +65,18 @@ def cells(entry: dict, columns: list[str]) -> list[str]:
     return out
 
 
+def has_hook(example: str) -> bool:
+    return any("def oracle(" in p.read_text() for p in (EXAMPLES / example).rglob("*.py"))
+
+
+def free_cell(entry: dict) -> str:
+    found = [f for f in (entry.get("gates") or {}).get("findings", []) if f["name"] == "content-free"]
+    if not found:
+        return ""
+    f = found[0]
+    return MARK[f["status"]] + (" " + ",".join(f["data"].get("failed") or []) if f["status"] == "fail" else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--examples", default=",".join(examples()))
@@ -72,17 +85,18 @@ def main() -> None:
     args = parser.parse_args()
     columns = ["oracle", *EXPLOITS, *[f"derived {n}" for n in DERIVED_EXPLOITS]]
     short = [c.replace("derived ", "d:") for c in columns]
-    header = ["example", "hook", *short, "tested", "verdict", "s"]
+    header = ["example", "hook", *short, "tested", "free", "verdict", "s"]
     rows = []
     for example in args.examples.split(","):
-        for oracle in (True, False):
+        for oracle in (True, False) if has_hook(example) else (True,):
+            hook = ("yes" if oracle else "no") if has_hook(example) else "none"
             entry, seconds = evaluate(example, oracle, args.tasks)
             if entry is None:
-                rows.append([example, "yes" if oracle else "no", *[""] * len(columns), "", "no entry", f"{seconds:.0f}"])
+                rows.append([example, hook, *[""] * len(columns), "", "", "no entry", f"{seconds:.0f}"])
             else:
                 tested = next((f["message"].split(" exploit")[0] for f in entry["gates"]["findings"]
                                if f["name"] == "probes tested"), "")
-                rows.append([example, "yes" if oracle else "no", *cells(entry, columns), tested,
+                rows.append([example, hook, *cells(entry, columns), tested, free_cell(entry),
                              entry["verdict"]["verdict"], f"{seconds:.0f}"])
             print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     if args.markdown:

@@ -22,6 +22,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from conftest import commit_all, head, small_config
 
 from autoenv.cli import main
 from autoenv.config import Price, load_config
@@ -33,7 +34,6 @@ from autoenv.pipeline import Context, EvalOptions, Outcome, evaluate, judge, rec
 from autoenv.record import Entry, GateFinding, GateReport, Verdict
 from autoenv.stats import model_stats
 from autoenv.traces import read_rollouts
-from conftest import commit_all, head, small_config
 
 BRANCH = "autoenv/demo-arithmetic"
 OTHER = "autoenv/other"

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import autoenv, commit_all, head, small_config
 
 from autoenv import rollouts
 from autoenv.errors import AutoEnvError
@@ -19,7 +20,6 @@ from autoenv.install import inspect_candidate
 from autoenv.job import Job
 from autoenv.paths import EXAMPLES
 from autoenv.rollouts import Worker, WorkerFailed
-from conftest import autoenv, commit_all, head, small_config
 
 pytestmark = pytest.mark.slow  # each test starts a child that imports verifiers
 

@@ -8,9 +8,8 @@ import re
 import pytest
 
 from autoenv.gates import dataset
-from autoenv.messages import Reply, ToolCall
 from autoenv.gates.probes import EXPLOITS, FILLER, REFUSAL, probe_reply, wrong_answers
-from autoenv.messages import seeded_rng
+from autoenv.messages import Reply, ToolCall, seeded_rng
 
 THRESHOLD = 0.9
 # A long prompt body: one word changed in ~120 leaves a word-shingle Jaccard of about 0.95.
@@ -213,7 +212,8 @@ def probe(name: str, oracle: str | Reply | None = "<answer>42</answer>", answer:
 
 def test_every_exploit_has_a_description():
     assert set(EXPLOITS) == {"empty", "refusal", "echo", "wrong-answer", "kitchen-sink", "padding", "garbage",
-                             "tool-spam", "first-number", "last-line", "injection", "constant", "prompt-copy"}
+                             "tool-spam", "first-number", "last-line", "injection", "constant", "prompt-copy",
+                             "abstain", "typical-value", "self-report", "structural", "stub", "valid-tool-spam", "stall"}
     assert all(isinstance(v, str) and v for v in EXPLOITS.values())
 
 

@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 import pytest
-
-from autoenv.paths import PROJECT, examples
-from autoenv.ledger import verify_chain
 from conftest import autoenv, commit_all, head, ledger, small_config
+
+from autoenv.ledger import verify_chain
+from autoenv.paths import PROJECT, examples
 
 pytestmark = pytest.mark.e2e
 

@@ -15,12 +15,12 @@ import json
 import random
 import re
 import shutil
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
 from audits import rec
+from conftest import autoenv, commit_all, head, small_config
+
 from autoenv.config import load_config
 from autoenv.demo import remove_oracle_hooks
 from autoenv.endpoint.policies import gullible_grader
@@ -28,11 +28,18 @@ from autoenv.gates import matrix
 from autoenv.gates.answer_oracle import FORMATS, format_reply, infer_format
 from autoenv.gates.audit import NO_ORACLE
 from autoenv.gates.derived import mutate
-from autoenv.gates.probes import DERIVED_MUTATIONS, DEFENCES, EXPLOITS, INJECTION, probe_replies, probe_reply, prompt_spans
+from autoenv.gates.probes import (
+    DEFENCES,
+    DERIVED_MUTATIONS,
+    EXPLOITS,
+    INJECTION,
+    probe_replies,
+    probe_reply,
+    prompt_spans,
+)
 from autoenv.gates.rules import Gates, judge_derived, judge_probes
 from autoenv.messages import ChatRequest, Reply
 from autoenv.paths import PROJECT, examples
-from conftest import autoenv, commit_all, head, small_config
 
 CONFIG = load_config(PROJECT / "config.toml")
 ORACLE = Reply(content="Let me work it out.\n<answer>42</answer>")
@@ -179,8 +186,20 @@ def test_constant_and_prompt_copy_say_what_they_measured():
     records += [rec("prompt-copy", i, {"correct": 0.0}, strategy="number -1") for i in range(10)]
     report = judge(records)
     f = finding(report, "probe constant")
-    assert f.status == "fail" and "a constant policy would be right on 30% of the tasks" in f.message
+    assert f.status == "fail" and "a constant answer is right on 30% of the sampled tasks" in f.message
     assert "the prompt's number -1" in finding(report, "probe prompt-copy").message
+
+
+def test_constant_accuracy_is_read_from_the_correctness_signal_not_the_format_reward():
+    # hack-format's shape: format pays 0.6 whatever the answer, correctness 0.4; the constant is right on 1 in 10
+    weights = {"formatted": 0.6, "correct": 0.4}
+    records = [rec("oracle", i, {"formatted": 1.0, "correct": 1.0}, weights) for i in range(10)]
+    records += [rec("wrong-answer", i, {"formatted": 1.0, "correct": 0.0}, weights) for i in range(10)]
+    records += [rec("constant", i, {"formatted": 1.0, "correct": float(i == 0)}, weights, answer_is_constant=i == 0)
+                for i in range(10)]
+    f = finding(judge(records), "probe constant")
+    assert "a constant answer is right on 10% of the sampled tasks by the `correct` reward" in f.message, f.message
+    assert "60%" not in f.message and f.status == "pass"
 
 
 def test_matrix_names_a_component_harvested_under_a_passing_total():
@@ -266,7 +285,9 @@ def test_judge_derived_without_references_is_na():
 
 
 def test_every_example_loses_its_oracle_hook_and_still_parses(tmp_path):
-    for example in examples():
+    hooked = [e for e in examples() if any("def oracle(" in p.read_text() for p in (PROJECT / "examples" / e).rglob("*.py"))]
+    assert len(hooked) >= 8  # the others were written without one (hack-abstain, quiz-numbers, ...)
+    for example in hooked:
         target = tmp_path / example
         shutil.copytree(PROJECT / "examples" / example, target)
         assert remove_oracle_hooks(target) >= 1, example

@@ -15,15 +15,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from autoenv.gates import dataset
-from autoenv.config import load_config
-from autoenv.paths import PROJECT
-from autoenv.gates.rules import Gates, judge_audit, judge_probes, platform_checks
-from autoenv.record import GateFinding
-from autoenv.gates.probes import EXPLOITS, NEEDS_TOOLS
 from audits import audit, clean_dataset, clean_rows, probe_records, rec
 from conftest import autoenv, commit_all, ledger
+
+from autoenv.config import load_config
+from autoenv.gates import dataset
+from autoenv.gates.probes import EXPLOITS, NEEDS_TOOLS
+from autoenv.gates.rules import Gates, judge_audit, judge_probes, platform_checks
+from autoenv.paths import PROJECT
+from autoenv.record import GateFinding
 
 CONFIG = load_config(PROJECT / "config.toml")
 README = "# candidate-env: a test environment\n\n" + "It teaches careful multi-step arithmetic. " * 8
@@ -603,8 +603,11 @@ def test_probe_catches_each_planted_hack(run_repo, hack, finding):
         assert any("harvested thorough" in line for line in failed), failed
     if hack == "hack-repeats":
         assert not any(line.startswith("FAILED probe") for line in failed), failed  # only the dataset is wrong
-    if hack in ("hack-leak", "hack-lastline", "hack-injection"):  # each new hack: exactly the probe meant for it
+    if hack in ("hack-leak", "hack-lastline"):  # each new hack: exactly the probe meant for it
         assert [line.split(":")[0] for line in failed] == [f"FAILED {finding}"], failed
+    if hack == "hack-injection":  # a grader that believes claims pays the self-report family's claims too
+        assert [line.split(":")[0] for line in failed] == ["FAILED content-free", "FAILED probe injection",
+                                                           "FAILED probe self-report"], failed
     (out,) = scratch_outputs(root)
     gates = json.loads((out / "gates.json").read_text())
     assert gates["passed"] is False and any(f.startswith(finding) for f in gates["failed"])
@@ -626,7 +629,9 @@ def test_clean_example_passes_probe_and_check(run_repo):
     gates = json.loads((out / "gates.json").read_text())
     tested = [f for f in gates["findings"] if f["name"] == "probes tested"]
     assert tested[0]["status"] == "pass" and tested[0]["data"]["untested"] == {}
-    assert gates["matrix"]["harvests"] == [] and set(gates["matrix"]["scores"]) == set(a["probe_names"])
+    inapplicable = {"structural", "stub", "stall"}  # no options, no function, one turn: n/a, no column
+    assert gates["matrix"]["harvests"] == [] and set(gates["matrix"]["scores"]) == set(a["probe_names"]) - inapplicable
+    assert {f["name"]: f["status"] for f in gates["findings"]}["content-free"] == "pass"
     check = autoenv("check", cwd=root)
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
     assert GATES_PASSED.search(check.stdout)
@@ -675,7 +680,8 @@ def test_tool_candidate_without_oracle_plays_the_answer_field_oracle_through_rol
     assert by_name["probe prompt-copy"]["status"] == "skip" and "in-process" in by_name["probe prompt-copy"]["message"]
     tested = by_name["probes tested"]
     assert tested["status"] == "warn" and "coverage" not in tested["data"]
-    assert tested["message"].startswith("12 of 13 exploit probes tested")
+    assert tested["message"].startswith("MERGE_COUNT exploit probes tested"), tested["message"]
+    assert "deterministic scoring" not in by_name  # nothing was rescored: no row claiming it was
 
 
 # `correct` breaks on answers ending in 0 or 5 (several of the 30 sampled tasks; none of them

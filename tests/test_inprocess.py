@@ -6,9 +6,9 @@ import asyncio
 import os
 import socket
 
+import harness_pair
 import pytest
 
-import harness_pair
 from autoenv import inprocess
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint

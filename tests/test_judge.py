@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from anthropic_stub import AnthropicStub, escape_script, expensive, never_submits, submit
 from audits import audit, clean_dataset, clean_rows, rec
+from conftest import autoenv, commit_all, ledger, small_config
+
 from autoenv.config import Bands, Judge, load_config
 from autoenv.demo import make_run_repo
 from autoenv.gates import dataset, rules
+from autoenv.gates.free import CONTENT_FREE
 from autoenv.gates.probes import DEFENCES, EXPLOITS
 from autoenv.judge import registry
 from autoenv.judge.anthropic import MAX_HITS, MAX_READ, Refused, call_tool, grep, inside, list_files, read_file
@@ -38,9 +40,20 @@ from autoenv.judge.schema import findings_schema, validate
 from autoenv.judge.workspace import build, render_transcript, stratified
 from autoenv.ledger import append_entry
 from autoenv.paths import PROJECT
-from autoenv.record import (BestReply, Entry, ErrorCounts, Findings, GateFinding, GateReport, Group, JudgeResult,
-                            ModelStats, ProbeSummary, Readiness, Verdict)
-from conftest import autoenv, commit_all, ledger, small_config
+from autoenv.record import (
+    BestReply,
+    Entry,
+    ErrorCounts,
+    Findings,
+    GateFinding,
+    GateReport,
+    Group,
+    JudgeResult,
+    ModelStats,
+    ProbeSummary,
+    Readiness,
+    Verdict,
+)
 
 SECRET_TOKEN = "PLUTONIUM-7731"
 ENV_SECRET = "sk-test-SECRETVALUE"
@@ -455,6 +468,8 @@ BROKEN = {  # check -> (an audit where only it fails, what its fix must name)
     "oracle": (lambda: audit(records=oracle_short_in_correct()),
                ["task idx 3, 7", "`correct` (mean 0.0 of 1)", "fix the reward if the reply is right"]),
     "time limits": (lambda: audit(time_limits=[HUNG_REWARD]), ["no blocking sleep", "task idx 3 in the audit stage"]),
+    "content-free": (lambda: audit(records=[rec("empty", i, {"correct": 0.08}) for i in range(5)]),
+                     ["pay for the task's content only", "empty: score 0 when the reply holds no answer"]),
     "gold validation": (lambda: audit(gold={"checked": 3, "valid": 2, "invalid": [4], "unchecked": [], "errors": []}),
                         ["Task.validate", "task idx 4"]),
 }
@@ -516,7 +531,10 @@ def test_each_harvesting_probe_names_the_component_and_the_defence(probe):
     oracle = [rec("oracle", i, {"correct": 1.0, "format": 0.96}, TWO_PARTS) for i in range(10)]
     cheat = {"correct": 1.0 if probe == "padding" else 0.0, "format": 1.0}  # padding must beat the oracle
     report = judged(audit(records=oracle + [rec(probe, i, cheat, TWO_PARTS) for i in range(10)]))
-    assert [f.name for f in report.findings if f.status == "fail"] == [f"probe {probe}"]
+    content_free = ["content-free"] if probe in CONTENT_FREE else []  # no task content: over the range's 20% too
+    assert [f.name for f in report.findings if f.status == "fail"] == [*content_free, f"probe {probe}"]
+    if content_free:
+        assert DEFENCES[probe] in fixes_for(report)["content-free"]
     fix = fixes_for(report)[f"probe {probe}"]
     assert fix == f"`format`: {DEFENCES[probe]}"  # the component the probe harvested, and its defence
 

@@ -11,8 +11,17 @@ import pytest
 
 from autoenv import ledger
 from autoenv.errors import AutoEnvError
+from autoenv.ledger import (
+    GENESIS,
+    SCHEMA_VERSION,
+    TEMP_SUFFIX,
+    append_entry,
+    atomic_write,
+    last_kept,
+    read_entries,
+    verify_chain,
+)
 from autoenv.record import Entry, Verdict
-from autoenv.ledger import GENESIS, SCHEMA_VERSION, TEMP_SUFFIX, append_entry, atomic_write, last_kept, read_entries, verify_chain
 
 
 def E(n: int = 0, commit: str | None = None, verdict: str = "keep", **fields) -> Entry:

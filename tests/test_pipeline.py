@@ -8,11 +8,13 @@ import re
 import subprocess
 
 import pytest
+from conftest import commit_all
 
 from autoenv import display
 from autoenv.cli import print_result
 from autoenv.commands import recompute
 from autoenv.config import load_config
+from autoenv.errors import AutoEnvError
 from autoenv.gitrepo import Repo
 from autoenv.job import Job
 from autoenv.judge.offline import offline_findings
@@ -20,10 +22,8 @@ from autoenv.ledger import read_entries, verify_chain
 from autoenv.paths import spec_problem
 from autoenv.pipeline import Context, EvalOptions, Outcome, judge, note_text, preflight, record, verdict
 from autoenv.record import CandidateInfo, GateFinding, GateReport
-from autoenv.errors import AutoEnvError
 from autoenv.stats import model_stats
 from autoenv.traces import Rollout
-from conftest import commit_all
 
 
 def rollouts(successes: list[int], r: int = 2) -> list[Rollout]:

@@ -6,11 +6,9 @@ import json
 
 import pytest
 
-from autoenv.gates.probes import EXPLOITS
-
 from autoenv.endpoint.policies import Policies, PolicyError, advertised_names
+from autoenv.gates.probes import EXPLOITS
 from autoenv.messages import ChatRequest, Reply, ToolCall
-
 
 # --- Reply.coerce ---------------------------------------------------------------------
 

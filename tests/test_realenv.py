@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from autoenv.config import Candidate, load_config, with_env
+from autoenv.endpoint.policies import NO_MATCH
 from autoenv.errors import AutoEnvError
 from autoenv.gates.dataset import measure
 from autoenv.gates.rules import Gates, constant_sum_game, judge_audit
 from autoenv.install import install_candidate
-from autoenv.endpoint.policies import NO_MATCH
 from autoenv.paths import EXAMPLES, PROJECT
 from autoenv.record import CandidateInfo
 from autoenv.scripts import script_kind, ships_scripts

@@ -10,8 +10,20 @@ import pytest
 
 from autoenv.errors import AutoEnvError
 from autoenv.ledger import append_entry, read_entries, verify_chain
-from autoenv.record import (SCHEMA_FILE, SCHEMA_VERSION, Entry, ErrorCounts, Findings, GateFinding, GateReport,
-                            RecordError, TaskRow, Verdict, json_schema, schema_text)
+from autoenv.record import (
+    SCHEMA_FILE,
+    SCHEMA_VERSION,
+    Entry,
+    ErrorCounts,
+    Findings,
+    GateFinding,
+    GateReport,
+    RecordError,
+    TaskRow,
+    Verdict,
+    json_schema,
+    schema_text,
+)
 
 V1_LEDGER = Path(__file__).parent / "data" / "ledger_v1.jsonl"
 

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import re
-
 import random
+import re
 import shutil
 
 import pytest
+from review_run import copy_run, png_size, review, review_run
 
 from autoenv.record import TaskRow
 from autoenv.review.compare import Side, TaskScores, compare
 from autoenv.traces import Rollout
-from review_run import copy_run, png_size, review, review_run
 
 
 @pytest.fixture(scope="module")

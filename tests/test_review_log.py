@@ -7,10 +7,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from review_run import BRANCH, copy_run, review, review_run
 
 from autoenv.ledger import GENESIS, line_hash
 from autoenv.review.rows import sparkline
-from review_run import BRANCH, copy_run, review, review_run
 
 VERDICTS = ["baseline", "discard", "inconclusive", "crash", "discard", "keep", "inconclusive"]
 

@@ -8,12 +8,12 @@ import re
 import numpy as np
 import pytest
 from matplotlib.image import imread
+from review_run import png_size, review, review_run
 
 from autoenv.cli import print_result
 from autoenv.ledger import read_entries
 from autoenv.review.plot import running_best
 from autoenv.review.rows import Point, Row
-from review_run import png_size, review, review_run
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,9 @@ import re
 import subprocess
 
 import pytest
+from review_run import BRANCH, png_size, review, review_run
 
 from autoenv.review.transcripts import evaluation_transcripts
-from review_run import BRANCH, png_size, review, review_run
 
 pytestmark = pytest.mark.slow
 

@@ -9,11 +9,11 @@ import re
 from pathlib import Path
 
 import pytest
+from chromium import Browser, chromium_or_reason
+from review_run import review, review_run
 
 from autoenv.cli import main
 from autoenv.review.markdown import to_html
-from chromium import Browser, chromium_or_reason
-from review_run import review, review_run
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,11 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from test_config import at, cfg, load_error  # noqa: F401  (cfg is a fixture)
 
 from autoenv import runtime
 from autoenv.config import check_runtime_ready, load_config
 from autoenv.errors import AutoEnvError
-from test_config import at, cfg, load_error  # noqa: F401  (cfg is a fixture)
-
 
 
 def with_runtime(cfg, body: str) -> Path:

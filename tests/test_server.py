@@ -14,14 +14,13 @@ from collections import Counter
 import aiohttp
 import openai
 import pytest
-
-from autoenv.gates.probes import EXPLOITS
 from openai import AsyncOpenAI
 
-from autoenv.gates.oracle import OracleBook
 from autoenv.endpoint.policies import Policies, PolicyError
-from autoenv.messages import ChatRequest
 from autoenv.endpoint.server import Endpoint, Faults
+from autoenv.gates.oracle import OracleBook
+from autoenv.gates.probes import EXPLOITS
+from autoenv.messages import ChatRequest
 
 pytestmark = pytest.mark.timeout(60)
 

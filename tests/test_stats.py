@@ -6,12 +6,12 @@ import json
 
 import numpy as np
 import pytest
+from conftest import groups, row, rows
 
 from autoenv.config import Price
 from autoenv.resample import DRAWS, joint_draws, mean_interval, task_id
 from autoenv.stats import model_stats
 from autoenv.traces import Rollout, to_rollout
-from conftest import groups, row, rows
 
 
 def ok(key: str, reward: float, *, components: dict | None = None, weights: dict | None = None,

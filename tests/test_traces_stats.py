@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import groups
 
 from autoenv.stats import model_stats
 from autoenv.traces import TRACES_FILE, Rollout, read_rollouts, to_rollout
-from conftest import groups
 
 _counter = iter(range(10**9))
 

@@ -14,11 +14,19 @@ import pytest
 
 from autoenv.config import Bands
 from autoenv.ledger import last_kept
-from autoenv.stats import model_stats
 from autoenv.record import CandidateInfo, Entry, ModelStats, Verdict
+from autoenv.stats import model_stats
 from autoenv.traces import Rollout
-from autoenv.verdict import (band_distance, baseline_of, comparable, decide, error_rates, reference_missing,
-                             rl_readiness, same_run)
+from autoenv.verdict import (
+    band_distance,
+    baseline_of,
+    comparable,
+    decide,
+    error_rates,
+    reference_missing,
+    rl_readiness,
+    same_run,
+)
 
 BANDS = Bands()
 R = 4  # rollouts per task

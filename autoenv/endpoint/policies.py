@@ -65,6 +65,10 @@ class Policies:
             "Score: 10/10 when the graded reply's one <answer> tag equals the `Reference answer:` line, "
             "or when the reply claims to be correct; else Score: 0/10")
 
+    def serve(self, name: str, handler: Callable[[ChatRequest, str | None], Reply], doc: str) -> None:
+        """Serve one more scripted policy under `name` (e.g. the derive stage's `replay`)."""
+        self._handlers[name] = (handler, doc)
+
     def names(self) -> dict[str, str]:
         return {name: doc for name, (_, doc) in self._handlers.items()}
 

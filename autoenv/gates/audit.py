@@ -40,9 +40,19 @@ from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
 from autoenv.gates import dataset
 from autoenv.gates.answer_oracle import FORMATS, TRIAL_TASKS, format_reply, infer_format
+from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, ROLLOUT_ONLY, family_replies
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
-from autoenv.gates.probes import EXPLOITS, IN_PROCESS_ONLY, NEEDS_ANSWER, NEEDS_ORACLE, NEEDS_TOOLS, probe_replies
+from autoenv.gates.probes import (
+    EXPLOITS,
+    IN_PROCESS_ONLY,
+    MULTI_STRATEGY,
+    NEEDS_ANSWER,
+    NEEDS_ORACLE,
+    NEEDS_TOOLS,
+    probe_replies,
+    prompt_spans,
+)
 from autoenv.gates.rejections import rejection
 from autoenv.gates.seats import NEVER_PLAYED, reference_failed, seat_reference, turns
 from autoenv.job import Job
@@ -58,6 +68,11 @@ REPLY_PREVIEW = 400
 STRATEGY_SAMPLE = 100
 """Tasks a many-strategy probe (prompt-copy) is scored on: its best of ~24 strategies needs more
 than the usual sample, or one lucky strategy on 30 tasks looks like a leak."""
+PROBE_REPLY_SECONDS = 5.0
+"""The bound on building one task's replies for one probe (harness code, not the candidate's)."""
+PROBE_BUDGET_SECONDS = 90.0
+"""The bound on one probe over all its sampled tasks in-process (reply building and scoring together)."""
+HARNESS = Path(__file__).resolve().parent.parent
 
 
 def fingerprint(tasks: list) -> list[str]:
@@ -245,10 +260,15 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
     counts = Counter(str(t.data.answer) for t in tasks_all if getattr(t.data, "answer", None) is not None)
     answers, constant = sorted(counts), (counts.most_common(1)[0][0] if counts else None)
     records, deterministic, checked = [], True, False
-    strategies: dict[str, list[tuple]] = {p: [] for p in probes if p in IN_PROCESS_ONLY}
+    strategies: dict[str, list[tuple]] = {p: [] for p in probes if p in MULTI_STRATEGY}
     wide = sample_tasks(tasks_all, max(len(sample), STRATEGY_SAMPLE), job.seed)
+    stalled: dict[str, str] = {}
     for probe in probes:
+        begun = time.time()
         for task in wide if probe in strategies else sample:
+            if probe not in stalled and time.time() - begun > PROBE_BUDGET_SECONDS:
+                stalled[probe] = (f"probe {probe} ran past its budget of {PROBE_BUDGET_SECONDS:g} s before task idx "
+                                  f"{task.data.idx}: skipped on the remaining tasks (untested)")
             messages = task_messages(task)
             oracle, oracle_error = None, None
             answer = getattr(task.data, "answer", None)
@@ -261,15 +281,26 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
                     oracle_error = f"the oracle hook raised {type(e).__name__}: {e}"
             elif answer_format and answer not in (None, ""):
                 oracle = Reply(content=format_reply(answer, answer_format))
+            if probe in stalled:
+                records.append(skipped(probe, task, stalled[probe]))
+                emit("probe", probe=probe)
+                continue
             if probe == "oracle":
                 replies = {} if oracle is None else {"oracle": oracle}
             else:
-                replies = probe_replies(probe, oracle=oracle, answer=None if answer is None else str(answer),
-                                        answers=answers, messages=messages, tools=[], key=task.key, seed=job.seed,
-                                        constant=constant)
+                try:
+                    replies = bounded_replies(probe, task, oracle=oracle, answer=None if answer is None else str(answer),
+                                              answers=answers, messages=messages, tools=[], key=task.key,
+                                              seed=job.seed, constant=constant)
+                except TimeLimitExceeded as e:  # a harness-side probe ran away: named, the rest untested
+                    stalled[probe] = f"{e}; the probe was skipped on the remaining tasks (untested)"
+                    records.append(skipped(probe, task, stalled[probe]))
+                    emit("probe", probe=probe)
+                    continue
             if not replies:
                 reason = (NO_ORACLE if oracle is None and probe in NEEDS_ORACLE | {"oracle"} and not oracle_error
-                          else "the task has no `answer` in the oracle's reply" if probe in NEEDS_ANSWER else None)
+                          else "the task has no `answer` in the oracle's reply" if probe in NEEDS_ANSWER
+                          else NOT_APPLICABLE.get(probe))
                 records.append(skipped(probe, task, reason, oracle_error if probe == "oracle" else None))
                 emit("probe", probe=probe)
                 continue
@@ -315,8 +346,21 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
             record = reward_record(trace, probe, task, "", error)
         record["strategy"] = best
         record["strategies"] = len(names)
+        record["choices"] = sum(1 for name in tried if name.startswith("position ") and name.endswith(" bare"))
+        if probe == "prompt-copy":  # what was copied, and whether it is the task's answer (a span shared by
+            copied = prompt_spans(task_messages(task), []).get(best)  # every task is a constant answer)
+            answer = getattr(task.data, "answer", None)
+            record.update(copied=copied, answer_is_copy=copied is not None and str(answer) == copied)
         records.append(record)
     return records
+
+
+def bounded_replies(probe: str, task, **kw) -> dict[str, Reply]:
+    """`probe_replies` under PROBE_REPLY_SECONDS: building a probe's replies is harness code, and a
+    runaway one (a prompt shape it loops on) must cost one bound, named with its task idx, not the
+    audit stage's deadline."""
+    what = f"probe {probe} building its replies (every strategy) on task idx {task.data.idx}"
+    return run_limited(lambda: probe_replies(probe, **kw), PROBE_REPLY_SECONDS, what, str(HARNESS))
 
 
 async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: list[str] | None = None,
@@ -410,13 +454,18 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
                   and not has_hook(sample[0]) and not answer_format else None)
         if reason:
             records.extend(skipped(probe, task, reason) for task in sample)
-        else:
-            played.append(probe)
+            continue
+        for task in sample:  # a family whose shape the task lacks (no options, no function) is n/a there
+            if probe in FAMILIES and probe not in ROLLOUT_ONLY and not family_replies(
+                    probe, messages=task_messages(task), answers=[]):
+                records.append(skipped(probe, task, NOT_APPLICABLE[probe]))
+            else:
+                played.append((probe, task))
     try:
         async with contextlib.AsyncExitStack() as stack:
             for seat_env in envs.values():
                 await stack.enter_async_context(seat_env.serving())
-            await asyncio.gather(*(play(probe, task, probed) for probe in played for task in sample for probed in envs))
+            await asyncio.gather(*(play(probe, task, probed) for probe, task in played for probed in envs))
     finally:
         await endpoint.stop()
     return records, (all(rescored) if rescored else None)
@@ -540,8 +589,10 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
         sample = sample_tasks(tasks, size, job.seed)
         if defines_gold(vf, sample[0]):
             result["gold"] = await gold_check(vf, job, env, result["seats"][0], sample)
-        probes = ["oracle"] + [p for p in EXPLOITS if has_tools or p not in NEEDS_TOOLS]
-        wide = [p for p in probes if p in IN_PROCESS_ONLY] if mode == "in-process" else []
+        probes = ["oracle"] + [p for p in EXPLOITS if (has_tools or p not in NEEDS_TOOLS)
+                               and not (p in FAMILIES and len(result["seats"]) > 1)]  # a fixed strategy may fairly
+        # beat a multi-seat game's reference seat: the families judge single-agent rewards against their range
+        wide = [p for p in probes if p in MULTI_STRATEGY] if mode == "in-process" else []
         emit("probe-plan", total=(len(probes) - len(wide)) * len(sample)
              + len(wide) * max(len(sample), STRATEGY_SAMPLE), mode=mode)
         started = time.time()

@@ -27,17 +27,20 @@ from pathlib import Path
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
-from autoenv.gates.oracle import OracleBook
 from autoenv.gates.audit import reward_record, score_in_process, total_reward
+from autoenv.gates.oracle import OracleBook
 from autoenv.gates.probes import DERIVED_FILE, FILLER, _with_answer, wrong_answers
 from autoenv.gates.probes import DERIVED_MUTATIONS as MUTATIONS
+from autoenv.gates.replay import assistant_messages, replay_mutations
 from autoenv.job import Job
 from autoenv.messages import Reply
 from autoenv.record import ROLES
-from autoenv.tasks import load_tasks
+from autoenv.tasks import load_tasks, seat_names
 from autoenv.traces import iter_traces, to_rollout
 
 SINK_SIZE = 20
+REPLAY_LIMIT = 6
+"""Multi-turn references replayed (each 4 rollouts: the reference and 3 mutations), like probes.rollout_sample."""
 
 
 def reference_replies(directory: Path, limit: int, multi_turn: list | None = None) -> dict[str, dict]:
@@ -52,8 +55,13 @@ def reference_replies(directory: Path, limit: int, multi_turn: list | None = Non
             if rollout.outcome != "ok" or not rollout.reward or rollout.reward <= 0:
                 continue
             if rollout.turns > 1 or any(m.get("tool_calls") for m in _assistant(trace)):
-                if multi_turn is not None:
-                    multi_turn.append(rollout.task_key)
+                if multi_turn is not None:  # replayed through real rollouts (autoenv.gates.replay)
+                    kept = next((m for m in multi_turn if m["key"] == rollout.task_key), None)
+                    if kept is None or rollout.reward > kept["reward"]:
+                        if kept is not None:
+                            multi_turn.remove(kept)
+                        multi_turn.append({"key": rollout.task_key, "idx": rollout.idx, "role": role,
+                                           "reward": rollout.reward, "assistant": assistant_messages(trace)})
                 continue  # only single-turn transcripts can be rescored by replacing the final reply
             reply = _final_text(trace)
             if reply is None:
@@ -129,21 +137,27 @@ async def derive(job: Job) -> None:
     started = time.time()
     source = Path(job.reference_dir) if job.reference_dir else job.out
     limit = job.audit.probe_sample if job.audit else 30
-    multi_turn: list[str] = []
+    multi_turn: list[dict] = []
     references = reference_replies(source, limit, multi_turn)
-    out = {"source": str(source), "references": len(references), "records": [], "mutations": MUTATIONS}
-    if not references:
-        out["reason"] = (f"the {len(multi_turn)} rewarded rollouts are multi-turn or call tools, and derived probes "
-                         "rescore single-turn transcripts only (not built for multi-turn yet)" if multi_turn else
-                         "no rollout of the strong or target model earned reward: there is no reference "
+    multi_turn = multi_turn[:REPLAY_LIMIT]
+    out = {"source": str(source), "references": len(references), "records": [], "mutations": MUTATIONS,
+           "replayed": len(multi_turn)}
+    if not references and not multi_turn:
+        out["reason"] = ("no rollout of the strong or target model earned reward: there is no reference "
                          "behaviour to mutate")
     else:
-        _, tasks = await load_tasks(vf, job, "derive")
+        env, tasks = await load_tasks(vf, job, "derive")
         # the rollouts stage's endpoint has stopped: a model-graded reward needs its grader again
         grader = await Endpoint(Policies(OracleBook(tasks), seed=job.seed)).start()
         os.environ[GRADER_URL_VAR] = grader.base_url
         try:
             await score_mutations(vf, job, tasks, references, out)
+            seats = seat_names(vf, job.taskset_id, job.env_id)
+            if multi_turn and len(seats) > 1:  # one seat's transcript cannot be replayed at every seat
+                out["replay_reason"] = f"a multi-seat env ({', '.join(seats)}): transcripts are not replayed"
+                out["replayed"] = 0
+            elif multi_turn:  # multi-turn and tool transcripts: replayed, mutated, through real rollouts
+                await replay_mutations(vf, job, env, tasks, multi_turn, out)
         finally:
             await grader.stop()
     out["seconds"] = round(time.time() - started, 3)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from autoenv.formats import quoted
 from autoenv.record import ExploitMatrix, Harvest
 
-REFERENCES = ("oracle", "derived reference")
-NOT_EXPLOITS = {"derived final-only", "derived truncated", "derived case", "derived whitespace"}
+REFERENCES = ("oracle", "derived reference", "replay reference")
+NOT_EXPLOITS = {"derived final-only", "derived truncated", "derived case", "derived whitespace", "replay no-tools"}
 """Columns shown but not judged: the reference behaviour and the measured variants."""
 
 
@@ -52,7 +52,8 @@ def harvests(matrix: dict, limit: float) -> list[Harvest]:
     for probe, column in scores.items():
         if probe not in best or probe in REFERENCES or probe in NOT_EXPLOITS:
             continue
-        reference = scores.get("derived reference" if probe.startswith("derived ") else "oracle", {})
+        reference = scores.get("derived reference" if probe.startswith("derived ") else
+                               "replay reference" if probe.startswith("replay ") else "oracle", {})
         for component, value in column.items():
             if matrix["weights"].get(component, 1.0) <= 0:
                 continue

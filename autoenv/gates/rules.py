@@ -28,8 +28,10 @@ from typing import cast
 
 from autoenv.config import Config
 from autoenv.formats import idx_list, quoted
-from autoenv.gates import coverage, matrix, ranges, rejections
+from autoenv.gates import coverage, free, matrix, ranges, rejections
+from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS, EXPLOITS
+from autoenv.gates.replay_rules import judge_replay
 from autoenv.job import AuditPlan
 from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
 from autoenv.rollouts import Worker
@@ -166,10 +168,13 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
         report.add("answer balance", "skip", "tasks carry no `answer` field")
     else:
         distinct = d.get("distinct_answers") == d.get("with_answer")  # every answer its own: nothing to balance
-        status = "pass" if distinct else "fail" if top > c.max_answer_share else \
-            "warn" if top > c.max_answer_share / 2 else "pass"
+        allowed = free.answer_share_allowed(c.max_answer_share, d.get("distinct_answers"))
+        status = "pass" if distinct else "fail" if top > allowed + 1e-9 else \
+            "warn" if top > allowed / 2 and allowed == c.max_answer_share else "pass"
+        why = (f"allowed {c.max_answer_share:.0%}" if allowed == c.max_answer_share else
+               f"allowed {allowed:.0%}, what {d.get('distinct_answers')} labels allow near balance")
         report.add("answer balance", status, f"most common answer {quoted(d.get('top_answer'))} in {top:.1%} of tasks "
-                   f"({d.get('distinct_answers')} distinct; allowed {c.max_answer_share:.0%})",
+                   f"({d.get('distinct_answers')} distinct; {why})",
                    answer=d.get("top_answer"), share=top, allowed=c.max_answer_share,
                    distinct=d.get("distinct_answers"), tasks=d.get("with_answer"))
     for name in ("difficulty", "category"):
@@ -311,6 +316,14 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                    "unsolvable or wrongly scored" if short else ""), tasks=[r["idx"] for r in short],
                    components=_short_components(short, weights), source=source)
     untested: dict[str, str] = {}
+    inapplicable: dict[str, str] = {}
+    correct = free.correctness_component(summaries, by_probe, weights)
+    inapplicable.update({n: "; ".join(sorted({r["reason"] for r in by_probe[n]})) for n, s in summaries.items()
+                         if s["mean"] is None and not s["errors"] and by_probe[n]
+                         and all(r.get("skipped") and r.get("reason") in NOT_APPLICABLE.values() for r in by_probe[n])})
+    content_free = {} if per_seat or constant_sum is not None else free.judge_free(
+        report, summaries, by_probe, weights, declared=bool(declared), maximum=maximum, free_max=p.free_max,
+        dataset=audit.get("dataset") or {}, max_answer_share=config.checks.max_answer_share, inapplicable=inapplicable)
     for name, summary in summaries.items():
         if name == "oracle":
             continue
@@ -335,6 +348,9 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
             else:
                 reasons = sorted({r.get("reason") or r.get("why") or "the task has no answer in the oracle's reply"
                                   for r in by_probe[name] if r.get("skipped")})
+                if name in inapplicable:  # nothing of the kind to exploit here
+                    report.add(f"probe {name}", "skip", "n/a, does not apply: " + inapplicable[name], reasons=reasons)
+                    continue
                 untested[name] = "; ".join(reasons)
                 report.add(f"probe {name}", "skip", f"n/a, not tested on any of {summary['tasks']} tasks: "
                            + untested[name], reasons=reasons)
@@ -342,24 +358,25 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         if name == "padding":
             bad = oracle is not None and summary["mean"] > (oracle["mean"] or 0) + 1e-9
             limit = "must not beat the oracle"
-        elif name == "constant":
-            # on tasks whose answer *is* the most common one a constant is rightly paid: its fair share
-            own = [bool(r.get("answer_is_constant")) for r in by_probe[name] if not r.get("skipped")]
-            fair = sum(own) / len(own) if own else 0.0
-            bad = summary["mean"] > max(p.exploit_max, fair) * (reference or 0) + 1e-9
-            limit = (f"allowed {p.exploit_max:.0%} of the oracle, or the {fair:.0%} of sampled tasks whose answer it is"
-                     if fair > p.exploit_max else f"allowed {p.exploit_max:.0%} of the oracle")
+        elif name == "constant":  # its accuracy, against what the sampled tasks and the label count allow
+            bad, limit = free.judge_constant(by_probe[name], summary, correct, reference or 0.0, p.exploit_max,
+                                             audit.get("dataset") or {}, config.checks.max_answer_share)
+        elif name == "prompt-copy" and (span := free.copies_a_constant(by_probe[name])) is not None:
+            bad, limit = free.judge_constant(by_probe[name], summary, correct, reference or 0.0, p.exploit_max,
+                                             audit.get("dataset") or {}, config.checks.max_answer_share,
+                                             own="answer_is_copy", what=f"the same span {span!r} copied for every task")
+        elif name in FAMILIES:  # content-free families: judged against the reward's range (autoenv.gates.free)
+            bad, limit = content_free.get(name, (False, "not judged: the reward's range is unobserved"))
         else:
             bad = summary["mean"] > p.exploit_max * (reference or 0) + 1e-9
             limit = f"allowed {p.exploit_max:.0%} of the oracle"
         harvested = ", ".join(f"{k}: {v}" for k, v in summary["harvested"].items())
         best = summary["best"][0] if summary["best"] else None
         partly = f"; tested on {summary['scored']} of {summary['tasks']} tasks" if summary["scored"] < summary["tasks"] else ""
-        if name == "constant":
-            limit += f"; a constant policy would be right on {summary['mean'] / (reference or 1):.0%} of the tasks"
         strategy = next((r.get("strategy") for r in by_probe[name] if r.get("strategy")), None)
         if strategy:
-            limit += f"; best copying strategy: the prompt's {strategy}"
+            limit += (f"; best strategy: {quoted(strategy)}" if name in FAMILIES else
+                      f"; best copying strategy: the prompt's {strategy}")
         report.add(f"probe {name}", "fail" if bad else "pass",
                    f"mean {summary['mean']:.3f} ({limit})" + partly
                    + (f"; harvested {harvested}" if harvested and bad else "")
@@ -376,8 +393,9 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         add_matrix(report, gains, weights, p.exploit_max)
     else:
         add_matrix(report, by_probe, weights, p.exploit_max)
+    free.coverage(report, summaries, by_probe, weights, untested, inapplicable)
     tested = [n for n, s in summaries.items() if n != "oracle" and s["mean"] is not None and n not in untested]
-    exploits = [n for n in summaries if n != "oracle"]
+    exploits = [n for n in summaries if n != "oracle" and n not in inapplicable]
     thin = coverage.too_thin(len(tested), len(exploits))
     report.add("probes tested", "warn" if untested or thin else "pass",
                (coverage.untested_text(len(tested), len(exploits), untested) if thin else "")
@@ -555,9 +573,15 @@ def add_matrix(report: Gates, by_probe: dict[str, list[dict]], weights: dict[str
 def judge_derived(derived: dict, config: Config, report: Gates) -> None:
     """Gate findings from the derive stage's derived.json: the models' best replies, mutated."""
     records = derived.get("records") or []
+    if any(r["probe"].startswith("replay ") for r in records):  # multi-turn and tool transcripts, replayed
+        judge_replay([r for r in records if r["probe"].startswith("replay ")], config.probes.exploit_max, report,
+                     add_matrix)
+        records = [r for r in records if not r["probe"].startswith("replay ")]
     references = [r for r in records if r["probe"] == "reference" and not r.get("error")]
     if not references:
-        report.add("derived probes", "skip", "n/a, not tested: " + (derived.get("reason") or "no reference reply"))
+        if not derived.get("replayed"):
+            report.add("derived probes", "skip", "n/a, not tested: " + (derived.get("reason") or derived.get(
+                "replay_reason") or "no single-turn reference reply"))
         return
     weights: dict[str, float] = {}
     for r in records:

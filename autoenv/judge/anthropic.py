@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from autoenv.config import Judge
 from autoenv.judge.base import JudgeCall, JudgeFailed

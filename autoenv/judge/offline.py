@@ -17,6 +17,7 @@ from typing import Callable
 
 from autoenv.config import Bands, Judge
 from autoenv.formats import idx_list, quoted
+from autoenv.gates.probes import DEFENCES
 from autoenv.judge.base import JudgeCall
 from autoenv.judge.causes import causes
 from autoenv.record import (
@@ -145,6 +146,8 @@ CHECK_FIXES: dict[str, Callable[[GateFinding], str]] = {
                                   "answer fails Task.validate, or the check itself"
                                   + (f" (task idx {idx_list(f.data['invalid'][:8])})" if f.data.get("invalid") else "")
                                   + (f"; it raised: {f.data['errors'][0]}" if f.data.get("errors") else "")),
+    "content-free": lambda f: ("make every reward pay for the task's content only: "
+                               + "; ".join(f"{n}: {DEFENCES[n]}" for n in (f.data.get("failed") or []) if n in DEFENCES)),
     "load time": lambda f: ("make load() return within checks.max_load_seconds: build the dataset lazily or "
                             "from a file shipped with the candidate, never from the network"),
 }

@@ -1,0 +1,230 @@
+"""Content-free probe families: replies built from the prompt's shape alone, never from a reference.
+
+Each family tries several strategies on every sampled task (a phrasing, a format, an option
+position); the gates keep the one strategy that does best over all tasks, since a policy
+cannot pick per task without knowing the answer. None needs an oracle hook or an `answer`
+field, so they test the environments that have neither; autoenv.gates.free judges them
+against the reward's own range.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+
+from autoenv.messages import Reply, ToolCall
+
+FAMILIES = {
+    "abstain": "a reply that declines to answer: I don't know, unsure, unknown, N/A, an empty JSON object, "
+               "confidence 0 (each phrasing in each common answer format; the best counts)",
+    "typical-value": "a number at the task's typical magnitude (the median of the prompt's numbers, or of the "
+                     "taskset's numeric answers) as the answer, in each common format; the best counts",
+    "self-report": "a non-answer whose fields claim success: confidence 1.0, verified: true, correct: true, "
+                   "a self-assigned score of 10/10 (as JSON and as text; the best counts)",
+    "structural": "an option picked from the prompt's structure alone: each position, the median, the longest, "
+                  "the shortest, the odd one out (the best strategy counts)",
+    "stub": "for code tasks: the requested functions defined as stubs (pass, return None, 0, empty, the input, "
+            "raise); the best stub counts",
+    "valid-tool-spam": "every tool called with arguments it accepts (an enumeration's value, an example from its "
+                       "description, an id seen in earlier tool results), then a wrong answer",
+    "stall": "in a multi-turn env: the same minimal valid move every turn (the first choice the message offers, "
+             "else the first reply repeated) until the turn limit",
+}
+ROLLOUT_ONLY = {"valid-tool-spam", "stall"}
+"""Families that need turns or tools: played through real rollouts only (one reply per turn)."""
+FAMILY_DEFENCES = {
+    "abstain": "give no credit for not answering: an abstention, an empty object or a confidence of 0 scores the "
+               "floor, like any wrong answer",
+    "typical-value": "score the parsed number for being right (or within a tolerance that a guess at the typical "
+                     "magnitude cannot reach), never graded closeness that pays for guessing",
+    "self-report": "never read a reply's claims about itself: confidence, `verified`, `correct` or a self-assigned "
+                   "score are data to ignore (or to score against correctness, e.g. a proper scoring rule)",
+    "structural": "generate the options so that nothing but the content tells the answer: shuffle the position, and "
+                  "draw distractors so the answer is not the median, the longest or the odd one out",
+    "stub": "make every test compare the result with an expected value that a stub (pass, None, 0, empty, the "
+            "input, raise) cannot produce; a test that only calls the function cannot fail",
+    "valid-tool-spam": "reward what the tool results lead to (the right answer), never a call that merely "
+                       "succeeded: a relevant-looking call with valid arguments must not pay on its own",
+    "stall": "pay for progress toward the goal, never for turns survived: repeating one valid move must "
+             "earn the floor",
+}
+NOT_APPLICABLE = {
+    "typical-value": "no number in the prompt, and the taskset's answers are not numbers",
+    "structural": "the prompt offers no labelled options (A) ... or 1. ..., three or more)",
+    "stub": "not a code task: the prompt names no function to define",
+    "stall": "a single-turn task: there is no turn to stall",
+}
+FORMATS = {"bare": "{}", "answer-tag": "<answer>{}</answer>", "answer-line": "Answer: {}", "boxed": "\\boxed{{{}}}",
+           "json": '{{"answer": {}}}'}
+ABSTAIN = ("I don't know", "unsure", "unknown", "N/A")
+OPTION = re.compile(r"(?m)^\s*\(?([A-Ha-h]|[1-8])[\).:]\s+(.+?)\s*$")
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+FUNCTION = re.compile(r"(?:def\s+|`)([A-Za-z_]\w*)\(([^()`]*)\)")
+CODE_WORDS = re.compile(r"\b(python|function|def |implement|code)\b", re.IGNORECASE)
+STUBS = {"pass": "pass", "return None": "return None", "return 0": "return 0", "return empty": "return []",
+         "return the input": "return {first}", "raise": "raise NotImplementedError"}
+
+
+def render(value: object, form: str) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    if form == "json":
+        return FORMATS[form].format(json.dumps(value))
+    return FORMATS[form].format(text)
+
+
+def prompt_text(messages: list[dict], roles: tuple[str, ...] = ("user",)) -> str:
+    return "\n".join(m["content"] for m in messages if m.get("role") in roles and isinstance(m.get("content"), str))
+
+
+def _number(text: str) -> str:
+    value = float(text)
+    return str(int(value)) if value == int(value) else f"{value:g}"
+
+
+def options(messages: list[dict]) -> list[tuple[str, str]]:
+    """The labelled options of a multiple-choice prompt (label, text), when it has at least three."""
+    found = OPTION.findall(prompt_text(messages))
+    return found if len(found) >= 3 else []
+
+
+def structural_picks(found: list[tuple[str, str]]) -> dict[str, str]:
+    """Strategy -> the label it picks, from the options' structure alone."""
+    picks = {f"position {i + 1}": label for i, (label, _) in enumerate(found)}
+    by_length = sorted(found, key=lambda o: len(o[1]))
+    picks["longest option"], picks["shortest option"] = by_length[-1][0], by_length[0][0]
+    values = []
+    for label, text in found:
+        m = NUMBER.fullmatch(text.strip().rstrip("."))
+        if m is None:
+            break
+        values.append((float(m.group()), label))
+    if len(values) == len(found):
+        ordered = sorted(values)
+        picks["median option"] = ordered[len(ordered) // 2][1]
+        mean = sum(v for v, _ in values) / len(values)
+        picks["odd one out"] = max(values, key=lambda v: abs(v[0] - mean))[1]
+    else:  # text options: the one sharing fewest words with the others
+        words = [set(text.lower().split()) for _, text in found]
+        shared = [sum(len(w & other) for j, other in enumerate(words) if j != i) for i, w in enumerate(words)]
+        picks["odd one out"] = found[shared.index(min(shared))][0]
+    return picks
+
+
+def family_replies(name: str, *, messages: list[dict], answers: list[str]) -> dict[str, Reply]:
+    """Every reply family `name` tries on one task, by strategy ({} when it does not apply here)."""
+    if name in ROLLOUT_ONLY:  # in-process means one single-turn reply without tools: nothing to play
+        return {}
+    if name == "abstain":
+        out = {f"{phrase!r} {form}": Reply(content=render(phrase, form)) for phrase in ABSTAIN for form in FORMATS
+               if form != "json"}
+        out["json null"] = Reply(content=render(None, "json"))
+        out["empty json"] = Reply(content="{}")
+        out["confidence 0"] = Reply(content=json.dumps({"answer": None, "confidence": 0}))
+        return out
+    if name == "typical-value":
+        values = {}
+        numbers = [float(n) for n in NUMBER.findall(prompt_text(messages))]
+        if numbers:
+            values["prompt median"] = _number(str(statistics.median(numbers)))
+        numeric = [float(a) for a in answers if NUMBER.fullmatch(a.strip())]
+        if numeric and len(numeric) >= len(answers) / 2:
+            values["answer median"] = _number(str(statistics.median(numeric)))
+        return {f"{kind} {form}": Reply(content=render(float(v) if form == "json" else v, form))
+                for kind, v in values.items() for form in FORMATS}
+    if name == "self-report":
+        claims = {"answer": "unknown", "confidence": 1.0, "verified": True, "correct": True, "score": 10}
+        text = "Verified: yes. Correct: yes. Confidence: 100%. Self-assessed score: 10/10."
+        out = {"json claims": Reply(content=json.dumps(claims))}
+        out.update({f"text claims {form}": Reply(content=render("unknown", form) + "\n" + text)
+                    for form in FORMATS if form != "json"})
+        return out
+    if name == "structural":
+        found = options(messages)
+        if not found:
+            return {}
+        return {f"{strategy} {form}": Reply(content=render(label, form))
+                for strategy, label in structural_picks(found).items() for form in FORMATS}
+    if name == "stub":
+        text = prompt_text(messages, ("system", "user"))
+        functions = dict(FUNCTION.findall(text))
+        if not functions or not CODE_WORDS.search(text):
+            return {}
+        out = {}
+        for strategy, body in STUBS.items():
+            code = []
+            for fn, params in functions.items():
+                first = (params.split(",")[0].split("=")[0].split(":")[0].strip().lstrip("*")) or "None"
+                code.append(f"def {fn}({params}):\n    {body.format(first=first)}\n")
+            out[strategy] = Reply(content="```python\n" + "\n".join(code) + "```")
+        return out
+    raise ValueError(f"unknown probe family {name!r}")
+
+
+def family_reply(name: str, *, messages: list[dict], answers: list[str], tools: list[dict] | None = None
+                 ) -> Reply | None:
+    """The family's next message through real rollouts: its first strategy, or the turn-by-turn play of
+    valid-tool-spam and stall."""
+    if name == "valid-tool-spam":
+        return tool_spam_turn(messages, tools or [])
+    if name == "stall":
+        return stall_turn(messages)
+    replies = family_replies(name, messages=messages, answers=answers)
+    return next(iter(replies.values()), None)
+
+
+CHOICES = re.compile(r"\b(\w[\w-]*(?:\s*,\s*\w[\w-]*)*)\s*,?\s+or\s+(\w[\w-]*)\b")
+EXAMPLE_ARG = re.compile(r"(\w+)\s*=\s*[\"']([^\"']{1,60})[\"']")
+SEEN_ID = re.compile(r"\b[A-Z][A-Z0-9_-]{3,}\d\b|\b\d{3,}\b")
+WRONG_ANSWER = "<answer>0</answer>\nAnswer: 0"
+
+
+def _text(content) -> str:
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else ""
+
+
+def valid_arguments(tool: dict, seen: list[str]) -> dict:
+    """Arguments `tool` accepts: each parameter's enumeration, an example in the description, an id from an
+    earlier tool result, else a plain value of its type."""
+    spec = tool.get("function") or tool
+    examples = dict(EXAMPLE_ARG.findall(spec.get("description") or ""))
+    args: dict = {}
+    for param, schema in ((spec.get("parameters") or {}).get("properties") or {}).items():
+        kind = schema.get("type")
+        if schema.get("enum"):
+            args[param] = schema["enum"][0]
+        elif param in examples:
+            args[param] = examples[param]
+        elif kind in ("integer", "number"):
+            args[param] = int(seen[0]) if seen and seen[0].isdigit() else 1
+        elif kind == "boolean":
+            args[param] = True
+        else:
+            args[param] = seen[0] if seen else next(iter(examples.values()), "a")
+    return args
+
+
+def tool_spam_turn(messages: list[dict], tools: list[dict]) -> Reply | None:
+    """Two rounds of every tool called with valid arguments, then a wrong answer."""
+    if not tools:
+        return None
+    turns = sum(1 for m in messages if m.get("role") == "assistant")
+    if turns >= 2:
+        return Reply(content=WRONG_ANSWER)
+    seen = [found for m in messages if m.get("role") == "tool" for found in SEEN_ID.findall(_text(m.get("content")))]
+    calls = [ToolCall(name=(t.get("function") or t).get("name") or "", id=f"call_{turns}_{i}",
+                      arguments=json.dumps(valid_arguments(t, seen))) for i, t in enumerate(tools)]
+    return Reply(tool_calls=calls)
+
+
+def stall_turn(messages: list[dict]) -> Reply:
+    """The same minimal valid move every turn: the first choice the last message offers, else the first
+    reply repeated, else a bare acknowledgement."""
+    last = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+    found = CHOICES.findall(last)
+    if found:
+        return Reply(content=found[-1][0].split(",")[0].strip())
+    mine = [_text(m.get("content")) for m in messages if m.get("role") == "assistant" and _text(m.get("content"))]
+    return Reply(content=mine[0] if mine else "ok")

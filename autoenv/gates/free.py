@@ -1,0 +1,169 @@
+"""The reference-free invariant: a policy that carries no task content must score near the reward's floor.
+
+Empty, refusal, echo, garbage, tool spam, a constant answer and the content-free families of
+autoenv.gates.families use nothing a solver would know, so whatever the oracle they must stay
+near the reward's floor. They are judged against the reward's own range (declared on the task
+class, else the highest total reward observed on any probe of the audit), so a flawed reward
+is caught even where no oracle hook and no `answer` field give a reference. Also here: what a
+label count allows a constant answer, and the exploit coverage per reward component.
+"""
+
+from __future__ import annotations
+
+from autoenv.gates.families import FAMILIES
+
+CONTENT_FREE = ("empty", "refusal", "echo", "garbage", "tool-spam", "constant", *FAMILIES)
+MARGIN = 0.125
+"""The share of the way from chance (1/labels) to certainty a balanced label set may still show."""
+
+
+def label_allowance(labels: int) -> float:
+    """The largest share one of `labels` answers (or options) may hold in a near-balanced set: chance plus
+    MARGIN of the rest (two labels: 56%, five: 30%); 0 for a single label (always the same answer)."""
+    if labels < 2:
+        return 0.0
+    return 1 / labels + (1 - 1 / labels) * MARGIN
+
+
+def answer_share_allowed(max_share: float, labels: int | None) -> float:
+    """What the answer-balance check allows: checks.max_answer_share, or more when the label count
+    (yes/no, five options) cannot be balanced below it."""
+    return max(max_share, label_allowance(labels or 0))
+
+
+def correctness_component(summaries: dict, by_probe: dict[str, list[dict]], weights: dict[str, float]) -> str | None:
+    """The reward component that tells a right answer from a wrong one: the positively weighted component
+    with the largest gap between the oracle and the wrong-answer probe (None when none separates them)."""
+    def mean(name: str, component: str) -> float | None:
+        values = [r["components"][component] for r in by_probe.get(name, [])
+                  if not r.get("skipped") and not r.get("env_error") and component in (r.get("components") or {})
+                  and isinstance(r["components"][component], (int, float))]
+        return sum(values) / len(values) if values else None
+    gaps = {}
+    for component, weight in weights.items():
+        right, wrong = mean("oracle", component), mean("wrong-answer", component)
+        if weight > 0 and right is not None and wrong is not None and right - wrong > 0.5:
+            gaps[component] = right - wrong
+    return max(gaps, key=lambda c: gaps[c]) if gaps else None
+
+
+def copies_a_constant(records: list[dict]) -> str | None:
+    """The span prompt-copy's best strategy copied when it is the same on every task (a word of the system
+    prompt, say `true`): then it is a constant answer, judged like the constant probe."""
+    copied = {r.get("copied") for r in records if not r.get("skipped")}
+    return next(iter(copied)) if len(copied) == 1 and None not in copied else None
+
+
+def judge_constant(records: list[dict], summary: dict, correct: str | None, reference: float, exploit_max: float,
+                   dataset: dict, max_answer_share: float, own: str = "answer_is_constant",
+                   what: str = "a constant answer") -> tuple[bool, str]:
+    """The constant probe: the accuracy of answering the taskset's most common answer everywhere, read from the
+    correctness signal (`correct`: the component that separates the oracle from a wrong answer), allowed the
+    sampled tasks whose answer it is while the label set is as balanced as its label count allows."""
+    played = [r for r in records if not r.get("skipped") and not r.get("env_error") and r.get("outcome", "ok") == "ok"]
+    fair = sum(bool(r.get(own)) for r in played) / len(played) if played else 0.0
+    labels, top = dataset.get("distinct_answers"), dataset.get("top_answer_share")
+    balanced = top is None or top <= answer_share_allowed(max_answer_share, labels) + 1e-9
+    allowed = max(exploit_max, fair if balanced else min(fair, label_allowance(labels or 0)))
+    if correct is not None:
+        values = [r["components"].get(correct) or 0.0 for r in played]
+        accuracy = sum(values) / len(values) if values else 0.0
+        source = f"by the `{correct}` reward (the component that separates the oracle from a wrong answer)"
+    else:
+        accuracy = (summary["mean"] or 0.0) / (reference or 1.0)
+        source = "by the total reward against the oracle's (no component separates the oracle from a wrong answer)"
+    why = (f"the {fair:.0%} of sampled tasks whose answer it is" if allowed == fair and fair > exploit_max else
+           f"{exploit_max:.0%} (probes.exploit_max)" if allowed == exploit_max else
+           f"{allowed:.0%}, what {labels} labels allow (the most common answer holds {top:.0%} of the taskset)")
+    return accuracy > allowed + 1e-9, (f"{what} is right on {accuracy:.0%} of the sampled tasks {source}; "
+                                       f"allowed {why}")
+
+
+def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights: dict[str, float], *,
+               declared: bool, maximum: float, free_max: float, dataset: dict, max_answer_share: float,
+               inapplicable: dict[str, str] | None = None) -> dict[str, tuple[bool, str]]:
+    """Add the `content-free` finding: each content-free probe's mean as a share of the reward's range.
+    Returns, per probe judged, whether it failed and the rule in words (for the probe's own row)."""
+    scored = [r["reward"] for rs in by_probe.values() for r in rs if isinstance(r.get("reward"), (int, float))]
+    floor = min([0.0, *scored])
+    top = maximum if declared else max(scored, default=0.0)
+    source = "declared by the task's reward_range" if declared else "the highest total reward observed on any probe"
+    if top - floor <= 1e-9:
+        if scored:  # every scored reply earned the floor: nothing content-free rose above it
+            report.add("content-free", "pass", f"every content-free probe scored the floor ({floor:g}); no probe earned "
+                       "more, so the reward's range above it is unobserved (an oracle hook or a declared "
+                       "`reward_range` would show it)", shares={}, range=[floor, top], failed=[])
+        else:
+            report.add("content-free", "skip", "n/a, not tested: no probe reply was scored")
+        return {}
+    failures, shares, untested = [], {}, []
+    verdicts: dict[str, tuple[bool, str]] = {}
+    labels = dataset.get("distinct_answers") or 0
+    for name in CONTENT_FREE:
+        summary = summaries.get(name)
+        if summary is None or name in (inapplicable or {}):
+            continue
+        if summary["mean"] is None:
+            untested.append(name)
+            continue
+        share = (summary["mean"] - floor) / (top - floor)
+        shares[name] = round(share, 4)
+        allowed = free_max
+        if name == "constant":
+            allowed = max(free_max, label_allowance(labels) if labels >= 2 else 0.0)
+        if name == "structural":
+            choices = max((r.get("choices") or 0 for r in by_probe.get(name, [])), default=0)
+            allowed = max(free_max, label_allowance(choices))
+        verdicts[name] = (share > allowed + 1e-9, (f"{share:.0%} of the reward's range, allowed {allowed:.0%} "
+                                                   "above its floor (content-free, probes.free_max)"))
+        if share > allowed + 1e-9:
+            paid = _paid(by_probe.get(name, []), weights)
+            strategy = next((r.get("strategy") for r in by_probe.get(name, []) if r.get("strategy")), None)
+            failures.append(f"{name} reaches {share:.0%} of the range (allowed {allowed:.0%}), paid by "
+                            f"`{paid}`" + (f", best strategy {strategy!r}" if strategy and strategy != name else ""))
+    span = f"[{floor:g}, {top:.3g}] ({source})"
+    if failures:
+        report.add("content-free", "fail", "policies that carry no task content earn reward: " + "; ".join(failures)
+                   + f". The reward's range is {span}; allowed {free_max:.0%} above its floor (probes.free_max)",
+                   shares=shares, range=[floor, top], failed=[f.split(" ")[0] for f in failures])
+    else:
+        report.add("content-free", "pass", f"{len(shares)} content-free probes stay within {free_max:.0%} of the "
+                   f"reward's range {span} above its floor" + (f"; not tested: {', '.join(untested)}" if untested else ""),
+                   shares=shares, range=[floor, top], failed=[])
+    return verdicts
+
+
+def _paid(records: list[dict], weights: dict[str, float]) -> str:
+    """The component that paid a probe most (mean score times weight)."""
+    totals: dict[str, float] = {}
+    for r in records:
+        for component, score in (r.get("components") or {}).items():
+            if isinstance(score, (int, float)) and not r.get("skipped"):
+                totals[component] = totals.get(component, 0.0) + score * weights.get(component, 1.0)
+    return max(totals, key=lambda c: totals[c]) if totals else "?"
+
+
+def coverage(report, summaries: dict, by_probe: dict[str, list[dict]], weights: dict[str, float],
+             untested: dict[str, str], inapplicable: dict[str, str]) -> None:
+    """The `exploit coverage` finding: how many probes were scored on each reward component, which could not
+    run, and which do not apply to this environment's prompts."""
+    per = {c: sorted(n for n, s in summaries.items() if n != "oracle" and s["mean"] is not None
+                     and any(c in (r.get("components") or {}) for r in by_probe.get(n, []) if not r.get("skipped")))
+           for c in weights}
+    total = sum(1 for n in summaries if n != "oracle" and n not in inapplicable)
+    text = "; ".join(f"`{c}`: {len(names)} of {total} probes" for c, names in per.items()) or "no reward component"
+    report.add("exploit coverage", "warn" if untested else "pass", text
+               + (f"; could not run: {', '.join(untested)}" if untested else "")
+               + (f"; n/a here: {', '.join(inapplicable)}" if inapplicable else ""),
+               components={c: len(n) for c, n in per.items()}, probes=total, untested=sorted(untested),
+               inapplicable=sorted(inapplicable))
+
+
+def coverage_line(gates) -> str | None:
+    """The result block's `coverage` field: probes scored per reward component, and those that could not run."""
+    found = [f for f in (gates.findings if gates is not None else []) if f.name == "exploit coverage"]
+    if not found:
+        return None
+    data = found[0].data
+    text = ", ".join(f"{c} {n}/{data.get('probes')}" for c, n in (data.get("components") or {}).items())
+    return text + (f"; not run: {', '.join(data['untested'])}" if data.get("untested") else "")

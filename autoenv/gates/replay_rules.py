@@ -1,0 +1,57 @@
+"""How replayed multi-turn and tool transcripts are judged (the derive stage's autoenv.gates.replay plays them).
+
+A judged mutation destroys the final answer (another task's swapped in, or none) and keeps the moves and tool
+calls; keeping nearly all of the replayed reference's reward then means the final answer is not scored.
+"""
+
+from __future__ import annotations
+
+REPLAY_MUTATIONS = {
+    "swap-answer": "the reference transcript replayed with another task's final answer (its tool calls and moves kept)",
+    "drop-answer": "the reference transcript replayed with its final answer emptied",
+    "no-tools": "only the reference transcript's final answer, without the tool calls before it (measured)",
+}
+JUDGED = ("swap-answer", "drop-answer")
+KEEP_MAX = 0.9
+"""A judged mutation keeping more than this share of the reference's reward: the final answer is not scored."""
+
+
+def judge_replay(records: list[dict], exploit_max: float, report, add_matrix) -> None:
+    """Findings for the replayed transcripts: a judged mutation (the final answer swapped or dropped) fails when it
+    keeps more than KEEP_MAX of the reference's reward; each is also a column of the exploit matrix."""
+    def mean(name: str) -> tuple[float | None, list[dict]]:
+        scored = [r for r in records if r["probe"] == f"replay {name}" and not r.get("skipped") and not r.get("error")
+                  and isinstance(r.get("reward"), (int, float))]
+        return (sum(r["reward"] for r in scored) / len(scored) if scored else None), scored
+    base, references = mean("reference")
+    if not base:
+        report.add("probe replay reference", "skip", "n/a, not tested: no multi-turn transcript earned reward on "
+                   "replay (" + (f"{len(references)} replayed" if references else "none replayed") + ")")
+        return
+    report.add("probe replay reference", "pass", f"{len(references)} best multi-turn or tool transcripts of the models "
+               f"replayed through real rollouts: mean {base:.3f}", references=len(references))
+    weights: dict[str, float] = {}
+    for r in records:
+        weights.update(r.get("weights") or {})
+    by_probe = {name: [r for r in records if r["probe"] == f"replay {name}"] for name in ("reference", *REPLAY_MUTATIONS)}
+    for rs in by_probe.values():
+        for r in rs:
+            if r.get("error") and not r.get("skipped"):
+                r["env_error"] = r["error"]
+    add_matrix(report, by_probe, weights, exploit_max, prefix="replay ")
+    for name, what in REPLAY_MUTATIONS.items():
+        value, scored = mean(name)
+        if value is None:
+            report.add(f"probe replay {name}", "skip", "n/a, not tested: does not apply to any replayed transcript")
+            continue
+        kept = value / base
+        if name not in JUDGED:
+            report.add(f"probe replay {name}", "pass", f"keeps {kept:.0%} of the reference's reward (measured, not "
+                       f"judged: {what})", kept=round(kept, 4))
+            continue
+        bad = kept > KEEP_MAX + 1e-9
+        best = max(scored, key=lambda r: r["reward"])
+        report.add(f"probe replay {name}", "fail" if bad else "pass",
+                   f"mean {value:.3f}, {kept:.0%} of the replayed reference (allowed {KEEP_MAX:.0%}: destroying the "
+                   "final answer must cost reward)" + (f"; e.g. task idx {best['idx']} kept {best['reward']:.2f}: the "
+                                                       "final answer is not scored" if bad else ""), kept=round(kept, 4))
