@@ -29,6 +29,13 @@ PLANTED = {  # example -> what its one cause must say
     "hack-length": ["reward component `thorough`", "length"],
     "hack-repeats": ["exact duplicates", "repeated prompts"],
     "hack-substring": ["reward component `correct`", "list of guesses"],
+    "hack-abstain": ["declines to answer"],
+    "hack-typical": ["typical value"],
+    "hack-selfreport": ["says about itself"],
+    "hack-structural": ["structure alone"],
+    "hack-stub": ["does nothing"],
+    "hack-toolspam": ["valid tool calls"],
+    "hack-stall": ["turns survived"],
 }
 REPR = re.compile(r"\{'|\['|\[\[|': '")
 

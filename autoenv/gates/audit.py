@@ -489,13 +489,27 @@ def tool_timeout(trace, task, job: Job, error: str | None) -> str | None:
 
 
 def response_hooks(task) -> list[str]:
-    """The task's `@vf.intercept` and `@vf.stop` hooks: they act on the model's response inside a rollout (a stop
-    guard ends it, an interceptor rewrites the reply), which in-process scoring of a bare reply would skip, so
-    such candidates are probed through real rollouts."""
+    """The task's hooks that act on the model's response inside a rollout, which in-process scoring of a bare
+    reply would skip, so such candidates are probed through real rollouts: every `@vf.intercept` (it rewrites
+    the reply), and a `@vf.stop` guard that reads the response or whose stop condition a reward reads (the
+    design of verifiers' `interception` env). A plain turn limit (`trace.num_turns >= 1`) changes nothing a
+    single-turn reply is scored on: such candidates keep in-process scoring (more tasks, every strategy)."""
     from verifiers.v1.utils.decorators import discover_decorated  # deferred: verifiers only in the child
 
     found = [f"@vf.intercept {fn.__name__}" for fn in discover_decorated(task, "intercept")]
-    return found + [f"@vf.stop {fn.__name__}" for fn in task.hooks("stop")]
+    scoring = [fn for kind in ("reward", "metric") for fn in task.hooks(kind)]
+    reads_stop = any("stop_condition" in _source(fn) for fn in scoring)
+    for fn in task.hooks("stop"):
+        if reads_stop or "response" in inspect.signature(fn).parameters:
+            found.append(f"@vf.stop {fn.__name__}")
+    return found
+
+
+def _source(fn) -> str:
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):  # no source to read (built at run time): assume it may read anything
+        return "stop_condition"
 
 
 def runtime_rewards(task) -> list[str]:

@@ -116,7 +116,7 @@ def family_replies(name: str, *, messages: list[dict], answers: list[str]) -> di
     if name in ROLLOUT_ONLY:  # in-process means one single-turn reply without tools: nothing to play
         return {}
     if name == "abstain":
-        out = {f"{phrase!r} {form}": Reply(content=render(phrase, form)) for phrase in ABSTAIN for form in FORMATS
+        out = {f'"{phrase}" {form}': Reply(content=render(phrase, form)) for phrase in ABSTAIN for form in FORMATS
                if form != "json"}
         out["json null"] = Reply(content=render(None, "json"))
         out["empty json"] = Reply(content="{}")

@@ -10,6 +10,7 @@ label count allows a constant answer, and the exploit coverage per reward compon
 
 from __future__ import annotations
 
+from autoenv.formats import quoted
 from autoenv.gates.families import FAMILIES
 
 CONTENT_FREE = ("empty", "refusal", "echo", "garbage", "tool-spam", "constant", *FAMILIES)
@@ -109,8 +110,11 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
         share = (summary["mean"] - floor) / (top - floor)
         shares[name] = round(share, 4)
         allowed = free_max
-        if name == "constant":
-            allowed = max(free_max, label_allowance(labels) if labels >= 2 else 0.0)
+        if name == "constant":  # the label allowance, and (as in its own row) the sampled tasks whose answer it is
+            played = [r for r in by_probe.get(name, []) if not r.get("skipped") and not r.get("env_error")]
+            fair = sum(bool(r.get("answer_is_constant")) for r in played) / len(played) if played else 0.0
+            balanced = (dataset.get("top_answer_share") or 0.0) <= answer_share_allowed(max_answer_share, labels) + 1e-9
+            allowed = max(free_max, label_allowance(labels) if labels >= 2 else 0.0, fair if balanced else 0.0)
         if name == "structural":
             choices = max((r.get("choices") or 0 for r in by_probe.get(name, [])), default=0)
             allowed = max(free_max, label_allowance(choices))
@@ -120,7 +124,7 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
             paid = _paid(by_probe.get(name, []), weights)
             strategy = next((r.get("strategy") for r in by_probe.get(name, []) if r.get("strategy")), None)
             failures.append(f"{name} reaches {share:.0%} of the range (allowed {allowed:.0%}), paid by "
-                            f"`{paid}`" + (f", best strategy {strategy!r}" if strategy and strategy != name else ""))
+                            f"`{paid}`" + (f", best strategy {quoted(strategy)}" if strategy and strategy != name else ""))
     span = f"[{floor:g}, {top:.3g}] ({source})"
     if failures:
         report.add("content-free", "fail", "policies that carry no task content earn reward: " + "; ".join(failures)

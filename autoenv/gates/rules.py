@@ -161,7 +161,7 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
         report.add("near duplicates", "fail" if near > c.max_near_duplicate_share else "warn" if near else "pass",
                    f"{near:.1%} of tasks are near-duplicates (similarity >= {c.near_duplicate_similarity}, "
                    f"allowed {c.max_near_duplicate_share:.0%})"
-                   + (f"; e.g. idx pairs {d['near_duplicate_examples']}" if d.get("near_duplicate_examples") else ""),
+                   + (f"; e.g. idx pairs {pairs_text(d['near_duplicate_examples'])}" if d.get("near_duplicate_examples") else ""),
                    examples=d.get("near_duplicate_examples"))
     top = d.get("top_answer_share")
     if top is None:
@@ -448,6 +448,11 @@ def _judge_seats(report: Gates, name: str, summary: dict, records: list[dict], f
                + (f"; beaten at seat {', '.join(bad)}" if bad else ""),
                seats={seat: round(m, 4) for seat, m in means.items()}, reference=policy, fair_share=round(share, 4),
                from_other_failure=len(gained))
+
+
+def pairs_text(pairs: list) -> str:
+    """`9 ~ 450 (0.92), 105 ~ 402 (0.92)`: near-duplicate index pairs and their similarity, for people."""
+    return ", ".join(f"{p[0]} ~ {p[1]}" + (f" ({float(p[2]):.2f})" if len(p) > 2 else "") for p in pairs)
 
 
 def distinct_errors(errors: list[str], unprepared: list[str]) -> list[str]:

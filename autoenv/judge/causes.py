@@ -21,7 +21,8 @@ from autoenv.gates.probes import DEFENCES
 from autoenv.record import GateFinding, GateReport
 
 CAUSE_ORDER = ("padding", "empty", "refusal", "garbage", "echo", "tool-spam", "wrong-answer", "format-only",
-               "swap-answer", "kitchen-sink", "first-number", "last-line", "injection", "prompt-copy", "constant",
+               "swap-answer", "abstain", "stub", "stall", "valid-tool-spam", "structural", "typical-value",
+               "self-report", "kitchen-sink", "first-number", "last-line", "injection", "prompt-copy", "constant",
                "whitespace")
 """Which probe names a component's cause when several harvest it: the most basic first."""
 CAUSE_TITLES = {
@@ -41,6 +42,13 @@ CAUSE_TITLES = {
     "prompt-copy": "is earned by copying from the prompt: the answer leaks into the prompt",
     "constant": "is earned by one answer given to every task: the answers are unbalanced",
     "whitespace": "changes with whitespace alone",
+    "abstain": "pays a reply that declines to answer (\"I don't know\", unsure, an empty answer)",
+    "stub": "pays code that defines the requested names and does nothing: its tests cannot fail",
+    "stall": "pays turns survived: repeating one valid move until the turn limit earns it",
+    "valid-tool-spam": "pays valid tool calls whatever they lead to: a wrong answer after them earns it",
+    "structural": "can be earned from the options' structure alone (a position, the median or longest option)",
+    "typical-value": "pays closeness to a typical value: one guess at the usual magnitude earns it",
+    "self-report": "believes what the reply says about itself (a confidence, `verified: true`, a score)",
 }
 BLOCKING_FIRST = ("modules", "reward errors", "time limits", "load time", "deterministic load", "deterministic scoring",
                   "oracle", "gold validation", "pyproject", "readme")
@@ -90,6 +98,8 @@ def causes(gates: GateReport | None, check_fix: Callable[[GateFinding], str | No
         if f.name.startswith("probe "):
             continue
         if f.name == "oracle" and fold_oracle(f, component_causes):
+            continue
+        if f.name == "content-free" and fold_content_free(f, component_causes):
             continue
         fix = check_fix(f) or f"fix this before anything else: the {f.name} check failed"
         result.append(Cause(issue=f"{f.name}: {f.message}", fix=fix,
@@ -149,6 +159,18 @@ def probe_evidence(gates: GateReport, probe: str, component: str | None) -> str:
     if best is not None:
         parts.append(f"task idx {best.idx}: {quoted(best.reply, 70)}")
     return "; ".join(parts)
+
+
+def fold_content_free(f: GateFinding, found: list[Cause]) -> bool:
+    """Fold the content-free rule's failure into the component causes of the probes it names (the same
+    harvest seen against the reward's range); True when every probe it names has such a cause."""
+    failed = set(f.data.get("failed") or [])
+    targets = [c for c in found if failed & {base(p) for p in c.probes}]
+    if not failed or not failed <= {base(p) for c in targets for p in c.probes}:
+        return False
+    for cause in targets:
+        cause.evidence.append("content-free: " + (f.message[:240] + "…" if len(f.message) > 240 else f.message))
+    return True
 
 
 def fold_oracle(f: GateFinding, found: list[Cause]) -> bool:
