@@ -221,7 +221,7 @@ def test_typical_value_and_abstain_and_self_report_carry_no_task_content():
     assert typical["prompt median answer-tag"].content == "<answer>20</answer>"
     assert typical["answer median json"].content == '{"answer": 9.0}'
     abstain = family_replies("abstain", messages=messages, answers=[])
-    assert abstain["'unsure' answer-tag"].content == "<answer>unsure</answer>"
+    assert abstain['"unsure" answer-tag'].content == "<answer>unsure</answer>"
     assert json.loads(abstain["confidence 0"].content) == {"answer": None, "confidence": 0}
     claims = json.loads(family_replies("self-report", messages=messages, answers=[])["json claims"].content)
     assert claims["verified"] is True and claims["confidence"] == 1.0 and claims["answer"] == "unknown"

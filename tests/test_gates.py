@@ -468,7 +468,7 @@ def test_near_duplicates_fail_above_their_share():
     d = copy.deepcopy(clean_dataset())
     d.update(near_duplicate_share=0.06, near_duplicate_examples=[[1, 2, 0.93]])
     f = find(judge(audit(dataset=d)), "near duplicates")
-    assert f.status == "fail" and "[[1, 2, 0.93]]" in f.message
+    assert f.status == "fail" and "idx pairs 1 ~ 2 (0.93)" in f.message
     d.update(near_duplicate_share=0.02)
     assert find(judge(audit(dataset=d)), "near duplicates").status == "warn"
 

@@ -533,10 +533,13 @@ def test_each_harvesting_probe_names_the_component_and_the_defence(probe):
     report = judged(audit(records=oracle + [rec(probe, i, cheat, TWO_PARTS) for i in range(10)]))
     content_free = ["content-free"] if probe in CONTENT_FREE else []  # no task content: over the range's 20% too
     assert [f.name for f in report.findings if f.status == "fail"] == [*content_free, f"probe {probe}"]
-    if content_free:
-        assert DEFENCES[probe] in fixes_for(report)["content-free"]
-    fix = fixes_for(report)[f"probe {probe}"]
+    fixes = fixes_for(report)
+    assert "content-free" not in fixes  # the same harvest seen against the range: folded into the component's cause
+    fix = fixes[f"probe {probe}"]
     assert fix == f"`format`: {DEFENCES[probe]}"  # the component the probe harvested, and its defence
+    if content_free:
+        (cause,) = offline_findings(make_entry(gates=report.report()), Bands(), []).priorities
+        assert cause.issue.startswith("reward component `format`")
 
 
 def test_a_probe_that_only_hit_errors_points_at_the_reward_errors():

@@ -239,7 +239,7 @@ def test_what_the_sandbox_blocked_is_said_once_and_plainly():
     assert "(x6 replies)" in said[0] and "not prepared beforehand: verify.py" in said[0] and "AUTOENV_SANDBOX=none" in said[0]
     assert blocked("ValueError: bad move") is None
     assert distinct_errors(["task 1 (echo): ValueError: x", "task 2 (echo): ValueError: x"], []) == [
-        "task 1 (echo): ValueError: x (x2 replies)"]
+        "task 1 (echo): ValueError: x (x2 replies; also task 2 (echo))"]
 
 
 def test_shipped_scripts_with_dependencies_are_found_and_prepared_where_verifiers_looks(tmp_path):
