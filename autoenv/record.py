@@ -151,6 +151,17 @@ class Budget(Part):
                                      "taskset holds fewer (None: no rollouts, or an entry from before this field).")
 
 
+class RescoredTask(Part):
+    """One task of one role in a rescored evaluation: its mean reward under the source's rewards and under this
+    commit's, over the same stored replies."""
+
+    role: str = Field(description="target or strong.")
+    key: str = Field(description="The task's key, as its traces record it.")
+    idx: int | None = Field(None, description="The task's index in the taskset.")
+    old: float | None = Field(None, description="Mean reward of the task's scored rollouts in the source evaluation.")
+    new: float | None = Field(None, description="Mean reward of the same rollouts under this commit's rewards.")
+
+
 class CandidateInfo(Part):
     """What the install stage and the worker saw of the candidate."""
 
@@ -355,6 +366,12 @@ class Entry(Part):
                                                "(resumed, not run again).")
     cached_from: str | None = Field(None, description="Commit whose evaluation this entry reuses (same cache key); "
                                                       "no model was called.")
+    rescored_from: str | None = Field(None, description="Commit whose stored rollouts this evaluation scored again "
+                                      "with its own rewards (autoenv.rescore); no model was called.")
+    rescored: list[RescoredTask] = Field(default_factory=list, description="Per task and role, old and new mean "
+                                         "reward of a rescored evaluation.")
+    rescore_refused: str | None = Field(None, description="Why the rollouts were run in full although an evaluation "
+                                        "of the run could have been rescored (None: rescored, or nothing to rescore).")
     judge: JudgeResult | None = Field(None, description="The judge's findings and spend; None for crashes.")
     agent_cost_usd: float | None = Field(None, description="USD the coding agent had spent in this `autoenv run` "
                                          "when the entry was recorded (autoenv.driver); None without a driver.")

@@ -97,7 +97,8 @@ class Worker:
         self.job.write(job_path)
         self._stderr = open(self.stderr_path, "w")
         cmd = self.sandbox.wrap([sys.executable, "-m", CHILD_MODULE, str(job_path)],
-                                readable=[repository_of(candidate_dir), candidate_dir, *runtime_files(self.job)],
+                                readable=[repository_of(candidate_dir), candidate_dir, *runtime_files(self.job),
+                                          *([Path(self.job.rescore_from)] if self.job.rescore_from else [])],
                                 writable=writable_paths(self.job), network=needs_network(self.job))
         self.proc = subprocess.Popen(
             cmd,

@@ -26,6 +26,7 @@ from autoenv.gates.oracle import OracleBook
 from autoenv.inprocess import HARNESS_ID, client_retries
 from autoenv.inprocess import seat as retry_seat
 from autoenv.runtime import choose_harness
+from autoenv.fingerprint import write_fingerprint
 from autoenv.job import Job
 from autoenv.sampling import TaskRef, choose_tasks
 from autoenv.tasks import load_tasks, task_row, write_run_config
@@ -51,6 +52,7 @@ async def run(job: Job) -> None:
     emit("loaded", tasks=len(tasks), seconds=round(time.time() - started, 3))
     chosen = sample_tasks(tasks, plan.examples, job.seed)
     (out / "tasks.json").write_text(json.dumps([task_row(t) for t in chosen], indent=1))
+    write_fingerprint(job, env, chosen)
 
     endpoint = None
     if any(seat.embedded for seat in plan.roles.values()):
