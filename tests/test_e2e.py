@@ -21,7 +21,7 @@ import pytest
 
 from autoenv.paths import PROJECT, examples
 from autoenv.ledger import verify_chain
-from conftest import autoenv, commit_all, head, ledger, small_config
+from conftest import autoenv, commit_all, head, ledger, small_config, stop_process
 
 pytestmark = pytest.mark.e2e
 
@@ -180,8 +180,7 @@ def provider(run_repo):
 
     yield make
     for proc in procs:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_process(proc)
 
 
 @pytest.mark.attack

@@ -166,6 +166,7 @@ class Endpoint:
             "completion_tokens": _tokens(reply.content) + sum(_tokens(c.arguments) for c in reply.tool_calls),
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        self.counts["tokens"] += usage["total_tokens"]
         if fault == "cut" and not body.get("stream"):
             request.transport.close()  # the connection drops before any byte of the answer
             return web.Response(status=500)
