@@ -561,7 +561,8 @@ def compute_stats(ctx: Context) -> Stats:
     return {
         role: model_stats(names.get(role, role), normalised(read_rollouts(ctx.out / role), declared),
                           ctx.config.bands.solve_threshold,
-                          price=None if ctx.options.offline else models[role].price, seed=ctx.config.seed)
+                          price=None if ctx.options.offline or ctx.rescored_from else models[role].price,
+                          seed=ctx.config.seed)  # a rescored evaluation spent nothing on models: not priced
         .model_copy(update={"client_retries": retries.get(role)})
         for role in ROLES if (ctx.out / role).is_dir()
     }

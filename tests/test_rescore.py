@@ -181,4 +181,30 @@ def test_a_reward_edit_is_rescored_without_a_model_request_and_a_prompt_edit_is_
         commit_all(root, "reward helper: strip the reply")
         forced = evaluate(EvalOptions(cwd=root, description="forced", force=True))
         assert forced.rescored_from is None and endpoint.counts["requests"] > spent
-        assert [e.rescored_from for e in read_entries(root / "feedback_log.jsonl")] == [None, first.commit, None, None]
+        spent = endpoint.counts["requests"]
+
+        # the child's own check: sampled tasks that differ from the stored rollouts' (here: a doctored hash) roll out
+        stored = root / "outputs" / forced.commit / FINGERPRINT_FILE
+        stored.write_text(json.dumps({**json.loads(stored.read_text()), "tasks": "0" * 64}))
+        (root / "candidate" / "README.md").write_text("# docs only\n")
+        commit_all(root, "docs")
+        fifth = evaluate(EvalOptions(cwd=root, description="docs"))
+        assert fifth.rescored_from is None and endpoint.counts["requests"] > spent
+        assert fifth.rescore_refused == (f"the stored rollouts of {forced.commit[:12]} were not rescored: the sampled "
+                                         "tasks differ from the stored rollouts' in: tasks")
+        assert [e.rescored_from for e in read_entries(root / "feedback_log.jsonl")] == \
+            [None, first.commit, None, None, None]
+
+
+def test_only_a_rollout_that_finished_is_rescored():
+    from autoenv.rescore_stage import rescorable
+
+    assert rescorable({"rewards": {"correct": {"score": 1.0, "weight": 1.0}}})
+    # a reward that raised (verifiers' scoring boundary) or ran out of time scoring: the replies are all there
+    assert rescorable({"errors": [{"type": "TaskError", "message": "scoring: ValueError: bad"}],
+                       "stop_condition": "task_error"})
+    assert rescorable({"is_timeout": True, "stop_condition": "scoring_timeout"})
+    # the rollout itself failed or was cut: kept as it was, never rescored into a success
+    assert not rescorable({"errors": [{"type": "ProviderError", "message": "HTTP 500"}]})
+    assert not rescorable({"is_timeout": True, "stop_condition": "agent_timeout"})
+    assert not rescorable({"errors": [{"type": "TaskError", "message": "task setup: boom"}]})
