@@ -59,7 +59,7 @@ TRAJECTORY: list[tuple[str, str, str, str]] = [
     ("prompt", TASKSET, '"Evaluate the arithmetic expression exactly. ', '"Evaluate the arithmetic expression. '),
     ("reward-only", TASKSET, '    return (messages[-1].content or "") if messages else ""',
      '    return (messages[-1].content or "").strip() if messages else ""'),
-    ("task data", TASKSET, "num_tasks: int = 1000", "num_tasks: int = 900"),
+    ("task data", TASKSET, "num_tasks: int = 1000", "num_tasks: int = 1200"),
     ("task data", TASKSET, '"easy": ((1, 1), 20, False),', '"easy": ((1, 1), 30, False),'),
     (REVERT, "", "", ""),
     ("tools", TASKSET, "    @vf.stop\n",
@@ -202,6 +202,8 @@ def run_autoenv(args: argparse.Namespace, seed: int, force: bool) -> list[tuple[
             tokens = server.endpoint.counts["tokens"] - before.get("tokens", 0)
             how = ("cached" if entry.get("cached_from") else "rescored" if entry.get("rescored_from")
                    else "rolled out")
+            if how == "rolled out" and not requests:
+                how = f"no rollout: {entry['verdict']['verdict']}: {entry['verdict']['reason'][:200]}"
             rows.append((kind, requests, tokens, seconds, how))
             print(f"  {label} {kind:<12} {requests:>5} requests {tokens:>7} tokens {seconds:>7.1f} s  {how}",
                   flush=True)

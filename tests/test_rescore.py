@@ -186,7 +186,8 @@ def test_a_reward_edit_is_rescored_without_a_model_request_and_a_prompt_edit_is_
         # the child's own check: sampled tasks that differ from the stored rollouts' (here: a doctored hash) roll out
         stored = root / "outputs" / forced.commit / FINGERPRINT_FILE
         stored.write_text(json.dumps({**json.loads(stored.read_text()), "tasks": "0" * 64}))
-        (root / "candidate" / "README.md").write_text("# docs only\n")
+        readme = root / "candidate" / "README.md"
+        readme.write_text(readme.read_text() + "\nA docs-only change.\n")
         commit_all(root, "docs")
         fifth = evaluate(EvalOptions(cwd=root, description="docs"))
         assert fifth.rescored_from is None and endpoint.counts["requests"] > spent
