@@ -19,7 +19,7 @@ The tools change declares the task's toolsets (`toolsets()`; arithmetic has no t
 a change to what the model is offered, which must roll out.
 
 Usage: .venv/bin/python bench/loop_cost.py [--examples 4] [--rollouts 2] [--concurrency 4] [--latency 1]
-       [--only a b c]
+       [--only a b c] [--a-once]
 """
 
 from __future__ import annotations
@@ -173,11 +173,15 @@ def seed_shaped_one(candidate: Path, examples: int, rollouts: int, concurrency: 
 
 
 def run_seed_shaped(args: argparse.Namespace, seed: int) -> list[tuple[str, int, int, float]]:
-    rows = []
+    """(a) on every commit; with --a-once on the first only, its numbers repeated (the seed-shaped pipeline has no
+    cache and no incremental evaluation: every commit costs the same budget)."""
+    rows: list[tuple[str, int, int, float]] = []
     with tempfile.TemporaryDirectory(prefix="autoenv-loop-") as tmp:
         root = make_run_repo(EXAMPLE, Path(tmp) / "run", config_text(args.examples, args.rollouts, args.concurrency, None))
-        seed_shaped_one(root / "candidate", args.examples, args.rollouts, args.concurrency, args.latency, seed)
         for kind in commits(root):
+            if args.a_once and rows:
+                rows.append((kind, *rows[0][1:]))
+                continue
             started = time.perf_counter()
             requests, tokens = seed_shaped_one(root / "candidate", args.examples, args.rollouts, args.concurrency,
                                                args.latency, seed)
@@ -225,6 +229,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--latency", type=float, default=1.0)
     parser.add_argument("--only", nargs="*", default=["a", "b", "c"], choices=["a", "b", "c"])
+    parser.add_argument("--a-once", action="store_true", help="measure (a) on the first commit and repeat it")
     args = parser.parse_args()
     seed = int(re.search(r"(?m)^seed = (\d+)", (PROJECT / "config.toml").read_text()).group(1))
     print(f"{EXAMPLE}: {len(TRAJECTORY)} commits after a baseline; {args.examples} tasks x {args.rollouts} rollouts "
