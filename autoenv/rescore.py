@@ -73,6 +73,12 @@ def unprovable(repo: Repo, entry: Entry, head: Head, folder: str, config: Config
     if not entry.outputs:
         return "the evaluation recorded no outputs folder"
     out = config.root / entry.outputs
+    try:
+        stored_run = json.loads((out / "run.json").read_text()).get("run_id")
+    except (OSError, ValueError):
+        stored_run = None
+    if stored_run != entry.run_id:  # evaluated again since: its files were archived under previous/
+        return f"its outputs ({entry.outputs}) now hold another evaluation of that commit"
     if not (out / FINGERPRINT_FILE).is_file():
         return f"its outputs ({entry.outputs}) hold no task fingerprint"
     if not any((out / role / TRACES_FILE).is_file() for role in ROLES):

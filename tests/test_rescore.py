@@ -71,7 +71,8 @@ def finished(root: Path, commit: str) -> Entry:
     (out / "target").mkdir(parents=True)
     (out / "target" / "traces.jsonl").write_text("{}\n")
     (out / FINGERPRINT_FILE).write_text("{}")
-    return Entry(commit=commit, timestamp="2026-01-01T00:00:00Z", eval_success=True, stats=stats(),
+    (out / "run.json").write_text(json.dumps({"run_id": "r1", "commit": commit}))
+    return Entry(commit=commit, timestamp="2026-01-01T00:00:00Z", eval_success=True, stats=stats(), run_id="r1",
                  verdict=Verdict(verdict="baseline", reason="first"), branch=Repo(root).head().branch, offline=True,
                  outputs=f"outputs/{commit}")
 
@@ -96,6 +97,9 @@ def test_a_reward_or_docs_edit_finds_the_evaluation_to_rescore_and_every_other_c
             in why, kind
         (root / TASKSET).write_text(edited((root / TASKSET).read_text(), (edit[1], edit[0])))
         commit_all(root, f"revert the {kind} change")
+    (root / "outputs" / base.commit / "run.json").write_text(json.dumps({"run_id": "r2", "commit": base.commit}))
+    source, why = source_after(root, TASKSET, (("@vf.reward(weight=0.5)", "@vf.reward(weight=0.25)"),), base)
+    assert source is None and why and why.endswith("now hold another evaluation of that commit")
     source, why = source_after(root, "config.toml", (("seed = 20261121", "seed = 7"),), base)
     assert source is None and why == f"not provably reward-only against {base.commit[:12]}: config.toml changed"
 
