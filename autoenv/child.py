@@ -33,6 +33,7 @@ from autoenv.gates.audit import audit
 from autoenv.gates.derived import derive
 from autoenv.job import Job
 from autoenv.judge_routing import GraderPolicies, route_judges
+from autoenv.rescore_stage import rescore
 from autoenv.worker import run as rollouts
 
 PARENT_POLL_SECONDS = 1.0
@@ -53,8 +54,9 @@ async def inspect(job: Job) -> None:
 
 
 STAGES: dict[str, Callable[[Job], Awaitable[None]]] = {"inspect": inspect, "audit": audit, "rollouts": rollouts,
-                                                        "derive": derive}
-LOGS = {"inspect": "inspect.log", "audit": "gates/audit.log", "rollouts": None, "derive": "gates/derive.log"}  # None: the job's log_name
+                                                        "derive": derive, "rescore": rescore}
+LOGS = {"inspect": "inspect.log", "audit": "gates/audit.log", "rollouts": None, "derive": "gates/derive.log",
+        "rescore": "rescore.log"}  # None: the job's log_name
 
 
 def log_to(path: Path) -> None:

@@ -254,6 +254,8 @@ def print_result(entry: Entry, root: Path | None = None, log: Path | None = None
     fields["rules"] = entry.rules or None
     if entry.cached_from:
         fields["cached_from"] = entry.cached_from
+    if entry.rescored_from:
+        fields["rescored_from"] = entry.rescored_from
     if entry.reused_rollouts:
         fields["reused_rollouts"] = entry.reused_rollouts
     fields["sandbox"] = entry.sandbox

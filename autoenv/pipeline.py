@@ -68,9 +68,11 @@ from autoenv.record import (
     Verdict,
 )
 from autoenv.report import GATES_FILE, check_fix, render, render_gates, write_report
+from autoenv.rescore import Source, find_source, run_rescore
+from autoenv.rescore_table import paired
 from autoenv.review.plot import plot_run
 from autoenv.review.run import Project, run_so_far
-from autoenv.rollouts import Worker
+from autoenv.rollouts import Worker, WorkerResult
 from autoenv.runbase import NO_BASE, RulesCheck, check_rules, refuse
 from autoenv.sandbox import choose
 from autoenv.stats import model_stats
@@ -135,6 +137,10 @@ class Context:
     sandbox: str | None = None
     environment: Environment | None = None
     """`autoenv eval --env`: the environment evaluated instead of the run's candidate (recorded apart)."""
+    rescore: Source | None = None
+    """An evaluation of the run whose stored rollouts this one rescores (autoenv.rescore)."""
+    rescore_refused: str | None = None
+    rescored_from: str | None = None
 
 
 @dataclass
@@ -188,6 +194,10 @@ def evaluate_locked(options: EvalOptions) -> Entry:
                                             branch=ctx.head.branch, run_base=ctx.rules.base)
     if hit is not None:
         return record(ctx, reuse(ctx, hit))
+    if not options.force and not options.env and not ctx.resuming:
+        ctx.rescore, ctx.rescore_refused = find_source(ctx.repo, ctx.head, ctx.config,
+                                                       read_entries(ctx.config.path("log_file")),
+                                                       offline=options.offline, run_base=ctx.rules.base)
     outcome = run_stages(ctx)
     entry = verdict(ctx, outcome)
     if outcome.error is None:
@@ -225,8 +235,10 @@ def run_stages(ctx: Context) -> Outcome:
                 display.warn(f"{missing}: no rollout is run (an oracle hook, or real models, give a reference)")
                 return Outcome(no_reference=missing)
             stage_name = "rollouts"
-            with timed(ctx, "rollouts"), display.stage("smoke + rollouts", rollout_plan(ctx)):
-                result = worker.run("rollouts")
+            result = rescored(ctx, worker) if ctx.rescore else None
+            if result is None:
+                with timed(ctx, "rollouts"), display.stage("smoke + rollouts", rollout_plan(ctx)):
+                    result = worker.run("rollouts")
             if result.smoke and result.smoke["outcome"] in PROVIDER_OUTCOMES:
                 stage_name = "smoke"
                 raise smoke_unavailable(ctx, result.smoke)
@@ -249,6 +261,21 @@ def run_stages(ctx: Context) -> Outcome:
         stats = compute_stats(ctx)
         display.console.print(display.summary_table(stats, ctx.config.bands))
     return Outcome(stats=stats)
+
+
+def rescored(ctx: Context, worker: Worker) -> WorkerResult | None:
+    """The rescore stage in place of the rollouts (autoenv.rescore); None when the child refused (roll out)."""
+    assert ctx.rescore is not None
+    source = ctx.rescore
+    with timed(ctx, "rescore"), display.stage("rescore", f"the stored rollouts of {source.commit[:12]} scored by "
+                                                          "this commit's rewards; no model"):
+        result, refused = run_rescore(worker, source)
+    if result is None:
+        ctx.rescore_refused = f"the stored rollouts of {source.commit[:12]} were not rescored: {refused}"
+        display.note(f"rolling out in full: {refused}")
+        return None
+    ctx.rescored_from = source.commit
+    return result
 
 
 def smoke_unavailable(ctx: Context, smoke: dict) -> ProviderUnavailable:
@@ -567,9 +594,10 @@ def worker_job(ctx: Context) -> Job:
         else:
             roles[role] = Seat(model=model.model, base_url=model.base_url, api_key_var=model.api_key_var,
                                sampling=sampling, max_concurrent=limits[role])
-    return config_job(c, ctx.out, audit=audit_plan(c),
-                      rollouts=RolloutPlan(examples=b.examples, rollouts=b.rollouts_per_example, roles=roles, smoke=True,
-                                           reuse=ctx.resuming))
+    job = config_job(c, ctx.out, audit=audit_plan(c),
+                     rollouts=RolloutPlan(examples=b.examples, rollouts=b.rollouts_per_example, roles=roles, smoke=True,
+                                          reuse=ctx.resuming))
+    return job.model_copy(update={"rescore_from": str(ctx.rescore.out)}) if ctx.rescore else job
 
 
 def config_job(config: Config, out: Path, audit: AuditPlan | None = None, rollouts: RolloutPlan | None = None) -> Job:
@@ -597,7 +625,8 @@ def compute_stats(ctx: Context) -> Stats:
     return {
         role: model_stats(names.get(role, role), normalised(read_rollouts(ctx.out / role), declared),
                           ctx.config.bands.solve_threshold,
-                          price=None if ctx.options.offline else models[role].price, seed=ctx.config.seed,
+                          price=None if ctx.options.offline or ctx.rescored_from else models[role].price,
+                          seed=ctx.config.seed,  # a rescored evaluation spent nothing on models: not priced
                           cached_mode=models[role].cached_tokens)
         .model_copy(update={"client_retries": retries.get(role)})
         for role in ROLES if (ctx.out / role).is_dir()
@@ -665,6 +694,9 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         ledger_check=ctx.ledger_check,
         cache_key=ctx.cache_key,
         reused_rollouts=ctx.reused,
+        rescored_from=ctx.rescored_from,
+        rescored=paired(ctx.rescore.out, ctx.out) if ctx.rescored_from and ctx.rescore else [],
+        rescore_refused=ctx.rescore_refused if not ctx.rescored_from else None,
         sandbox=ctx.sandbox,
         environment=ctx.environment,
         agent_cost_usd=agent_usd(config.path("outputs"), ctx.head.branch),

@@ -176,6 +176,17 @@ class Environment(Part):
         return f"{self.id}@{self.content_hash[:12]}"
 
 
+class RescoredTask(Part):
+    """One task of one role in a rescored evaluation: its mean reward under the source's rewards and under this
+    commit's, over the same stored replies."""
+
+    role: str = Field(description="target or strong.")
+    key: str = Field(description="The task's key, as its traces record it.")
+    idx: int | None = Field(None, description="The task's index in the taskset.")
+    old: float | None = Field(None, description="Mean reward of the task's scored rollouts in the source evaluation.")
+    new: float | None = Field(None, description="Mean reward of the same rollouts under this commit's rewards.")
+
+
 class CandidateInfo(Part):
     """What the install stage and the worker saw of the candidate."""
 
@@ -388,6 +399,12 @@ class Entry(Part):
     environment: Environment | None = Field(None, description="Set for `autoenv eval --env`: the environment "
                                             "evaluated instead of the run's candidate; such entries are compared "
                                             "only with evaluations of the same environment content.")
+    rescored_from: str | None = Field(None, description="Commit whose stored rollouts this evaluation scored again "
+                                      "with its own rewards (autoenv.rescore); no model was called.")
+    rescored: list[RescoredTask] = Field(default_factory=list, description="Per task and role, old and new mean "
+                                         "reward of a rescored evaluation.")
+    rescore_refused: str | None = Field(None, description="Why the rollouts were run in full although an evaluation "
+                                        "of the run could have been rescored (None: rescored, or nothing to rescore).")
     judge: JudgeResult | None = Field(None, description="The judge's findings and spend; None for crashes.")
     agent_cost_usd: float | None = Field(None, description="USD the coding agent had spent in this `autoenv run` "
                                          "when the entry was recorded (autoenv.driver); None without a driver.")

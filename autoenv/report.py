@@ -13,6 +13,7 @@ from autoenv.judge.offline import CHECK_FIXES
 from autoenv.ledger import atomic_write
 from autoenv.levels import order_by
 from autoenv.record import Entry, GateFinding, GateReport
+from autoenv.rescore_table import paired_markdown
 
 
 def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, plot: Path | None = None,
@@ -31,6 +32,7 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
         *([f"- rules: {entry.rules}"] if entry.rules else []),
         *([f"- resumed: {entry.reused_rollouts} finished rollouts of an interrupted evaluation were reused"]
           if entry.reused_rollouts else []),
+        *([f"- rolled out in full, not rescored: {entry.rescore_refused}"] if entry.rescore_refused else []),
         *(f"- **warning**: {warning}" for warning in entry.warnings),
         *(["- sandbox: none — the candidate ran unconfined (no bubblewrap sandbox on this machine)"]
           if entry.sandbox == "none" else []),
@@ -56,6 +58,9 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
     elif not entry.eval_success:
         lines += ["## The evaluation failed", "", f"Stage: `{entry.failed_stage or '?'}`", "",
                   "```", (entry.error or "").strip(), "```", ""]
+    rescored = paired_markdown(entry)
+    if rescored:
+        lines += [*rescored, ""]
     stats = entry.stats
     if stats:
         wanted = {"target": f"wanted {bands.target_min}–{bands.target_max}", "strong": f"wanted > {bands.strong_min}"}

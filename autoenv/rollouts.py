@@ -108,7 +108,8 @@ class Worker:
         if self.sandbox.kind == "bwrap" and not needs_network(self.job):
             prepare_scripts(self.job)
         cmd = self.sandbox.wrap([sys.executable, "-m", CHILD_MODULE, str(job_path)],
-                                readable=[repository_of(candidate_dir), candidate_dir, *runtime_files(self.job)],
+                                readable=[repository_of(candidate_dir), candidate_dir, *runtime_files(self.job),
+                                          *([Path(self.job.rescore_from)] if self.job.rescore_from else [])],
                                 writable=writable_paths(self.job), network=needs_network(self.job))
         self.proc = subprocess.Popen(
             cmd,

@@ -21,6 +21,7 @@ from pathlib import Path
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint, Faults
 from autoenv.events import emit
+from autoenv.fingerprint import write_fingerprint
 from autoenv.gates.answer_oracle import inferred_format
 from autoenv.gates.oracle import OracleBook
 from autoenv.inprocess import HARNESS_ID, client_retries
@@ -52,6 +53,7 @@ async def run(job: Job) -> None:
     emit("loaded", tasks=len(tasks), seconds=round(time.time() - started, 3))
     chosen = sample_tasks(tasks, plan.examples, job.seed)
     (out / "tasks.json").write_text(json.dumps([task_row(t) for t in chosen], indent=1))
+    write_fingerprint(job, env, chosen)
 
     endpoint = None
     if any(seat.embedded for seat in plan.roles.values()):

@@ -93,6 +93,38 @@ def attack_row(request):
     return add
 
 
+def pytest_addoption(parser):
+    parser.addoption("--cpu-hog", action="store_true",
+                     help="run the suite beside a CPU hog: one busy loop per core for the whole session (the load check)")
+
+
+def pytest_configure(config):
+    if config.getoption("--cpu-hog", False) and not hasattr(config, "workerinput"):  # the controller only
+        from cpu_hog import cpu_hog
+
+        config._cpu_hog = cpu_hog()
+        config._cpu_hog.__enter__()
+
+
+def pytest_unconfigure(config):
+    hog = getattr(config, "_cpu_hog", None)
+    if hog is not None:
+        hog.__exit__(None, None, None)
+
+
+def stop_process(proc: subprocess.Popen, grace: float = 30) -> None:
+    """SIGTERM `proc` and wait for it, SIGKILL after `grace` seconds scaled by the load (a loaded machine is slow
+    to run even a signal handler); never an error in a test's teardown."""
+    from cpu_hog import slack
+
+    proc.terminate()
+    try:
+        proc.wait(timeout=slack(grace))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def pytest_terminal_summary(terminalreporter):
     """The attack/fault table, when the run staged any (user_properties travel from xdist workers too)."""
     rows = []

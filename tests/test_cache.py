@@ -61,8 +61,8 @@ def test_only_a_finished_evaluation_of_the_same_run_is_reused(run_repo):
 class Served:
     """The built-in endpoint on a thread of its own, counting the requests it gets."""
 
-    def __init__(self) -> None:
-        self.endpoint = Endpoint(Policies(None))
+    def __init__(self, policies: Policies | None = None) -> None:
+        self.endpoint = Endpoint(policies or Policies(None))
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
 

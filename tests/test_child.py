@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import autoenv, commit_all, head, small_config
+from cpu_hog import slack
 
 from autoenv import rollouts
 from autoenv.errors import AutoEnvError
@@ -94,7 +95,7 @@ def test_the_child_stops_itself_when_the_harness_is_killed(tmp_path):
     """)
     harness = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     child = int(harness.stdout.strip())
-    deadline = time.time() + 20
+    deadline = time.time() + slack(20)
     while not gone(child) and time.time() < deadline:
         time.sleep(0.2)
     assert gone(child), "the child outlived its harness"

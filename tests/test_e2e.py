@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import autoenv, commit_all, head, ledger, small_config
+from conftest import autoenv, commit_all, head, ledger, small_config, stop_process
 
 from autoenv.ledger import verify_chain
 from autoenv.paths import PROJECT, examples
@@ -180,8 +180,7 @@ def provider(run_repo):
 
     yield make
     for proc in procs:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_process(proc)
 
 
 @pytest.mark.attack

@@ -23,7 +23,7 @@ from autoenv.environ import scrubbed
 from autoenv.forwarder import TOKEN_VAR, Forwarder, Upstream, forwarding
 from autoenv.gates.oracle import OracleBook
 from autoenv.job import Job, RolloutPlan, Seat
-from tests.conftest import autoenv, ledger
+from tests.conftest import autoenv, ledger, stop_process
 from tests.test_server import ADD_PROMPT, ANSWER, make_tasks, user
 
 pytestmark = pytest.mark.timeout(60)
@@ -147,8 +147,7 @@ def keyed_provider(run_repo, monkeypatch):
     ready = proc.stdout.readline()
     assert f"127.0.0.1:{port}" in ready, ready
     yield root, port
-    proc.terminate()
-    proc.wait(timeout=10)
+    stop_process(proc)
 
 
 @pytest.mark.e2e

@@ -25,8 +25,9 @@ TOTAL = EXAMPLES * ROLLOUTS * 2
 
 
 def slow_config() -> str:
-    """Enough rollouts, slowly enough answered, that a SIGINT lands in the middle of them."""
-    config = small_config(examples=EXAMPLES, rollouts_per_example=ROLLOUTS, max_concurrent=2)
+    """Enough rollouts, slowly enough answered, that a SIGINT lands in the middle of them: one at a time, after
+    the sixth is stored, at least 18 x 0.4 s of replies remain, however loaded the machine is."""
+    config = small_config(examples=EXAMPLES, rollouts_per_example=ROLLOUTS, max_concurrent=1)
     return re.sub(r"(?m)^latency = [^\n#]*", "latency = 0.4  ", config)
 
 

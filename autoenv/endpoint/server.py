@@ -176,6 +176,7 @@ class Endpoint:
         except Exception as e:  # a candidate's oracle hook raised: report it, keep serving
             return error_response(500, f"the policy failed: {type(e).__name__}: {e}")
         usage = self._usage(chat.messages, reply)
+        self.counts["tokens"] += usage["total_tokens"]
         if fault == "cut" and not body.get("stream"):
             if request.transport is not None:
                 request.transport.close()  # the connection drops before any byte of the answer
