@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from autoenv.errors import AutoEnvError
 from autoenv.model.cachedir import cache_root
@@ -74,10 +76,30 @@ def fetch_source(python: str = sys.executable) -> Path:
 
 
 def build_server(progress: Callable[[str], None] = print, jobs: int | None = None, nice: int = 0) -> Path:
-    """The cached server binary, building it first when absent (minutes; a progress line every 30 s)."""
+    """The cached server binary, building it first when absent (minutes; a progress line every 30 s).
+    One build at a time: a second caller (another test worker, a second terminal) waits for the first."""
     binary = server_binary()
     if binary.is_file() and os.access(binary, os.X_OK):
         return binary
+    server_dir().mkdir(parents=True, exist_ok=True)
+    with open(server_dir() / ".lock", "w") as lock:
+        if not _try_lock(lock):
+            progress(f"model: another process is building llama-server; waiting for it ({server_dir()})")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if binary.is_file() and os.access(binary, os.X_OK):
+            return binary
+        return _build(binary, progress, jobs, nice)
+
+
+def _try_lock(lock: IO[str]) -> bool:
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def _build(binary: Path, progress: Callable[[str], None], jobs: int | None, nice: int) -> Path:
     missing = missing_tools()
     if missing:
         raise AutoEnvError(f"building llama.cpp's server needs {' and '.join(missing)}, which is not installed",

@@ -36,6 +36,16 @@ def add_commands(sub) -> None:
     t.set_defaults(func=cmd_train)
 
 
+def setup_model() -> str:
+    """`autoenv setup`'s stage: the default model's weights and the server binary, both cached."""
+    import time
+
+    started = time.monotonic()
+    gguf = ensure_gguf(weights("smollm2"), display.note)
+    binary = build_server(display.note)
+    return f"{gguf.name} and {binary} ready ({time.monotonic() - started:.0f} s)"
+
+
 def cmd_model_build(args: argparse.Namespace) -> int:
     gguf = ensure_gguf(weights(args.model), display.console.print)
     binary = build_server(display.console.print)
