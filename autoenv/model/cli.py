@@ -29,8 +29,9 @@ def add_commands(sub) -> None:
     t.add_argument("--model", choices=sorted(MODELS), default="smollm2")
     t.add_argument("--max-steps", type=int, default=60)
     t.add_argument("--minutes", type=float, default=30.0, help="stop training after this many minutes")
-    t.add_argument("--eval-examples", type=int, default=40, help="held-out tasks evaluated before and after")
-    t.add_argument("--rollouts", type=int, default=4, help="rollouts per held-out task")
+    t.add_argument("--rollouts", type=int, default=4, help="rollouts per held-out task in the before/after evaluations "
+                   "(the tasks are the kept evaluation's: its seed and task count)")
+    t.add_argument("--learning-rate", type=float, default=2e-5)
     t.add_argument("--out", type=Path, default=None, help="where the run goes (default: train/<commit>)")
     t.add_argument("--plots", type=Path, default=None, help="where the PNGs go (default: <out>/plots)")
     t.set_defaults(func=cmd_train)
@@ -78,5 +79,5 @@ def cmd_train(args: argparse.Namespace) -> int:
     from autoenv.model.train import TrainOptions, train
 
     return train(TrainOptions(root=Path.cwd(), commit=args.commit, model=args.model, max_steps=args.max_steps,
-                              minutes=args.minutes, eval_examples=args.eval_examples, rollouts=args.rollouts,
+                              minutes=args.minutes, rollouts=args.rollouts, learning_rate=args.learning_rate,
                               out=args.out, plots=args.plots))

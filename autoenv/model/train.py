@@ -49,7 +49,6 @@ class TrainOptions:
     model: str = "smollm2"
     max_steps: int = 60
     minutes: float = 30.0
-    eval_examples: int = 40
     rollouts: int = 4
     out: Path | None = None
     plots: Path | None = None
@@ -65,7 +64,6 @@ def train(opts: TrainOptions) -> int:
     say = display.console.print
     export = export_grpo(root, "trl", out / "export", commit)
     base_gguf = ensure_gguf(weights(opts.model), say)
-    binary = build_server(say)
     python = train_python(say)
     _run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", "-e", str(export / "candidate")],
          "installing the exported candidate into the trainer venv")
@@ -77,6 +75,7 @@ def train(opts: TrainOptions) -> int:
                                "--work", str(work), "--max-steps", str(opts.max_steps), "--minutes", str(opts.minutes),
                                "--learning-rate", str(opts.learning_rate)])
     trained_minutes = result["minutes"]
+    binary = build_server(say)
     ggufs = {}
     for name in ("base", "trained"):
         ggufs[name] = out / f"{name}.f16.gguf"
