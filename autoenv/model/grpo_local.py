@@ -9,6 +9,9 @@ detectors flag (hackwatch.py) to steps.jsonl, saves the trained model, reloads i
 runs one episode on a held-out task. Uses CUDA when present, and Unsloth when it imports.
 """
 
+# mypy: ignore-errors
+# (it runs in the trainer venv, with torch and TRL, which AutoEnv's own venv does not have)
+
 from __future__ import annotations
 
 import argparse

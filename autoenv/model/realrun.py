@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -66,7 +66,8 @@ def oracle_endpoint(candidate: Path, log: Path | None = None) -> Iterator[str]:
 
 
 @contextmanager
-def local_model(name: str = "smollm2", gguf: Path | None = None, log: Path | None = None, progress=print,
+def local_model(name: str = "smollm2", gguf: Path | None = None, log: Path | None = None,
+                progress: Callable[[str], None] = print,
                 slots: int = 0) -> Iterator[Server]:
     """The weights and the server binary (both cached), the server started and healthy; stopped on exit."""
     model = weights(name)

