@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -50,7 +51,8 @@ def oracle_endpoint(candidate: Path, log: Path | None = None) -> Iterator[str]:
     port = free_port()
     out = log.open("w") if log else subprocess.DEVNULL
     proc = subprocess.Popen([sys.executable, "-m", "autoenv.cli", "serve", "--port", str(port), "--candidate",
-                             str(candidate)], stdout=subprocess.PIPE, stderr=out, text=True, start_new_session=True)
+                             str(candidate)], stdout=subprocess.PIPE, stderr=out, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"})
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         if "serving" not in line:
