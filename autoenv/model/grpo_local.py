@@ -29,7 +29,12 @@ def load_base(gguf: Path, out: Path) -> Path:
     if not (out / "config.json").is_file():
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model.save_pretrained(out)
+        config = model.config  # dequantised already; drop the GGUF marker so the weights save as plain ones
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        plain = AutoModelForCausalLM.from_config(config)
+        plain.load_state_dict(model.state_dict())
+        plain.save_pretrained(out)
         tokenizer.save_pretrained(out)
     return out
 
