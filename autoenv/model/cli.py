@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from autoenv import display
 from autoenv.model.build import build_server
+from autoenv.model.realrun import local_model
+from autoenv.model.train import TrainOptions, train
 from autoenv.model.weights import MODELS, ensure_gguf, weights
 
 
@@ -40,8 +43,6 @@ def add_commands(sub: Any) -> None:
 
 def setup_model() -> str:
     """`autoenv setup`'s stage: the default model's weights and the server binary, both cached."""
-    import time
-
     started = time.monotonic()
     gguf = ensure_gguf(weights("smollm2"), display.note)
     binary = build_server(display.note)
@@ -56,8 +57,6 @@ def cmd_model_build(args: argparse.Namespace) -> int:
 
 
 def cmd_model_serve(args: argparse.Namespace) -> int:
-    from autoenv.model.realrun import local_model
-
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with local_model(args.model, args.gguf, progress=display.console.print, slots=args.slots) as server:
@@ -77,8 +76,6 @@ def cmd_model_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from autoenv.model.train import TrainOptions, train
-
     return train(TrainOptions(root=Path.cwd(), commit=args.commit, model=args.model, max_steps=args.max_steps,
                               minutes=args.minutes, rollouts=args.rollouts, learning_rate=args.learning_rate,
                               out=args.out, plots=args.plots))

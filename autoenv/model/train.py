@@ -68,8 +68,8 @@ def train(opts: TrainOptions) -> int:
     python = train_python(say)
     _run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", "-e", str(export / "candidate")],
          "installing the exported candidate into the trainer venv")
-    for name in ("grpo_local.py", "hackwatch.py"):
-        shutil.copy(HERE / name, out / name)
+    shutil.copy(HERE / "templates" / "grpo_local.py.tmpl", out / "grpo_local.py")
+    shutil.copy(HERE / "hackwatch.py", out / "hackwatch.py")
     work = out / "run"
     say(f"train: GRPO on {export / 'dataset' / 'train.jsonl'} ({opts.max_steps} steps at most, {opts.minutes:g} min)")
     result = _trainer(python, [str(out / "grpo_local.py"), "--export", str(export), "--gguf", str(base_gguf),
