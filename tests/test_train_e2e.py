@@ -22,7 +22,7 @@ def test_autoenv_train_runs_grpo_steps_and_measures_base_and_trained_on_the_held
     root = make_run_repo("addition", tmp_path / "run", small_config(examples=4, rollouts_per_example=2))
     kept = evaluate(EvalOptions(cwd=root, description="baseline", offline=True))
     assert kept.verdict.verdict == "baseline"
-    proc = autoenv("train", "--max-steps", "2", "--rollouts", "1", "--out", str(tmp_path / "train"), cwd=root,
+    proc = autoenv("train", "--max-steps", "2", "--rollouts", "2", "--out", str(tmp_path / "train"), cwd=root,
                    timeout=1800)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
     summary = json.loads((tmp_path / "train" / "summary.json").read_text())

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from autoenv import display
+from autoenv.errors import AutoEnvError
 from autoenv.model.build import build_server
 from autoenv.model.realrun import local_model
 from autoenv.model.train import TrainOptions, train
@@ -76,6 +77,9 @@ def cmd_model_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    if args.rollouts < 2:
+        raise AutoEnvError(f"--rollouts {args.rollouts}: the before/after evaluations need at least 2 rollouts per "
+                           "task (the harness refuses fewer)", where="autoenv train --rollouts", fix="pass --rollouts 2 or more")
     return train(TrainOptions(root=Path.cwd(), commit=args.commit, model=args.model, max_steps=args.max_steps,
                               minutes=args.minutes, rollouts=args.rollouts, learning_rate=args.learning_rate,
                               out=args.out, plots=args.plots))
