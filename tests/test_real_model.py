@@ -15,13 +15,15 @@ from autoenv.model.server import Server, machine_settings
 from autoenv.model.weights import ensure_gguf, weights
 from autoenv.paths import EXAMPLES
 from tests.conftest import autoenv, ledger
+from tests.local_model import local_model_or_skip
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 @pytest.fixture(scope="session")
 def served():
-    """The weights and the server binary (cached; built here when setup was run with --skip-model)."""
+    """The weights and the server binary (cached; see tests/local_model.py)."""
+    local_model_or_skip()
     gguf = ensure_gguf(weights("smollm2"))
     return build_server(), gguf
 

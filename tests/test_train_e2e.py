@@ -12,11 +12,13 @@ from autoenv.model.build import build_server
 from autoenv.model.trainenv import train_python
 from autoenv.pipeline import EvalOptions, evaluate
 from tests.conftest import autoenv, small_config
+from tests.local_model import local_model_or_skip
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_autoenv_train_runs_grpo_steps_and_measures_base_and_trained_on_the_held_out_tasks(tmp_path):
+    local_model_or_skip(trainer=True)
     build_server()
     train_python()
     root = make_run_repo("addition", tmp_path / "run", small_config(examples=4, rollouts_per_example=2))

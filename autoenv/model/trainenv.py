@@ -28,11 +28,23 @@ def packages() -> tuple[str, list[str]]:
     return os.environ.get("AUTOENV_TORCH", TORCH_PIN), PACKAGES + extra
 
 
+def trainer_venv() -> Path:
+    """Where the trainer venv for these packages lives (keyed by the packages and this Python)."""
+    torch, rest = packages()
+    key = hashlib.sha256(" ".join([torch, *rest, sys.version]).encode()).hexdigest()[:12]
+    return cache_root() / "train-venv" / key
+
+
+def trainer_ready() -> bool:
+    """The trainer venv has been made (nothing to install)."""
+    return (trainer_venv() / ".ready").is_file()
+
+
 def train_python(progress: Callable[[str], None] = print) -> Path:
     """The trainer venv's python, creating it the first time (minutes: torch, transformers, TRL)."""
     torch, rest = packages()
-    key = hashlib.sha256(" ".join([torch, *rest, sys.version]).encode()).hexdigest()[:12]
-    venv = cache_root() / "train-venv" / key
+    venv = trainer_venv()
+    key = venv.name
     python = venv / "bin" / "python"
     venv.parent.mkdir(parents=True, exist_ok=True)
     with open(venv.parent / f"{key}.lock", "w") as lock:
