@@ -213,8 +213,9 @@ no task's prompt starts (a custom Env's own observation, say), so the scripted p
 The environment's side, never the provider's."""
 
 
-OUTAGE = re.compile(r"\b(APIConnectionError|APITimeoutError|RateLimitError|InternalServerError|ConnectError|"
-                    r"ConnectTimeout|ReadTimeout|Connection refused|Connection error)\b")
+OUTAGE = re.compile(r"\b(APIConnectionError|APITimeoutError|RateLimitError|InternalServerError|Connection error)\b")
+"""A grader's client failing (openai's errors). Bare transport errors (httpx's ReadTimeout, ConnectError) are left
+out: a candidate's own tool server timing out raises them too, and that is the candidate's fault."""
 
 
 def grader_outage(error: str | None) -> bool:

@@ -328,7 +328,10 @@ def test_an_offline_evaluation_without_a_reference_is_discarded_by_the_invariant
     result = autoenv("eval", "--offline", cwd=root)
     (entry,) = ledger(root)
     assert entry["verdict"]["verdict"] == "discard", result.stdout[-3000:] + result.stderr[-2000:]
-    assert "content-free" in entry["verdict"]["reason"] and "probe stub" in entry["verdict"]["reason"]
+    # one cause: the component the stub harvested (the content-free failure is folded into it)
+    assert entry["verdict"]["reason"].startswith("failed gates: reward component `") and \
+        "does nothing" in entry["verdict"]["reason"], entry["verdict"]["reason"]
+    assert {"content-free", "probe stub"} <= {f.split(":")[0] for f in entry["gates"]["failed"]}
 
 
 # --- derived probes for multi-turn and tool transcripts (autoenv.gates.replay) -----------------

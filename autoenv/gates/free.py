@@ -98,6 +98,7 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
             report.add("content-free", "skip", "n/a, not tested: no probe reply was scored")
         return {}
     failures, shares, untested = [], {}, []
+    paid_by: dict[str, str] = {}  # failed probe -> the component that paid it
     verdicts: dict[str, tuple[bool, str]] = {}
     labels = dataset.get("distinct_answers") or 0
     for name in CONTENT_FREE:
@@ -122,6 +123,7 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
                                                    "above its floor (content-free, probes.free_max)"))
         if share > allowed + 1e-9:
             paid = _paid(by_probe.get(name, []), weights)
+            paid_by[name] = paid
             strategy = next((r.get("strategy") for r in by_probe.get(name, []) if r.get("strategy")), None)
             failures.append(f"{name} reaches {share:.0%} of the range (allowed {allowed:.0%}), paid by "
                             f"`{paid}`" + (f", best strategy {quoted(strategy)}" if strategy and strategy != name else ""))
@@ -129,7 +131,7 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
     if failures:
         report.add("content-free", "fail", "policies that carry no task content earn reward: " + "; ".join(failures)
                    + f". The reward's range is {span}; allowed {free_max:.0%} above its floor (probes.free_max)",
-                   shares=shares, range=[floor, top], failed=[f.split(" ")[0] for f in failures])
+                   shares=shares, range=[floor, top], failed=[f.split(" ")[0] for f in failures], paid=paid_by)
     else:
         report.add("content-free", "pass", f"{len(shares)} content-free probes stay within {free_max:.0%} of the "
                    f"reward's range {span} above its floor" + (f"; not tested: {', '.join(untested)}" if untested else ""),

@@ -311,6 +311,11 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         short = [r for r in by_probe["oracle"] if r.get("reward") is not None and r["reward"] < p.oracle_min * maximum]
         share = (oracle["mean"] or 0) / maximum
         status = "pass" if share >= p.oracle_min and not short else "fail"
+        if status == "fail" and inferred and audit.get("mode") == "rollouts" and (oracle["mean"] or 0) > 0:
+            # the answer played alone as the final reply: what tools or turns earn is out of its reach
+            status = "warn"
+            inferred += ("a shortfall is not a failure here: the answer alone cannot earn what tool calls or "
+                         "turns earn (an oracle hook would show it); ")
         report.add("oracle", status, inferred + f"mean {oracle['mean']:.3f} of a maximum {maximum:g} ({share:.0%}, "
                    f"wanted >= {p.oracle_min:.0%})" + (f"; below on task idx {idx_list([r['idx'] for r in short][:8])}: "
                    "unsolvable or wrongly scored" if short else ""), tasks=[r["idx"] for r in short],

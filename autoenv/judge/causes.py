@@ -22,7 +22,7 @@ from autoenv.record import GateFinding, GateReport
 
 CAUSE_ORDER = ("padding", "empty", "refusal", "garbage", "echo", "tool-spam", "wrong-answer", "format-only",
                "swap-answer", "abstain", "stub", "stall", "valid-tool-spam", "structural", "typical-value",
-               "self-report", "kitchen-sink", "first-number", "last-line", "injection", "prompt-copy", "constant",
+               "kitchen-sink", "first-number", "last-line", "injection", "self-report", "prompt-copy", "constant",
                "whitespace")
 """Which probe names a component's cause when several harvest it: the most basic first."""
 CAUSE_TITLES = {
@@ -103,7 +103,7 @@ def causes(gates: GateReport | None, check_fix: Callable[[GateFinding], str | No
             continue
         fix = check_fix(f) or f"fix this before anything else: the {f.name} check failed"
         result.append(Cause(issue=f"{f.name}: {f.message}", fix=fix,
-                            kind="dataset" if f.name in DATASET else "check"))
+                            kind="dataset" if f.name in DATASET else "probe" if f.name == "content-free" else "check"))
     if errored:
         result.append(Cause(issue=f"the replies of the {', '.join(errored)} probe(s) hit reward errors",
                             fix="fix the reward errors first (see reward errors): a probe must be scored to be judged",
@@ -112,7 +112,7 @@ def causes(gates: GateReport | None, check_fix: Callable[[GateFinding], str | No
                       key=lambda c: BLOCKING_FIRST.index(c.issue.split(":")[0])
                       if c.issue.split(":")[0] in BLOCKING_FIRST else len(BLOCKING_FIRST))
     ordered = sorted(component_causes, key=lambda c: CAUSE_ORDER.index(lead(c.probes)))
-    return blocking + ordered + loose + [c for c in result if c.kind == "dataset"]
+    return blocking + ordered + loose + [c for c in result if c.kind in ("probe", "dataset")]
 
 
 def paying_components(gates: GateReport, probe: str, f: GateFinding) -> list[str]:
@@ -165,11 +165,18 @@ def fold_content_free(f: GateFinding, found: list[Cause]) -> bool:
     """Fold the content-free rule's failure into the component causes of the probes it names (the same
     harvest seen against the reward's range); True when every probe it names has such a cause."""
     failed = set(f.data.get("failed") or [])
-    targets = [c for c in found if failed & {base(p) for p in c.probes}]
-    if not failed or not failed <= {base(p) for c in targets for p in c.probes}:
+    paid = {probe: component for probe, component in (f.data.get("paid") or {}).items() if probe in failed}
+    targets = [c for c in found if failed & {base(p) for p in c.probes} or c.component in paid.values()]
+    covered = {base(p) for c in targets for p in c.probes} | {p for p, c in paid.items()
+                                                               if c in {t.component for t in targets}}
+    if not failed or not failed <= covered:
         return False
+    shares = f.data.get("shares") or {}
     for cause in targets:
-        cause.evidence.append("content-free: " + (f.message[:240] + "…" if len(f.message) > 240 else f.message))
+        mine = [n for n in sorted(failed) if n in {base(p) for p in cause.probes} or paid.get(n) == cause.component]
+        cause.evidence.append("content-free: " + "; ".join(
+            f"{n} reaches {shares[n]:.0%} of the reward's range" if n in shares else n for n in mine)
+            + " (probes.free_max; the rule needs no reference)")
     return True
 
 
