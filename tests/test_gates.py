@@ -681,7 +681,6 @@ def test_tool_candidate_without_oracle_plays_the_answer_field_oracle_through_rol
     tested = by_name["probes tested"]
     assert tested["status"] == "warn" and "coverage" not in tested["data"]
     assert tested["message"].startswith("17 of 18 exploit probes tested"), tested["message"]
-    assert "deterministic scoring" not in by_name  # nothing was rescored: no row claiming it was
 
 
 # `correct` breaks on answers ending in 0 or 5 (several of the 30 sampled tasks; none of them
