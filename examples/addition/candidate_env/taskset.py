@@ -1,20 +1,21 @@
-"""Two-number addition: generate sums of numbers 1-99, score the single <answer> tag exactly."""
+"""Addition of numbers 1-32 for a ~100M model: the reward is the reply's stated result being the exact sum."""
 
 from __future__ import annotations
 
-import random
 import re
 
 import verifiers.v1 as vf
 
-SYSTEM = "Add the two numbers. Reply with the sum inside one <answer></answer> tag, for example <answer>57</answer>."
-ANSWER_TAG = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL)
+SYSTEM = "Answer in one line of the form a + b = c."
+NUMBER = re.compile(r"-?\d+")
+RESULT = re.compile(r"=\s*(-?\d+)")
 
 
 class AdditionData(vf.TaskData):
     answer: str
     """The exact sum, as text."""
     difficulty: str
+    """`easy`: two single digits; `medium`: a two-digit operand, no carry in the ones place; `hard`: a carry."""
 
 
 class AdditionTask(vf.Task[AdditionData]):
@@ -28,51 +29,53 @@ class AdditionTask(vf.Task[AdditionData]):
 
     @vf.reward(weight=1.0)
     async def correct(self, trace: vf.Trace) -> float:
-        tags = ANSWER_TAG.findall(_last_reply(trace))
-        if len(tags) != 1:  # zero tags is no answer; several tags is guessing
-            return 0.0
-        return float(_as_int(tags[0]) == int(self.data.answer))
+        """1 when the reply's result is the exact sum: the number after its last `=` when it writes an equation,
+        else its last whole number (so a wrong equation followed by the right number earns nothing)."""
+        result = _result(_last_reply(trace))
+        return float(result is not None and result == int(self.data.answer))
 
     @vf.metric
-    async def formatted(self, trace: vf.Trace) -> float:
-        tags = ANSWER_TAG.findall(_last_reply(trace))
-        return float(len(tags) == 1 and _as_int(tags[0]) is not None)
+    async def one_line(self, trace: vf.Trace) -> float:
+        """The reply is the single line the system prompt asks for."""
+        reply = _last_reply(trace).strip()
+        return float(bool(reply) and "\n" not in reply)
 
     def oracle(self, messages: list[dict]) -> str:
-        """The reference reply: the exact sum in the expected format."""
-        return f"<answer>{self.data.answer}</answer>"
+        """The reference reply: the equation with its exact sum."""
+        a, b = NUMBER.findall(self.data.prompt)[:2]
+        return f"{a} + {b} = {self.data.answer}"
 
 
 class AdditionConfig(vf.TasksetConfig):
-    num_tasks: int = 1000
-    """How many distinct sums to generate (half with a carry)."""
-    seed: int = 0
+    low: int = 1
+    """The smallest operand."""
+    high: int = 32
+    """The largest operand (every ordered pair low..high is one task: 1,024 by default)."""
 
 
 class AdditionTaskset(vf.Taskset[AdditionTask, AdditionConfig]):
     def load(self) -> list[AdditionTask]:
-        rng = random.Random(self.config.seed)
-        seen: set[tuple[int, int]] = set()
         tasks = []
-        while len(tasks) < self.config.num_tasks:
-            difficulty = ("easy", "hard")[len(tasks) % 2]
-            a, b = rng.randint(1, 99), rng.randint(1, 99)
-            if (a, b) in seen or ((a % 10 + b % 10) >= 10) != (difficulty == "hard"):
-                continue
-            seen.add((a, b))
-            data = AdditionData(prompt=f"What is {a} + {b}?", system_prompt=SYSTEM, answer=str(a + b),
-                                difficulty=difficulty)
-            tasks.append(AdditionTask(data, self.config.task))
+        for a in range(self.config.low, self.config.high + 1):
+            for b in range(self.config.low, self.config.high + 1):
+                data = AdditionData(prompt=f"What is {a} + {b}?", system_prompt=SYSTEM, answer=str(a + b),
+                                    difficulty=_difficulty(a, b))
+                tasks.append(AdditionTask(data, self.config.task))
         return tasks
+
+
+def _difficulty(a: int, b: int) -> str:
+    if a < 10 and b < 10:
+        return "easy"
+    return "hard" if a % 10 + b % 10 >= 10 else "medium"
+
+
+def _result(reply: str) -> int | None:
+    """The stated result: after the last `=`, else the last whole number; None when there is none."""
+    found = RESULT.findall(reply) or NUMBER.findall(reply)
+    return int(found[-1]) if found else None
 
 
 def _last_reply(trace: vf.Trace) -> str:
     messages = trace.assistant_messages
     return (messages[-1].content or "") if messages else ""
-
-
-def _as_int(text: str) -> int | None:
-    try:
-        return int(text.replace(",", "").strip())
-    except ValueError:
-        return None
