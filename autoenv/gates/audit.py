@@ -40,6 +40,7 @@ from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
 from autoenv.gates import dataset
 from autoenv.gates.answer_oracle import FORMATS, TRIAL_TASKS, format_reply, infer_format
+from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, ROLLOUT_ONLY, family_replies
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
@@ -544,7 +545,7 @@ async def audit(job: Job) -> None:
         _, again = await load_tasks(vf, job, "audit")
     except TimeLimitExceeded as e:  # nothing to measure without tasks: the gates fail on it
         result["time_limits"] = [str(e)]
-        (out / "audit.json").write_text(json.dumps(result, indent=1))
+        (out / AUDIT_FILE).write_text(AuditRecord.model_validate(result).to_json())
         emit("finished", seconds=round(time.time() - begun, 3), done={})
         return
     first, second = fingerprint(tasks), fingerprint(again)
@@ -583,7 +584,7 @@ async def audit(job: Job) -> None:
     unprepared = job.out / "scripts.json"  # autoenv.sandbox.prepare_scripts: what could not be resolved beforehand
     if unprepared.is_file():
         result["unprepared_scripts"] = json.loads(unprepared.read_text()).get("unprepared") or []
-    (out / "audit.json").write_text(json.dumps(result, indent=1))
+    (out / AUDIT_FILE).write_text(AuditRecord.model_validate(result).to_json())
     emit("finished", seconds=round(time.time() - begun, 3), done={})
 
 
