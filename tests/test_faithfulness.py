@@ -26,7 +26,7 @@ from autoenv.demo import remove_oracle_hooks
 from autoenv.endpoint.policies import gullible_grader
 from autoenv.gates import matrix
 from autoenv.gates.answer_oracle import FORMATS, format_reply, infer_format
-from autoenv.gates.audit import NO_ORACLE
+from autoenv.gates.scoring import NO_ORACLE
 from autoenv.gates.derived import mutate
 from autoenv.gates.probes import (
     DEFENCES,

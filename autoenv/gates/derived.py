@@ -27,7 +27,7 @@ from pathlib import Path
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
-from autoenv.gates.audit import reward_record, score_in_process, total_reward
+from autoenv.gates.scoring import reward_record, score_in_process, total_reward
 from autoenv.gates.oracle import OracleBook
 from autoenv.gates.probes import DERIVED_FILE, FILLER, _with_answer, wrong_answers
 from autoenv.gates.probes import DERIVED_MUTATIONS as MUTATIONS

@@ -21,7 +21,7 @@ from typing import Any
 from autoenv.endpoint.policies import Policies, PolicyError
 from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
-from autoenv.gates.audit import reward_record, total_reward
+from autoenv.gates.scoring import reward_record, total_reward
 from autoenv.gates.oracle import OracleBook
 from autoenv.gates.replay_rules import REPLAY_MUTATIONS
 from autoenv.job import Job
