@@ -40,7 +40,8 @@ from autoenv.errors import AutoEnvError, ProviderUnavailable
 from autoenv.formats import iso_now, stamp
 from autoenv.forwarder import forwarding
 from autoenv.gates.audit_record import AUDIT_FILE, read_audit
-from autoenv.gates.rules import audit_plan, run_derived, run_gates
+from autoenv.gates.derived_rules import run_derived
+from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.gitrepo import Head, Repo
 from autoenv.install import inspect_candidate, install_candidate
 from autoenv.integrity import FOUND, STORED, note_fields, restore_if_written

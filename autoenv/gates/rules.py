@@ -12,60 +12,36 @@ The maximum achievable reward is the sum of the positive reward weights on the s
 range is the env's declared `reward_range = (low, high)` when it has one (a score outside a declared
 range is an environment error), else the observed bounds, reported as a warning with the numbers
 (autoenv.gates.ranges); scores are normalised to [0, 1] before the probes are compared.
+
+The rules read the audit stage's typed record (autoenv.gates.audit_record), parsed once and
+validated. A multi-seat env's probes are judged seat by seat (autoenv.gates.seat_rules); the
+derive stage's mutated replies after the rollouts (autoenv.gates.derived_rules).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
 import tomllib
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
 
 from autoenv.config import Config
 from autoenv.formats import idx_list, quoted
 from autoenv.gates import coverage, free, matrix, ranges, rejections
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, parse_audit, read_audit
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
-from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS, EXPLOITS
-from autoenv.gates.replay_rules import judge_replay
+from autoenv.gates.findings import Gates
+from autoenv.gates.probes import EXPLOITS
+from autoenv.gates.seat_rules import constant_sum_game, judge_seats
 from autoenv.job import AuditPlan
-from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
+from autoenv.record import GateReport
 from autoenv.rollouts import Worker
 from autoenv.scripts import blocked
 from autoenv.stats import max_reward
 
 PLACEHOLDER = re.compile(r"^\s*(todo|tbd|fixme|xxx)\b|<one-line description>|one line saying what|lorem ipsum", re.I)
-
-
-@dataclass
-class Gates:
-    """Gate findings as the checks find them; `report()` freezes them into the record's GateReport."""
-
-    findings: list[GateFinding] = field(default_factory=list)
-    probes: dict[str, dict] = field(default_factory=dict)
-    mode: str | None = None
-    seconds: float | None = None
-    matrix: dict = field(default_factory=dict)
-
-    def add(self, name: str, status: str, message: str, **data) -> None:
-        self.findings.append(GateFinding(name=name, status=cast(GateStatus, status), message=message, data=data))
-
-    def report(self) -> GateReport:
-        return GateReport(findings=self.findings, probes={k: ProbeSummary(**v) for k, v in self.probes.items()},
-                          mode=self.mode, seconds=self.seconds, matrix=matrix.freeze(self.matrix))
-
-    @property
-    def failed(self) -> list[str]:
-        return self.report().failed
-
-    @property
-    def passed(self) -> bool:
-        return not self.failed
 
 
 def platform_checks(candidate: Path, report: Gates, workspace: bool = True) -> None:
@@ -282,7 +258,7 @@ def judge_probes(audit: AuditRecord | dict, config: Config, report: Gates) -> No
                    + "; ".join(distinct_errors(errors, audit.unprepared_scripts)[:3]),
                    examples=errors[:10])
     order = ["oracle", *EXPLOITS]
-    summaries = {name: _summarize(name, by_probe[name], weights) for name in sorted(by_probe, key=order.index)}
+    summaries = {name: summarize(name, by_probe[name], weights) for name in sorted(by_probe, key=order.index)}
     report.probes = summaries
     oracle = summaries.get("oracle")
     if oracle and oracle["scored"] == 0 and not oracle["errors"] and not any(r.get("error") for r in by_probe["oracle"]):
@@ -339,7 +315,7 @@ def judge_probes(audit: AuditRecord | dict, config: Config, report: Gates) -> No
         if name == "oracle":
             continue
         if per_seat:
-            _judge_seats(report, name, summary, by_probe[name], from_failure.get(name, []), share,
+            judge_seats(report, name, summary, by_probe[name], from_failure.get(name, []), share,
                          maximum if constant_sum is not None else reference, p.exploit_max, audit, untested)
             continue
         if constant_sum is not None and summary["mean"] is not None:
@@ -416,51 +392,6 @@ def judge_probes(audit: AuditRecord | dict, config: Config, report: Gates) -> No
                tested=tested, untested=untested, **({"coverage": coverage.UNTESTED} if thin else {}))
 
 
-def _judge_seats(report: Gates, name: str, summary: dict, records: list[dict], failed: list[dict], share: float,
-                 top: float, exploit_max: float, audit: AuditRecord, untested: dict[str, str]) -> None:
-    """One exploit probe of a multi-seat env probed seat by seat: each seat's mean over its fair share
-    (`share`, 0 unless the game is constant-sum) may reach `exploit_max` of the way to `top`; episodes whose
-    reference seat did not play are left out, and a gain in them is named as the other seat's failure."""
-    reference = audit.seat_reference
-    policy = (reference.policy if reference else None) or next((r.get("reference") for r in records + failed if r.get("reference")), "?")
-    gained = []
-    for r in failed:
-        if r.get("reward") is None and r.get("components"):
-            r["reward"] = sum(v * r["weights"].get(k, 1.0) for k, v in r["components"].items())
-        if (r.get("reward") or 0) > share + 1e-9:
-            gained.append(r)
-    named = (f"; {len(gained)} of {len(failed)} episodes left out gave the probed seat a reward from another seat's "
-             f"failure (the reference `{policy}` did not play: "
-             + "; ".join(sorted({f"{o['seat']}: {_did(o)}" for r in gained for o in r.get("others") or []
-                                  if o.get("failed")})[:2]) + "), not a harvest"
-             if gained else f"; {len(failed)} episodes left out: the reference seat did not play" if failed else "")
-    seats: dict[str, list[float]] = defaultdict(list)
-    for r in records:
-        if r.get("reward") is not None:
-            seats[r["probed_seat"]].append(r["reward"])
-    if not seats:
-        if summary["errors"]:
-            report.add(f"probe {name}", "fail", f"every reply hit an error ({summary['errors']} of "
-                       f"{summary['tasks']}): see reward errors", errors=summary["errors"])
-            return
-        why = (f"every episode's reward came from another seat's failure (reference `{policy}`)" if failed else
-               "; ".join(sorted({r.get("reason") or "not played" for r in records if r.get("skipped")})) or "not played")
-        untested[name] = why
-        report.add(f"probe {name}", "skip", "n/a, not tested: " + why + named, reasons=[why],
-                   from_other_failure=len(gained))
-        return
-    means = {seat: sum(v) / len(v) for seat, v in seats.items()}
-    room = max(top - share, 0.0)
-    bad = {seat: m for seat, m in means.items() if m - share > exploit_max * room + 1e-9}
-    text = ", ".join(f"{seat} {m:.3f}" for seat, m in means.items())
-    report.add(f"probe {name}", "fail" if bad else "pass",
-               f"per seat, the other seats played by {(reference.why if reference else None) or f'the reference `{policy}`'}: {text} "
-               f"(allowed a fair share of {share:.3f} plus {exploit_max:.0%} of the way to {top:.3f})" + named
-               + (f"; beaten at seat {', '.join(bad)}" if bad else ""),
-               seats={seat: round(m, 4) for seat, m in means.items()}, reference=policy, fair_share=round(share, 4),
-               from_other_failure=len(gained))
-
-
 def pairs_text(pairs: list) -> str:
     """`9 ~ 450 (0.92), 105 ~ 402 (0.92)`: near-duplicate index pairs and their similarity, for people."""
     return ", ".join(f"{p[0]} ~ {p[1]}" + (f" ({float(p[2]):.2f})" if len(p) > 2 else "") for p in pairs)
@@ -484,36 +415,6 @@ def distinct_errors(errors: list[str], unprepared: list[str]) -> list[str]:
             if n > 1 else first[k] for k, n in count.items()]
 
 
-def _did(other: dict) -> str:
-    """What a reference seat that did not play did instead."""
-    if other.get("outcome") != "ok":
-        return f"ended {other.get('outcome')}"
-    return "an empty reply" if not (other.get("reply") or "").strip() else quoted(other['reply'], 50)
-
-
-def constant_sum_game(records: list[dict], seats: list[str]) -> float | None:
-    """The constant the seats' rewards sum to in every probe episode of a multi-seat env, or None.
-
-    With every seat played by the same probe, such a game hands one seat what another
-    loses: its rewards measure the other seat's play, not a harvest by the probe. With
-    per-seat probing (records carry `others`, the reference seats' rewards) the probed
-    seat's fair share is the constant over the number of seats.
-    """
-    if len(seats) < 2:
-        return None
-    totals: dict[str, list[float]] = defaultdict(list)
-    for r in records:
-        if r.get("episode") and r.get("outcome") == "ok" and not r.get("env_error"):
-            totals[r["episode"]].append(sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()))
-            for other in r.get("others") or []:  # per-seat probing: the reference seats of the same episode
-                if other.get("outcome") == "ok" and isinstance(other.get("reward"), (int, float)):
-                    totals[r["episode"]].append(other["reward"])
-    sums = [sum(v) for v in totals.values() if len(v) == len(seats)]
-    if len(sums) < 2 or max(sums) - min(sums) > 1e-9:
-        return None
-    return round(sums[0], 9)
-
-
 def _short_components(short: list[dict], weights: dict[str, float]) -> dict[str, float]:
     """Mean score of each positively weighted reward component over the oracle's short
     replies, for the components that fell below full marks (the ones to look at)."""
@@ -525,7 +426,7 @@ def _short_components(short: list[dict], weights: dict[str, float]) -> dict[str,
     return out
 
 
-def _summarize(name: str, records: list[dict], weights: dict[str, float]) -> dict:
+def summarize(name: str, records: list[dict], weights: dict[str, float]) -> dict:
     scored = [r for r in records if not r.get("skipped") and not r.get("env_error")
               and r.get("outcome", "ok") == "ok"]
     for r in scored:
@@ -586,73 +487,3 @@ def add_matrix(report: Gates, by_probe: dict[str, list[dict]], weights: dict[str
                harvests=[h.model_dump() for h in found])
 
 
-def judge_derived(derived: dict, config: Config, report: Gates) -> None:
-    """Gate findings from the derive stage's derived.json: the models' best replies, mutated."""
-    records = derived.get("records") or []
-    if any(r["probe"].startswith("replay ") for r in records):  # multi-turn and tool transcripts, replayed
-        judge_replay([r for r in records if r["probe"].startswith("replay ")], config.probes.exploit_max, report,
-                     add_matrix)
-        records = [r for r in records if not r["probe"].startswith("replay ")]
-    references = [r for r in records if r["probe"] == "reference" and not r.get("error")]
-    if not references:
-        if not derived.get("replayed"):
-            report.add("derived probes", "skip", "n/a, not tested: " + (derived.get("reason") or derived.get(
-                "replay_reason") or "no single-turn reference reply"))
-        return
-    weights: dict[str, float] = {}
-    for r in records:
-        weights.update(r.get("weights") or {})
-    by_probe: dict[str, list[dict]] = defaultdict(list)
-    for r in records:
-        if not r.get("skipped") and r.get("error"):
-            r["env_error"] = r["error"]
-        by_probe[r["probe"]].append(r)
-    reference = _summarize("reference", references, weights)
-    report.probes["derived reference"] = {**reference, "description": "the models' best reply per task, rescored"}
-    base = reference["mean"] or 0.0
-    report.add("probe derived reference", "pass" if base > 0 else "warn",
-               f"{reference['scored']} best replies of the models rescored in-process: mean {base:.3f}",
-               references=reference["scored"])
-    limit = config.probes.exploit_max
-    add_matrix(report, {"reference": references, **{n: by_probe.get(n, []) for n in DERIVED_MUTATIONS}}, weights,
-               limit, prefix="derived ")
-    for name in DERIVED_MUTATIONS:
-        summary = _summarize(name, by_probe.get(name, []), weights)
-        summary["description"] = DERIVED_MUTATIONS[name]
-        summary["of_oracle"] = None if not base or summary["mean"] is None else round(summary["mean"] / base, 4)
-        report.probes[f"derived {name}"] = summary
-        if summary["mean"] is None:
-            report.add(f"probe derived {name}", "skip", f"n/a, not tested: does not apply to any of the "
-                       f"{len(by_probe.get(name, []))} reference replies")
-            continue
-        best = summary["best"][0] if summary["best"] else None
-        evidence = f"; best task idx {best['idx']} scored {best['reward']:.2f}: {quoted(best['reply'], 80)}" if best else ""
-        if name in DERIVED_VARIANTS:
-            kept = summary["of_oracle"] or 0.0
-            status = "warn" if name == "whitespace" and kept < 0.5 else "pass"
-            report.add(f"probe derived {name}", status, f"keeps {kept:.0%} of the reference's reward "
-                       + ("(whitespace must not matter)" if status == "warn" else "(measured, not judged)"))
-            continue
-        if name == "padding":
-            bad = summary["mean"] > base + 1e-9
-            rule = "must not beat the reference"
-        else:
-            bad = summary["mean"] > limit * base + 1e-9
-            rule = f"allowed {limit:.0%} of the reference"
-        harvested = ", ".join(f"{k}: {v}" for k, v in summary["harvested"].items())
-        report.add(f"probe derived {name}", "fail" if bad else "pass", f"mean {summary['mean']:.3f} ({rule})"
-                   + (f"; harvested {harvested}{evidence}" if bad else ""), harvested=summary["harvested"] if bad else {})
-
-
-def run_derived(config: Config, worker: Worker, gates: GateReport) -> GateReport:
-    """The derive stage in the evaluation's child, judged and added to the gate report."""
-    started = time.time()
-    worker.run("derive")
-    derived = json.loads((worker.job.audit_dir / DERIVED_FILE).read_text())
-    report = Gates(findings=list(gates.findings), probes={k: v.model_dump() for k, v in gates.probes.items()},
-                   mode=gates.mode, matrix=matrix.thaw(gates.matrix, config.probes.exploit_max))
-    judge_derived(derived, config, report)
-    report.seconds = round((gates.seconds or 0) + time.time() - started, 2)
-    out = report.report()
-    (worker.job.audit_dir / "gates.json").write_text(out.model_dump_json(indent=1))
-    return out
