@@ -33,6 +33,11 @@ Score = bool | int | float | str | None
 else is kept as it was (not coerced) so the rules can name it as the environment error it is."""
 
 
+Row = dict[str, Any]
+"""A probe record as the judgement works on it (`ProbeRecord.row()`, a derive-stage or replay record): a mutable
+dict the rules add `env_error` and `reward` to, which the exploit matrix and the content-free rules read."""
+
+
 class AuditPart(BaseModel):
     """Base of every audit record part: immutable, and unknown keys are an error, never ignored."""
 
@@ -139,7 +144,7 @@ class ProbeRecord(AuditPart):
     copied: str | None = Field(None, description="What prompt-copy copied on this task.")
     answer_is_copy: bool | None = Field(None, description="What it copied is this task's answer.")
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> Row:
         """A mutable copy for the judgement, which adds `env_error` and `reward` to it: the shape the exploit
         matrix and the content-free rules (autoenv.gates.matrix, autoenv.gates.free) share with the derive
         stage's and the replay's rows. Fields the child did not write stay absent, as in the file."""

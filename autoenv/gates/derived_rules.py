@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
+from typing import Any
 
 from autoenv.config import Config
 from autoenv.formats import quoted
 from autoenv.gates import matrix
+from autoenv.gates.audit_record import Row
 from autoenv.gates.findings import Gates
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS
 from autoenv.gates.replay_rules import judge_replay
@@ -24,7 +26,7 @@ from autoenv.record import GateReport
 from autoenv.rollouts import Worker
 
 
-def judge_derived(derived: dict, config: Config, report: Gates) -> None:
+def judge_derived(derived: dict[str, Any], config: Config, report: Gates) -> None:
     """Gate findings from the derive stage's derived.json: the models' best replies, mutated."""
     records = derived.get("records") or []
     if any(r["probe"].startswith("replay ") for r in records):  # multi-turn and tool transcripts, replayed
@@ -40,7 +42,7 @@ def judge_derived(derived: dict, config: Config, report: Gates) -> None:
     weights: dict[str, float] = {}
     for r in records:
         weights.update(r.get("weights") or {})
-    by_probe: dict[str, list[dict]] = defaultdict(list)
+    by_probe: dict[str, list[Row]] = defaultdict(list)
     for r in records:
         if not r.get("skipped") and r.get("error"):
             r["env_error"] = r["error"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from autoenv.gates import matrix
 from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
@@ -14,12 +14,12 @@ class Gates:
     """Gate findings as the checks find them; `report()` freezes them into the record's GateReport."""
 
     findings: list[GateFinding] = field(default_factory=list)
-    probes: dict[str, dict] = field(default_factory=dict)
+    probes: dict[str, dict[str, Any]] = field(default_factory=dict)
     mode: str | None = None
     seconds: float | None = None
-    matrix: dict = field(default_factory=dict)
+    matrix: dict[str, Any] = field(default_factory=dict)
 
-    def add(self, name: str, status: str, message: str, **data) -> None:
+    def add(self, name: str, status: str, message: str, **data: Any) -> None:
         self.findings.append(GateFinding(name=name, status=cast(GateStatus, status), message=message, data=data))
 
     def report(self) -> GateReport:

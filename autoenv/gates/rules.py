@@ -26,11 +26,12 @@ import time
 import tomllib
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from autoenv.config import Config
 from autoenv.formats import idx_list, quoted
 from autoenv.gates import coverage, free, matrix, ranges, rejections
-from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, parse_audit, read_audit
+from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, Row, parse_audit, read_audit
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
 from autoenv.gates.findings import Gates
 from autoenv.gates.probes import EXPLOITS
@@ -82,7 +83,7 @@ def platform_checks(candidate: Path, report: Gates, workspace: bool = True) -> N
         report.add("readme", "pass", f"{len(text)} characters")
 
 
-def judge_audit(audit: AuditRecord | dict, config: Config, report: Gates) -> None:
+def judge_audit(audit: AuditRecord | dict[str, Any], config: Config, report: Gates) -> None:
     """Judge the audit stage's measurements against config.toml (a dict is parsed and validated first)."""
     audit = audit if isinstance(audit, AuditRecord) else parse_audit(audit)
     c = config.checks
@@ -183,7 +184,7 @@ def judge_audit(audit: AuditRecord | dict, config: Config, report: Gates) -> Non
         judge_probes(audit, config, report)
 
 
-def judge_probes(audit: AuditRecord | dict, config: Config, report: Gates) -> None:
+def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Gates) -> None:
     """Judge the probe records: reward errors, the oracle, each exploit probe, the matrix and the coverage."""
     audit = audit if isinstance(audit, AuditRecord) else parse_audit(audit)
     p = config.probes
@@ -196,7 +197,7 @@ def judge_probes(audit: AuditRecord | dict, config: Config, report: Gates) -> No
                    "scoring the same transcript twice gave different rewards: rewards must be pure functions")
     weights: dict[str, float] = {}
     errors: list[str] = []
-    by_probe: dict[str, list[dict]] = defaultdict(list)
+    by_probe: dict[str, list[Row]] = defaultdict(list)
     rng = ranges.choose(list(audit.reward_range) if audit.reward_range else None, rows)
     declared = rng.normalises or None  # scores are normalised from a range other than [0, 1]
     low, high, documented = rng.low, rng.high, rng.text()
@@ -246,7 +247,7 @@ def judge_probes(audit: AuditRecord | dict, config: Config, report: Gates) -> No
         share = constant_sum / len(seats)
         if declared and high > low:
             share = (share - low * sum(weights.values() or [1.0])) / (high - low)
-    from_failure: dict[str, list[dict]] = {}
+    from_failure: dict[str, list[Row]] = {}
     if per_seat:  # an episode whose reference seat did not play measures the reference, not the probe
         for name in list(by_probe):
             failed = [r for r in by_probe[name] if r.get("other_failed")]
@@ -392,7 +393,7 @@ def judge_probes(audit: AuditRecord | dict, config: Config, report: Gates) -> No
                tested=tested, untested=untested, **({"coverage": coverage.UNTESTED} if thin else {}))
 
 
-def pairs_text(pairs: list) -> str:
+def pairs_text(pairs: list[list[int | float]]) -> str:
     """`9 ~ 450 (0.92), 105 ~ 402 (0.92)`: near-duplicate index pairs and their similarity, for people."""
     return ", ".join(f"{p[0]} ~ {p[1]}" + (f" ({float(p[2]):.2f})" if len(p) > 2 else "") for p in pairs)
 
@@ -415,7 +416,7 @@ def distinct_errors(errors: list[str], unprepared: list[str]) -> list[str]:
             if n > 1 else first[k] for k, n in count.items()]
 
 
-def _short_components(short: list[dict], weights: dict[str, float]) -> dict[str, float]:
+def _short_components(short: list[Row], weights: dict[str, float]) -> dict[str, float]:
     """Mean score of each positively weighted reward component over the oracle's short
     replies, for the components that fell below full marks (the ones to look at)."""
     out = {}
@@ -426,7 +427,7 @@ def _short_components(short: list[dict], weights: dict[str, float]) -> dict[str,
     return out
 
 
-def summarize(name: str, records: list[dict], weights: dict[str, float]) -> dict:
+def summarize(name: str, records: list[Row], weights: dict[str, float]) -> Row:
     scored = [r for r in records if not r.get("skipped") and not r.get("env_error")
               and r.get("outcome", "ok") == "ok"]
     for r in scored:
@@ -469,7 +470,7 @@ def run_gates(config: Config, worker: Worker) -> GateReport:
     return gates
 
 
-def add_matrix(report: Gates, by_probe: dict[str, list[dict]], weights: dict[str, float], limit: float,
+def add_matrix(report: Gates, by_probe: dict[str, list[Row]], weights: dict[str, float], limit: float,
                prefix: str = "") -> None:
     """Add the probes' columns to the exploit matrix; name the components harvested above their share."""
     report.matrix["limit"] = limit

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 from autoenv.formats import quoted
-from autoenv.gates.audit_record import AuditRecord
+from autoenv.gates.audit_record import AuditRecord, Row
 from autoenv.gates.findings import Gates
 
 
-def constant_sum_game(records: list[dict], seats: list[str]) -> float | None:
+def constant_sum_game(records: list[Row], seats: list[str]) -> float | None:
     """The constant the seats' rewards sum to in every probe episode of a multi-seat env, or None.
 
     With every seat played by the same probe, such a game hands one seat what another
@@ -39,7 +39,7 @@ def constant_sum_game(records: list[dict], seats: list[str]) -> float | None:
     return round(sums[0], 9)
 
 
-def judge_seats(report: Gates, name: str, summary: dict, records: list[dict], failed: list[dict], share: float,
+def judge_seats(report: Gates, name: str, summary: Row, records: list[Row], failed: list[Row], share: float,
                  top: float, exploit_max: float, audit: AuditRecord, untested: dict[str, str]) -> None:
     """One exploit probe of a multi-seat env probed seat by seat: each seat's mean over its fair share
     (`share`, 0 unless the game is constant-sum) may reach `exploit_max` of the way to `top`; episodes whose
@@ -84,7 +84,7 @@ def judge_seats(report: Gates, name: str, summary: dict, records: list[dict], fa
                from_other_failure=len(gained))
 
 
-def _did(other: dict) -> str:
+def _did(other: Row) -> str:
     """What a reference seat that did not play did instead."""
     if other.get("outcome") != "ok":
         return f"ended {other.get('outcome')}"
