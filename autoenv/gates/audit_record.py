@@ -65,10 +65,10 @@ class DatasetMeasure(AuditPart):
     duplicate_key_examples: list[str] = Field(default_factory=list, description="Some repeated keys.")
     exact_duplicates: int = Field(0, description="Tasks repeating another task exactly.")
     exact_duplicate_share: float = Field(0.0, description="exact_duplicates over size.")
-    duplicate_examples: list[list[int]] = Field(default_factory=list, description="Groups of duplicate task idx.")
+    duplicate_examples: list[list[int | None]] = Field(default_factory=list, description="Groups of duplicate task idx.")
     near_duplicate_pairs: int = Field(0, description="Pairs of tasks at or above the similarity threshold.")
     near_duplicate_share: float = Field(0.0, description="Share of tasks in a near-duplicate pair.")
-    near_duplicate_examples: list[list[int | float]] = Field(
+    near_duplicate_examples: list[list[int | float | None]] = Field(
         default_factory=list, description="`[idx, idx, similarity]` of some near-duplicate pairs.")
     with_answer: int = Field(0, description="Tasks with an `answer` field.")
     distinct_answers: int | None = Field(None, description="Distinct answers among them.")
@@ -90,8 +90,8 @@ class GoldCheck(AuditPart):
 
     checked: int = Field(0, description="Tasks given a verdict.")
     valid: int = Field(0, description="Tasks whose reference answer validated.")
-    invalid: list[int] = Field(default_factory=list, description="Idx of the tasks that did not validate.")
-    unchecked: list[int] = Field(default_factory=list, description="Idx of the tasks with no verdict (None).")
+    invalid: list[int | None] = Field(default_factory=list, description="Idx of the tasks that did not validate.")
+    unchecked: list[int | None] = Field(default_factory=list, description="Idx of the tasks with no verdict (None).")
     errors: list[str] = Field(default_factory=list, description="Setup or validate calls that raised.")
 
 
@@ -119,7 +119,7 @@ class ProbeRecord(AuditPart):
 
     probe: str = Field(description="`oracle` or an exploit probe's name (autoenv.gates.probes.EXPLOITS).")
     key: str = Field(description="The task's key.")
-    idx: int = Field(description="The task's idx.")
+    idx: int | None = Field(description="The task's idx (verifiers' TaskData.idx, None when unset).")
     components: dict[str, Score] = Field(default_factory=dict, description="Each reward component's score.")
     weights: dict[str, float] = Field(default_factory=dict, description="Each reward component's weight.")
     error: str | None = Field(None, description="Why scoring or the rollout failed.")

@@ -393,9 +393,9 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
                tested=tested, untested=untested, **({"coverage": coverage.UNTESTED} if thin else {}))
 
 
-def pairs_text(pairs: list[list[int | float]]) -> str:
+def pairs_text(pairs: list[list[int | float | None]]) -> str:
     """`9 ~ 450 (0.92), 105 ~ 402 (0.92)`: near-duplicate index pairs and their similarity, for people."""
-    return ", ".join(f"{p[0]} ~ {p[1]}" + (f" ({float(p[2]):.2f})" if len(p) > 2 else "") for p in pairs)
+    return ", ".join(f"{p[0]} ~ {p[1]}" + (f" ({float(p[2] or 0):.2f})" if len(p) > 2 else "") for p in pairs)
 
 
 def distinct_errors(errors: list[str], unprepared: list[str]) -> list[str]:
