@@ -19,7 +19,8 @@ from autoenv import display
 from autoenv.config import CONFIG_NAME, load_config, with_env
 from autoenv.errors import AutoEnvError
 from autoenv.formats import stamp
-from autoenv.gates.rules import audit_plan, run_derived, run_gates
+from autoenv.gates.derived_rules import run_derived
+from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.gitrepo import Repo
 from autoenv.install import inspect_candidate, install_candidate
 from autoenv.integrity import check as check_integrity

@@ -39,7 +39,9 @@ from autoenv.envref import environment_ref
 from autoenv.errors import AutoEnvError, ProviderUnavailable
 from autoenv.formats import iso_now, stamp
 from autoenv.forwarder import forwarding
-from autoenv.gates.rules import audit_plan, run_derived, run_gates
+from autoenv.gates.audit_record import AUDIT_FILE, read_audit
+from autoenv.gates.derived_rules import run_derived
+from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.gitrepo import Head, Repo
 from autoenv.install import inspect_candidate, install_candidate
 from autoenv.integrity import FOUND, STORED, note_fields, restore_if_written
@@ -524,8 +526,8 @@ def inspect(ctx: Context, worker: Worker) -> None:
 def gates(ctx: Context, worker: Worker) -> GateReport:
     report = run_gates(ctx.config, worker)
     try:
-        declared = json.loads((worker.job.audit_dir / "audit.json").read_text()).get("reward_range")
-    except (OSError, ValueError):
+        declared = list(read_audit(worker.job.audit_dir / AUDIT_FILE).reward_range or []) or None
+    except AutoEnvError:  # run_gates read it already: only a file changed since then lands here
         declared = None
     observed = next((f.data.get("range") for f in report.findings if f.name == "reward range"), None)
     if observed and not declared:  # no declared range: the statistics normalise from the probes' observed one

@@ -1,4 +1,5 @@
-"""Hand-built audit.json dicts, shaped as autoenv/gates/audit.py writes them, for the gates' judgement."""
+"""Hand-built audit.json dicts, shaped as autoenv/gates/audit.py writes them (the record of
+autoenv/gates/audit_record.py), for the gates' judgement, which validates them as it reads them."""
 
 from __future__ import annotations
 

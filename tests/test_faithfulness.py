@@ -26,8 +26,8 @@ from autoenv.demo import remove_oracle_hooks
 from autoenv.endpoint.policies import gullible_grader
 from autoenv.gates import matrix
 from autoenv.gates.answer_oracle import FORMATS, format_reply, infer_format
-from autoenv.gates.audit import NO_ORACLE
 from autoenv.gates.derived import mutate
+from autoenv.gates.derived_rules import judge_derived
 from autoenv.gates.probes import (
     DEFENCES,
     DERIVED_MUTATIONS,
@@ -37,7 +37,8 @@ from autoenv.gates.probes import (
     probe_reply,
     prompt_spans,
 )
-from autoenv.gates.rules import Gates, judge_derived, judge_probes
+from autoenv.gates.rules import Gates, judge_probes
+from autoenv.gates.scoring import NO_ORACLE
 from autoenv.messages import ChatRequest, Reply
 from autoenv.paths import PROJECT, examples
 

@@ -21,11 +21,12 @@ from conftest import autoenv, commit_all, ledger, small_config
 from autoenv.config import load_config
 from autoenv.gates import audit as audit_stage
 from autoenv.gates import dataset
+from autoenv.gates.derived_rules import judge_derived
 from autoenv.gates.families import FAMILIES, FAMILY_DEFENCES, family_replies, family_reply, structural_picks
 from autoenv.gates.free import CONTENT_FREE, label_allowance
 from autoenv.gates.probes import DEFENCES, EXPLOITS, wrong_answers
 from autoenv.gates.replay import transcript
-from autoenv.gates.rules import Gates, judge_audit, judge_derived
+from autoenv.gates.rules import Gates, judge_audit
 from autoenv.limits import TimeLimitExceeded
 from autoenv.paths import PROJECT
 

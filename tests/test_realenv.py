@@ -20,7 +20,8 @@ from autoenv.config import Candidate, load_config, with_env
 from autoenv.endpoint.policies import NO_MATCH
 from autoenv.errors import AutoEnvError
 from autoenv.gates.dataset import measure
-from autoenv.gates.rules import Gates, constant_sum_game, judge_audit
+from autoenv.gates.rules import Gates, judge_audit
+from autoenv.gates.seat_rules import constant_sum_game
 from autoenv.install import install_candidate
 from autoenv.paths import EXAMPLES, PROJECT
 from autoenv.record import CandidateInfo

@@ -17,7 +17,8 @@ import pytest
 from autoenv.config import with_env
 from autoenv.endpoint.policies import Policies, choice
 from autoenv.gates.probes import REFUSAL
-from autoenv.gates.rules import Gates, constant_sum_game, judge_audit
+from autoenv.gates.rules import Gates, judge_audit
+from autoenv.gates.seat_rules import constant_sum_game
 from autoenv.messages import ChatRequest
 from autoenv.paths import EXAMPLES, PROJECT
 from tests.conftest import autoenv, small_config

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from autoenv.gates.audit import task_messages
+from autoenv.gates.scoring import task_messages
 from autoenv.tasks import candidate_tasks, task_row
 
 

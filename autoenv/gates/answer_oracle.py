@@ -10,8 +10,10 @@ inferred: it proves only that the answer field, so formatted, earns the reward.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from autoenv.errors import AutoEnvError
+from autoenv.gates.audit_record import AUDIT_FILE, read_audit
 
 FORMATS = {
     "answer-tag": "<answer>{}</answer>",
@@ -46,6 +48,6 @@ async def infer_format(tasks: list, score) -> tuple[str | None, dict[str, float]
 def inferred_format(audit_dir: Path) -> str | None:
     """The format the audit inferred for this candidate (audit.json's `oracle_format`), if any."""
     try:
-        return json.loads((Path(audit_dir) / "audit.json").read_text()).get("oracle_format")
-    except (OSError, ValueError):
+        return read_audit(Path(audit_dir) / AUDIT_FILE).oracle_format
+    except AutoEnvError:  # no audit (an eval without gates) or an unreadable one: no inferred oracle
         return None

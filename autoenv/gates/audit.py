@@ -10,42 +10,39 @@ embedded endpoint runs throughout, its address in AUTOENV_GRADER_URL, so a model
 reward can reach a scripted grader.
 
 Single-turn candidates (no tools, no custom Env, no @vf.intercept/@vf.stop hooks) are scored
-in-process: the reply is put
-into a trace and the task's own `score` runs on it, which costs a fraction of a
-millisecond instead of a rollout process. Multi-turn and tool candidates are played
-through real rollouts against the embedded endpoint. Raw numbers go to `audit.json`;
+in-process, here: the reply is put into a trace and the task's own `score` runs on it
+(autoenv.gates.scoring), which costs a fraction of a millisecond instead of a rollout
+process. Multi-turn, tool and multi-seat candidates are played through real rollouts
+against the embedded endpoint, seat by seat (autoenv.gates.rollout_probes). The
+measurements go to `audit.json` as the typed record of autoenv.gates.audit_record;
 autoenv.gates.rules judges them against config.toml.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import importlib
 import importlib.util
 import inspect
 import json
-import math
 import os
 import pkgutil
 import time
 import traceback
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
 from autoenv.gates import dataset
-from autoenv.gates.answer_oracle import FORMATS, TRIAL_TASKS, format_reply, infer_format
-from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, ROLLOUT_ONLY, family_replies
+from autoenv.gates.answer_oracle import format_reply, infer_format
+from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord
+from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
 from autoenv.gates.probes import (
     EXPLOITS,
-    IN_PROCESS_ONLY,
     MULTI_STRATEGY,
     NEEDS_ANSWER,
     NEEDS_ORACLE,
@@ -53,18 +50,25 @@ from autoenv.gates.probes import (
     probe_replies,
     prompt_spans,
 )
-from autoenv.gates.rejections import rejection
-from autoenv.gates.seats import NEVER_PLAYED, reference_failed, seat_reference, turns
+from autoenv.gates.rollout_probes import hung_tools, infer_oracle_rollouts, probe_rollouts
+from autoenv.gates.scoring import (
+    NO_ORACLE,
+    reward_record,
+    same_rewards,
+    score_in_process,
+    skipped,
+    task_messages,
+    total_reward,
+)
+from autoenv.gates.seats import seat_reference
 from autoenv.job import Job
 from autoenv.judge_routing import grader_outage
 from autoenv.limits import TimeLimitExceeded, breaches, run_limited
 from autoenv.messages import Reply
 from autoenv.scripts import script_kind
-from autoenv.tasks import build_env, load_tasks, seat_names, write_run_config
-from autoenv.traces import said, to_rollout
-from autoenv.worker import LOCAL_KEY_VAR, sample_tasks
+from autoenv.tasks import load_tasks, seat_names
+from autoenv.worker import sample_tasks
 
-REPLY_PREVIEW = 400
 STRATEGY_SAMPLE = 100
 """Tasks a many-strategy probe (prompt-copy) is scored on: its best of ~24 strategies needs more
 than the usual sample, or one lucky strategy on 30 tasks looks like a leak."""
@@ -77,16 +81,6 @@ HARNESS = Path(__file__).resolve().parent.parent
 
 def fingerprint(tasks: list) -> list[str]:
     return [f"{t.key}\x1f{t.data.model_dump_json()}" for t in tasks]
-
-
-def task_messages(task) -> list[dict]:
-    data = task.data
-    messages = [{"role": "system", "content": data.system_prompt}] if data.system_prompt else []
-    if isinstance(data.prompt, str):
-        messages.append({"role": "user", "content": data.prompt})
-    elif data.prompt:
-        messages.extend(m.model_dump(exclude_none=True) if hasattr(m, "model_dump") else dict(m) for m in data.prompt)
-    return messages
 
 
 def own_fields(data) -> str:
@@ -155,36 +149,6 @@ def import_modules(package: str) -> list[dict]:
     return results
 
 
-def reward_record(trace, probe: str, task, reply_text: str, error: str | None = None) -> dict:
-    components, weights = {}, {}
-    for name, value in (trace.rewards or {}).items() if trace is not None else []:
-        components[name] = None if value is None else value.score
-        weights[name] = 1.0 if value is None else value.weight
-    return {"probe": probe, "key": task.key, "idx": task.data.idx, "components": components,
-            "weights": weights, "error": error, "reply": reply_text[:REPLY_PREVIEW],
-            "reply_chars": len(reply_text)}
-
-
-async def score_in_process(vf, task, reply) -> tuple:
-    """Score `reply` as the single assistant turn of `task`; returns (trace, error)."""
-    from verifiers.v1.graph import MessageNode  # deferred: verifiers is imported only inside the child
-
-    nodes: list[Any] = []
-    for message in task_messages(task):
-        cls = vf.SystemMessage if message["role"] == "system" else vf.UserMessage
-        nodes.append(MessageNode(message=cls(content=message["content"]), parent=len(nodes) - 1 if nodes else None))
-    assistant = vf.AssistantMessage(content=reply.content)
-    nodes.append(MessageNode(message=assistant, parent=len(nodes) - 1 if nodes else None, sampled=True))
-    trace = vf.Trace(task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
-                     agent=vf.AgentInfo(config=vf.AgentConfig()), nodes=nodes)
-    try:
-        await task.score(trace)
-    except Exception as e:
-        cause = e.__cause__ or e
-        return trace, said(type(cause).__name__, str(cause), "".join(traceback.format_exception(cause)))
-    return trace, None
-
-
 def oracle_reply(job: Job, task, messages: list[dict]):
     """The task's oracle hook under the reward limit; a hook that hung once is not called again."""
     key = f"{type(task).__qualname__}.{HOOK}"
@@ -201,58 +165,12 @@ def oracle_reply(job: Job, task, messages: list[dict]):
 _hung_hooks: dict[str, str] = {}
 
 
-def same_rewards(a: dict, b: dict) -> bool:
-    shared = set(a) & set(b)
-    def value(r):
-        return None if r is None else r.score
-    return all((value(a[k]) == value(b[k])) or (_nan(value(a[k])) and _nan(value(b[k]))) for k in shared)
-
-
-def _nan(x) -> bool:
-    return isinstance(x, float) and math.isnan(x)
-
-
-def total_reward(trace) -> float | None:
-    values = [(v.score, v.weight) for v in (trace.rewards or {}).values() if v is not None]
-    if not values or any(not isinstance(score, (int, float)) or _nan(score) for score, _ in values):
-        return None
-    return sum(score * weight for score, weight in values)
-
-
 async def infer_oracle(vf, tasks: list) -> tuple[str | None, dict[str, float]]:
     """The answer-field oracle's format for a single-turn candidate without a hook."""
     async def score(task, text: str) -> float | None:
         trace, error = await score_in_process(vf, task, Reply(content=text))
         return None if error else total_reward(trace)
     return await infer_format(tasks, score)
-
-
-async def infer_oracle_rollouts(vf, job: Job, env, tasks: list, seats: list[str]
-                                ) -> tuple[str | None, dict[str, float]]:
-    """The answer-field oracle's format for a tools or custom-Env candidate without a hook: each format's answer
-    played as the final reply through real rollouts on a few tasks (not recorded as probes)."""
-    async def trial(form: str) -> list[float | None]:
-        records, _ = await probe_rollouts(vf, job, env, tasks, trial_tasks, ["oracle"], seats, form, keep=False)
-        return [None if r.get("skipped") or r.get("error") else
-                sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()
-                    if isinstance(v, (int, float))) for r in records]
-
-    trial_tasks = [t for t in tasks if getattr(t.data, "answer", None) not in (None, "")][:TRIAL_TASKS]
-    if not trial_tasks:
-        return None, {}
-    means: dict[str, float] = {}
-    for form in FORMATS:
-        scored = [v for v in await trial(form) if v is not None]
-        means[form] = round(sum(scored) / len(scored), 4) if scored else 0.0
-    best = max(FORMATS, key=lambda f: means[f])
-    return (best if means[best] > 0 else None), means
-
-
-NO_ORACLE = "needs the oracle's reply, and the candidate has no oracle hook and no inferable answer-field oracle"
-
-
-def skipped(probe: str, task, reason: str | None, error: str | None = None) -> dict:
-    return {"probe": probe, "key": task.key, "idx": task.data.idx, "skipped": True, "reason": reason, "error": error}
 
 
 async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_format: str | None = None
@@ -363,131 +281,6 @@ def bounded_replies(probe: str, task, **kw) -> dict[str, Reply]:
     return run_limited(lambda: probe_replies(probe, **kw), PROBE_REPLY_SECONDS, what, str(HARNESS))
 
 
-async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: list[str] | None = None,
-                         answer_format: str | None = None, keep: bool = True) -> tuple[list[dict], bool | None]:
-    """Each probe played as real rollouts. In a multi-seat env each probe plays one seat at a time while the
-    other seats are pinned (verifiers' per-seat `AgentConfig.model`) to the reference policy of
-    `seat_reference`; a record is the probed seat's alone, the reference seats' results under `others`."""
-    from verifiers.v1.utils.trace_store import append_episode  # deferred: verifiers only inside the child
-
-    out = job.audit_dir
-    endpoint = await Endpoint(Policies(OracleBook(tasks_all, answer_format), seed=job.seed)).start()
-    os.environ[LOCAL_KEY_VAR] = "local"
-    semaphore = asyncio.Semaphore(job.max_concurrent)
-    lock = asyncio.Lock()
-    records: list[dict] = []
-    rescored: list[bool] = []
-    reference = seat_reference(seats or [], sample[0])
-    roots = [Path(job.candidate_dir).resolve()]
-    modules = list(dict.fromkeys([job.module, *(job.check_modules or [])]))
-    envs: dict[str | None, Any] = {None: env}
-    if reference:
-        envs = {seat: build_env(vf, job, {o: reference["policy"] for o in seats or [] if o != seat})
-                for seat in seats or []}
-    policy = reference["policy"] if reference else None
-
-    async def play(probe: str, task, probed: str | None) -> None:
-        ctx = vf.ModelContext(model=probe, client=vf.EvalClientConfig(base_url=endpoint.base_url, api_key_var=LOCAL_KEY_VAR),
-                              sampling=vf.SamplingConfig())
-        seat_env: Any = envs[probed]
-        episode = await seat_env.run_slot(seat_env.slots(task, 1)[0], ctx, semaphore)
-        if keep and not (out / probe).is_dir():
-            (out / probe).mkdir(exist_ok=True)
-            write_run_config(out / probe, seat_env, probe)
-        if keep:
-            await append_episode(out / probe, episode, lock)
-        wire = json.loads(episode.model_dump_json(exclude_none=True))
-        rejected = rejection(wire.get("errors") or [], roots, modules)
-        mine, others = [], []
-        for trace, wire_trace in zip(episode.traces, wire.get("traces") or []):
-            rollout = to_rollout(wire_trace, wire)
-            reply = trace.assistant_messages[-1].content if trace.assistant_messages else ""
-            seat = getattr(trace.agent, "name", None) if trace.agent is not None else None
-            if probed is not None and seat == probed and turns(trace) == 0:
-                mine.append(skipped(probe, task, NEVER_PLAYED))
-                continue
-            full = " ".join(str(e.get("message", "")) for e in (wire_trace.get("errors") or []) + (wire.get("errors") or []))
-            error = None if rollout.outcome == "ok" else tool_timeout(trace, task, job, full) or rollout.error
-            record = reward_record(trace, probe, task, reply or "", error)
-            if probe == "constant":  # right by the data, not by the reward: the constant's fair share
-                constant = getattr(endpoint.policies.oracle, "constant", None)
-                record["answer_is_constant"] = str(getattr(task.data, "answer", None)) == constant
-            record["outcome"] = rollout.outcome
-            record["seat"] = getattr(trace.agent, "name", None) if trace.agent is not None else None
-            record["episode"] = episode.id
-            record["tool_calls"] = len(trace.tool_messages)
-            if rejected and rollout.outcome == "env_error":
-                record["rejected"] = rejected
-            if probed is not None and record["seat"] != probed:
-                others.append({"seat": record["seat"], "policy": policy, "reward": total_reward(trace),
-                               "outcome": rollout.outcome, "reply": (reply or "")[:200], "turns": turns(trace),
-                               "failed": reference_failed(rollout.outcome, reply or "", turns(trace))})
-                continue
-            mine.append(record)
-            if probe == "oracle" and rollout.outcome == "ok":
-                copy = trace.model_copy(deep=True)
-                copy.rewards, copy.metrics = {}, {}
-                try:
-                    await task.score(copy)
-                    rescored.append(same_rewards(trace.rewards, copy.rewards))
-                except Exception:
-                    rescored.append(False)
-        if probed is not None and episode.traces and not mine:  # the probed seat left no trace: it never played
-            mine.append(skipped(probe, task, NEVER_PLAYED + (f" (the episode ended: {rejected})" if rejected else "")))
-        for record in mine:
-            if probed is not None:
-                record.update(probed_seat=probed, reference=policy, others=others,
-                              other_failed=any(o["failed"] for o in others))
-            records.append(record)
-        if not episode.traces:
-            records.append({"probe": probe, "key": task.key, "idx": task.data.idx, "components": {}, "weights": {},
-                            "error": "; ".join(said(e.type, e.message, e.traceback) for e in episode.errors)
-                            or "no trace",
-                            "outcome": "env_error", **({"rejected": rejected} if rejected else {}),
-                            **({"probed_seat": probed} if probed is not None else {})})
-        emit("probe", probe=probe)
-
-    played = []
-    for probe in probes:
-        reason = ("scores many replies per task: played only where replies are scored in-process"
-                  if probe in IN_PROCESS_ONLY else NO_ORACLE if probe in NEEDS_ORACLE | {"oracle"}
-                  and not has_hook(sample[0]) and not answer_format else None)
-        if reason:
-            records.extend(skipped(probe, task, reason) for task in sample)
-            continue
-        for task in sample:  # a family whose shape the task lacks (no options, no function) is n/a there
-            if probe in FAMILIES and probe not in ROLLOUT_ONLY and not family_replies(
-                    probe, messages=task_messages(task), answers=[]):
-                records.append(skipped(probe, task, NOT_APPLICABLE[probe]))
-            else:
-                played.append((probe, task))
-    try:
-        async with contextlib.AsyncExitStack() as stack:
-            for seat_env in envs.values():
-                await stack.enter_async_context(seat_env.serving())
-            await asyncio.gather(*(play(probe, task, probed) for probe, task in played for probed in envs))
-    finally:
-        await endpoint.stop()
-    return records, (all(rescored) if rescored else None)
-
-
-_hung_tools: list[str] = []
-
-
-def tool_timeout(trace, task, job: Job, error: str | None) -> str | None:
-    """A rollout that died on a tool call past checks.max_tool_seconds (verifiers' harness
-    tool_timeout: the chat program's MCP client reads a timeout), named by its last tool call."""
-    if not error or "ReadTimeout" not in error:
-        return None
-    calls = [call for message in trace.assistant_messages for call in (getattr(message, "tool_calls", None) or [])]
-    name = calls[-1].name if calls else "(unknown)"
-    message = (f"tool {name!r} on task idx {task.data.idx} in the audit stage did not return within "
-               f"{job.limits.tool_seconds:g} s (checks.max_tool_seconds)")
-    if message not in _hung_tools:
-        _hung_tools.append(message)
-    return message
-
-
 def response_hooks(task) -> list[str]:
     """The task's hooks that act on the model's response inside a rollout, which in-process scoring of a bare
     reply would skip, so such candidates are probed through real rollouts: every `@vf.intercept` (it rewrites
@@ -544,7 +337,7 @@ async def audit(job: Job) -> None:
         _, again = await load_tasks(vf, job, "audit")
     except TimeLimitExceeded as e:  # nothing to measure without tasks: the gates fail on it
         result["time_limits"] = [str(e)]
-        (out / "audit.json").write_text(json.dumps(result, indent=1))
+        (out / AUDIT_FILE).write_text(AuditRecord.model_validate(result).to_json())
         emit("finished", seconds=round(time.time() - begun, 3), done={})
         return
     first, second = fingerprint(tasks), fingerprint(again)
@@ -579,11 +372,11 @@ async def audit(job: Job) -> None:
     finally:
         if grader is not None:
             await grader.stop()
-    result["time_limits"] = list(breaches()) + _hung_tools[:3]
+    result["time_limits"] = list(breaches()) + hung_tools[:3]
     unprepared = job.out / "scripts.json"  # autoenv.sandbox.prepare_scripts: what could not be resolved beforehand
     if unprepared.is_file():
         result["unprepared_scripts"] = json.loads(unprepared.read_text()).get("unprepared") or []
-    (out / "audit.json").write_text(json.dumps(result, indent=1))
+    (out / AUDIT_FILE).write_text(AuditRecord.model_validate(result).to_json())
     emit("finished", seconds=round(time.time() - begun, 3), done={})
 
 

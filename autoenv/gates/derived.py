@@ -6,7 +6,7 @@ the strong model (else the target) on each task is reference behaviour, and muta
 gives exploit probes for any environment whose tasks can be scored from a transcript,
 with no hook. The `derive` stage runs in the evaluation's child process after the
 rollouts (and in `autoenv probe --from COMMIT` on a finished evaluation's outputs); it
-writes gates/derived.json. autoenv.gates.rules.judge_derived (harness side) turns it into gate findings:
+writes gates/derived.json. autoenv.gates.derived_rules.judge_derived (harness side) turns it into gate findings:
 a failed exploit discards the evaluation like any other gate.
 
 Exploits (must not earn): another task's answer swapped in, the reply hidden among other
@@ -27,11 +27,11 @@ from pathlib import Path
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
-from autoenv.gates.audit import reward_record, score_in_process, total_reward
 from autoenv.gates.oracle import OracleBook
 from autoenv.gates.probes import DERIVED_FILE, FILLER, _with_answer, wrong_answers
 from autoenv.gates.probes import DERIVED_MUTATIONS as MUTATIONS
 from autoenv.gates.replay import assistant_messages, replay_mutations
+from autoenv.gates.scoring import reward_record, score_in_process, total_reward
 from autoenv.job import Job
 from autoenv.messages import Reply
 from autoenv.record import ROLES

@@ -11,6 +11,7 @@ label count allows a constant answer, and the exploit coverage per reward compon
 from __future__ import annotations
 
 from autoenv.formats import quoted
+from autoenv.gates.audit_record import DatasetMeasure
 from autoenv.gates.families import FAMILIES
 
 CONTENT_FREE = ("empty", "refusal", "echo", "garbage", "tool-spam", "constant", *FAMILIES)
@@ -56,14 +57,14 @@ def copies_a_constant(records: list[dict]) -> str | None:
 
 
 def judge_constant(records: list[dict], summary: dict, correct: str | None, reference: float, exploit_max: float,
-                   dataset: dict, max_answer_share: float, own: str = "answer_is_constant",
+                   dataset: DatasetMeasure, max_answer_share: float, own: str = "answer_is_constant",
                    what: str = "a constant answer") -> tuple[bool, str]:
     """The constant probe: the accuracy of answering the taskset's most common answer everywhere, read from the
     correctness signal (`correct`: the component that separates the oracle from a wrong answer), allowed the
     sampled tasks whose answer it is while the label set is as balanced as its label count allows."""
     played = [r for r in records if not r.get("skipped") and not r.get("env_error") and r.get("outcome", "ok") == "ok"]
     fair = sum(bool(r.get(own)) for r in played) / len(played) if played else 0.0
-    labels, top = dataset.get("distinct_answers"), dataset.get("top_answer_share")
+    labels, top = dataset.distinct_answers, dataset.top_answer_share
     balanced = top is None or top <= answer_share_allowed(max_answer_share, labels) + 1e-9
     allowed = max(exploit_max, fair if balanced else min(fair, label_allowance(labels or 0)))
     if correct is not None:
@@ -81,7 +82,7 @@ def judge_constant(records: list[dict], summary: dict, correct: str | None, refe
 
 
 def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights: dict[str, float], *,
-               declared: bool, maximum: float, free_max: float, dataset: dict, max_answer_share: float,
+               declared: bool, maximum: float, free_max: float, dataset: DatasetMeasure, max_answer_share: float,
                inapplicable: dict[str, str] | None = None) -> dict[str, tuple[bool, str]]:
     """Add the `content-free` finding: each content-free probe's mean as a share of the reward's range.
     Returns, per probe judged, whether it failed and the rule in words (for the probe's own row)."""
@@ -100,7 +101,7 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
     failures, shares, untested = [], {}, []
     paid_by: dict[str, str] = {}  # failed probe -> the component that paid it
     verdicts: dict[str, tuple[bool, str]] = {}
-    labels = dataset.get("distinct_answers") or 0
+    labels = dataset.distinct_answers or 0
     for name in CONTENT_FREE:
         summary = summaries.get(name)
         if summary is None or name in (inapplicable or {}):
@@ -114,7 +115,7 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
         if name == "constant":  # the label allowance, and (as in its own row) the sampled tasks whose answer it is
             played = [r for r in by_probe.get(name, []) if not r.get("skipped") and not r.get("env_error")]
             fair = sum(bool(r.get("answer_is_constant")) for r in played) / len(played) if played else 0.0
-            balanced = (dataset.get("top_answer_share") or 0.0) <= answer_share_allowed(max_answer_share, labels) + 1e-9
+            balanced = (dataset.top_answer_share or 0.0) <= answer_share_allowed(max_answer_share, labels) + 1e-9
             allowed = max(free_max, label_allowance(labels) if labels >= 2 else 0.0, fair if balanced else 0.0)
         if name == "structural":
             choices = max((r.get("choices") or 0 for r in by_probe.get(name, [])), default=0)

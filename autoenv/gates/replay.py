@@ -6,7 +6,7 @@ transcript of each task through the built-in endpoint (policy `replay`, turn by 
 assistant message of the stored transcript answers the k-th request) with its final answer
 mutated: another task's final answer swapped in (tool calls and moves kept), the final answer
 dropped, or the final answer alone without the tool calls before it. The unchanged replay is
-the reference. autoenv.gates.rules.judge_derived adds the findings: a mutation that destroys
+the reference. autoenv.gates.derived_rules.judge_derived adds the findings: a mutation that destroys
 the final answer yet keeps nearly all of the reference's reward means the answer is not scored.
 """
 
@@ -21,9 +21,9 @@ from typing import Any
 from autoenv.endpoint.policies import Policies, PolicyError
 from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
-from autoenv.gates.audit import reward_record, total_reward
 from autoenv.gates.oracle import OracleBook
 from autoenv.gates.replay_rules import REPLAY_MUTATIONS
+from autoenv.gates.scoring import reward_record, total_reward
 from autoenv.job import Job
 from autoenv.messages import ChatRequest, Reply, message_text
 from autoenv.worker import LOCAL_KEY_VAR

@@ -12,59 +12,37 @@ The maximum achievable reward is the sum of the positive reward weights on the s
 range is the env's declared `reward_range = (low, high)` when it has one (a score outside a declared
 range is an environment error), else the observed bounds, reported as a warning with the numbers
 (autoenv.gates.ranges); scores are normalised to [0, 1] before the probes are compared.
+
+The rules read the audit stage's typed record (autoenv.gates.audit_record), parsed once and
+validated. A multi-seat env's probes are judged seat by seat (autoenv.gates.seat_rules); the
+derive stage's mutated replies after the rollouts (autoenv.gates.derived_rules).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
 import tomllib
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any
 
 from autoenv.config import Config
 from autoenv.formats import idx_list, quoted
 from autoenv.gates import coverage, free, matrix, ranges, rejections
+from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, Row, parse_audit, read_audit
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
-from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS, EXPLOITS
-from autoenv.gates.replay_rules import judge_replay
+from autoenv.gates.findings import Gates
+from autoenv.gates.probes import EXPLOITS
+from autoenv.gates.seat_rules import constant_sum_game, judge_seats
 from autoenv.job import AuditPlan
-from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
+from autoenv.record import GateReport
 from autoenv.rollouts import Worker
 from autoenv.scripts import blocked
 from autoenv.stats import max_reward
 
 PLACEHOLDER = re.compile(r"^\s*(todo|tbd|fixme|xxx)\b|<one-line description>|one line saying what|lorem ipsum", re.I)
-
-
-@dataclass
-class Gates:
-    """Gate findings as the checks find them; `report()` freezes them into the record's GateReport."""
-
-    findings: list[GateFinding] = field(default_factory=list)
-    probes: dict[str, dict] = field(default_factory=dict)
-    mode: str | None = None
-    seconds: float | None = None
-    matrix: dict = field(default_factory=dict)
-
-    def add(self, name: str, status: str, message: str, **data) -> None:
-        self.findings.append(GateFinding(name=name, status=cast(GateStatus, status), message=message, data=data))
-
-    def report(self) -> GateReport:
-        return GateReport(findings=self.findings, probes={k: ProbeSummary(**v) for k, v in self.probes.items()},
-                          mode=self.mode, seconds=self.seconds, matrix=matrix.freeze(self.matrix))
-
-    @property
-    def failed(self) -> list[str]:
-        return self.report().failed
-
-    @property
-    def passed(self) -> bool:
-        return not self.failed
 
 
 def platform_checks(candidate: Path, report: Gates, workspace: bool = True) -> None:
@@ -105,80 +83,81 @@ def platform_checks(candidate: Path, report: Gates, workspace: bool = True) -> N
         report.add("readme", "pass", f"{len(text)} characters")
 
 
-def judge_audit(audit: dict, config: Config, report: Gates) -> None:
+def judge_audit(audit: AuditRecord | dict[str, Any], config: Config, report: Gates) -> None:
+    """Judge the audit stage's measurements against config.toml (a dict is parsed and validated first)."""
+    audit = audit if isinstance(audit, AuditRecord) else parse_audit(audit)
     c = config.checks
-    report.mode = audit.get("mode")
-    hung = audit.get("time_limits") or []
+    report.mode = audit.mode
+    hung = audit.time_limits
     if hung:
         report.add("time limits", "fail", "; ".join(hung) + ": a call into the candidate must return within its "
                    "limit ([checks] max_load_seconds, max_reward_seconds, max_tool_seconds); a hang is an environment error",
                    breaches=hung)
-    if hung and "load_seconds" not in audit:  # load() never returned: nothing else was measured
+    if hung and audit.load_seconds is None:  # load() never returned: nothing else was measured
         report.add("load time", "fail", f"load() did not return within the limit of {c.max_load_seconds:g} s "
                    "(checks.max_load_seconds)", limit=c.max_load_seconds)
         return
-    broken = [m for m in audit.get("modules", []) if not m["ok"]]
-    servers = [m["module"] for m in audit.get("modules", []) if m.get("tool_server")]
-    scripts = [f"{m['module']} ({m['script']})" for m in audit.get("modules", []) if m.get("script")]
+    broken = [m for m in audit.modules if not m.ok]
+    servers = [m.module for m in audit.modules if m.tool_server]
+    scripts = [f"{m.module} ({m.script})" for m in audit.modules if m.script]
     if broken:
-        report.add("modules", "fail", "; ".join(f"{m['module']} fails to import: {m['error']}" for m in broken)
+        report.add("modules", "fail", "; ".join(f"{m.module} fails to import: {m.error}" for m in broken)
                    + " (a tool server that dies at start costs ~3 minutes per rollout)",
-                   modules=[m["module"] for m in broken])
+                   modules=[m.module for m in broken])
     else:
-        report.add("modules", "pass", f"{len(audit.get('modules', [])) - len(scripts)} modules import"
+        report.add("modules", "pass", f"{len(audit.modules) - len(scripts)} modules import"
                    + (f"; tool servers: {', '.join(servers)}" if servers else "")
                    + (f"; scripts, not imported (they run with their own dependencies): {', '.join(scripts)}"
                       if scripts else ""), scripts=scripts)
-    d = audit.get("dataset") or {}
-    size = d.get("size", 0)
-    infinite = audit.get("infinite")
+    d = audit.dataset
+    size = d.size
+    infinite = audit.infinite
     workspace = config.candidate.workspace
     if infinite:
-        report.add("dataset size", "pass", f"infinite taskset: its first {infinite['taken']} tasks are measured and "
-                   f"sampled from (checks.infinite_take = {infinite['bound']})", size=size, infinite=True)
+        report.add("dataset size", "pass", f"infinite taskset: its first {infinite.taken} tasks are measured and "
+                   f"sampled from (checks.infinite_take = {infinite.bound})", size=size, infinite=True)
     else:
         short = size < c.dataset_size
         report.add("dataset size", ("fail" if workspace else "warn") if short else "pass",
                    f"{size} tasks (wanted >= {c.dataset_size}"
                    + (", an error for the agent's workspace only: candidate.workspace = false)" if short and not workspace
                       else ")"), size=size, wanted=c.dataset_size)
-    if d.get("duplicate_keys"):
-        repeated = d.get("duplicate_key_examples") or []
-        report.add("task keys", "fail", f"{d['duplicate_keys']} tasks share a key with another; keys must be unique"
+    if d.duplicate_keys:
+        repeated = d.duplicate_key_examples
+        report.add("task keys", "fail", f"{d.duplicate_keys} tasks share a key with another; keys must be unique"
                    + (f"; e.g. {', '.join(map(repr, repeated))}" if repeated else ""), keys=repeated)
-    share = d.get("exact_duplicate_share", 0)
-    by = d.get("distinguished_by", "prompt")
+    share = d.exact_duplicate_share
+    by = d.distinguished_by
     what = "prompts" if by == "prompt" else "tasks (prompt, or data fields and seed without one)" \
         if by.startswith("prompt") else "tasks (no prompts: compared on their data fields and seed)"
     report.add("exact duplicates", "fail" if share > c.max_duplicate_share else "warn" if share else "pass",
-               f"{d.get('exact_duplicates', 0)} repeated {what} ({share:.1%}, allowed {c.max_duplicate_share:.0%})"
-               + (f"; e.g. task idx {idx_list(d['duplicate_examples'])}" if d.get("duplicate_examples") else ""),
-               examples=d.get("duplicate_examples"), repeated=d.get("exact_duplicates", 0))
-    near = d.get("near_duplicate_share", 0)
+               f"{d.exact_duplicates} repeated {what} ({share:.1%}, allowed {c.max_duplicate_share:.0%})"
+               + (f"; e.g. task idx {idx_list(d.duplicate_examples)}" if d.duplicate_examples else ""),
+               examples=d.duplicate_examples, repeated=d.exact_duplicates)
+    near = d.near_duplicate_share
     if by == "data fields":
         report.add("near duplicates", "skip", "the tasks have no prompts: near-duplicate text is not measured")
     else:
         report.add("near duplicates", "fail" if near > c.max_near_duplicate_share else "warn" if near else "pass",
                    f"{near:.1%} of tasks are near-duplicates (similarity >= {c.near_duplicate_similarity}, "
                    f"allowed {c.max_near_duplicate_share:.0%})"
-                   + (f"; e.g. idx pairs {pairs_text(d['near_duplicate_examples'])}" if d.get("near_duplicate_examples") else ""),
-                   examples=d.get("near_duplicate_examples"))
-    top = d.get("top_answer_share")
+                   + (f"; e.g. idx pairs {pairs_text(d.near_duplicate_examples)}" if d.near_duplicate_examples else ""),
+                   examples=d.near_duplicate_examples)
+    top = d.top_answer_share
     if top is None:
         report.add("answer balance", "skip", "tasks carry no `answer` field")
     else:
-        distinct = d.get("distinct_answers") == d.get("with_answer")  # every answer its own: nothing to balance
-        allowed = free.answer_share_allowed(c.max_answer_share, d.get("distinct_answers"))
+        distinct = d.distinct_answers == d.with_answer  # every answer its own: nothing to balance
+        allowed = free.answer_share_allowed(c.max_answer_share, d.distinct_answers)
         status = "pass" if distinct else "fail" if top > allowed + 1e-9 else \
             "warn" if top > allowed / 2 and allowed == c.max_answer_share else "pass"
         why = (f"allowed {c.max_answer_share:.0%}" if allowed == c.max_answer_share else
-               f"allowed {allowed:.0%}, what {d.get('distinct_answers')} labels allow near balance")
-        report.add("answer balance", status, f"most common answer {quoted(d.get('top_answer'))} in {top:.1%} of tasks "
-                   f"({d.get('distinct_answers')} distinct; {why})",
-                   answer=d.get("top_answer"), share=top, allowed=c.max_answer_share,
-                   distinct=d.get("distinct_answers"), tasks=d.get("with_answer"))
-    for name in ("difficulty", "category"):
-        histogram = d.get(name) or {}
+               f"allowed {allowed:.0%}, what {d.distinct_answers} labels allow near balance")
+        report.add("answer balance", status, f"most common answer {quoted(d.top_answer)} in {top:.1%} of tasks "
+                   f"({d.distinct_answers} distinct; {why})",
+                   answer=d.top_answer, share=top, allowed=c.max_answer_share,
+                   distinct=d.distinct_answers, tasks=d.with_answer)
+    for name, histogram in (("difficulty", d.difficulty), ("category", d.category)):
         if histogram:
             thin = [k for k, n in histogram.items() if n < 0.05 * size]
             report.add(name, "warn" if thin else "pass",
@@ -186,85 +165,89 @@ def judge_audit(audit: dict, config: Config, report: Gates) -> None:
                        + (f" (under 5%: {', '.join(thin)})" if thin else ""), histogram=histogram)
         else:
             report.add(name, "skip", f"tasks carry no `{name}` field (recommended)")
-    load = audit.get("load_seconds") or 0
+    load = audit.load_seconds or 0
     report.add("load time", "pass", f"{load:.2f} s (limit {c.max_load_seconds:g} s, checks.max_load_seconds)")
-    report.add("deterministic load", "pass" if audit.get("deterministic_load") else "fail",
-               "two loads gave the same tasks in the same order" if audit.get("deterministic_load") else
-               f"two loads with the same config differ (first at position {audit.get('load_difference')}): "
-               "seed every random choice from the config", position=audit.get("load_difference"))
-    gold = audit.get("gold")
+    report.add("deterministic load", "pass" if audit.deterministic_load else "fail",
+               "two loads gave the same tasks in the same order" if audit.deterministic_load else
+               f"two loads with the same config differ (first at position {audit.load_difference}): "
+               "seed every random choice from the config", position=audit.load_difference)
+    gold = audit.gold
     if gold is not None:
-        bad = gold["invalid"] or gold["errors"]
-        report.add("gold validation", "fail" if bad else "pass" if gold["valid"] else "skip",
-                   f"verifiers' gold check (Task.validate) passed on {gold['valid']} of {gold['checked'] + len(gold['errors'])} "
-                   "sampled tasks" + (f"; invalid on task idx {idx_list(gold['invalid'][:8])}" if gold["invalid"] else "")
-                   + (f"; raised: {'; '.join(gold['errors'][:3])}" if gold["errors"] else "")
-                   + (f"; no verdict (None) on task idx {idx_list(gold['unchecked'][:8])}" if gold["unchecked"] else ""),
-                   **gold)
-    if "probes" in audit:
+        bad = gold.invalid or gold.errors
+        report.add("gold validation", "fail" if bad else "pass" if gold.valid else "skip",
+                   f"verifiers' gold check (Task.validate) passed on {gold.valid} of {gold.checked + len(gold.errors)} "
+                   "sampled tasks" + (f"; invalid on task idx {idx_list(gold.invalid[:8])}" if gold.invalid else "")
+                   + (f"; raised: {'; '.join(gold.errors[:3])}" if gold.errors else "")
+                   + (f"; no verdict (None) on task idx {idx_list(gold.unchecked[:8])}" if gold.unchecked else ""),
+                   **gold.model_dump())
+    if audit.probes is not None:
         judge_probes(audit, config, report)
 
 
-def judge_probes(audit: dict, config: Config, report: Gates) -> None:
+def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Gates) -> None:
+    """Judge the probe records: reward errors, the oracle, each exploit probe, the matrix and the coverage."""
+    audit = audit if isinstance(audit, AuditRecord) else parse_audit(audit)
     p = config.probes
-    records = audit["probes"]
-    if "deterministic_scoring" in audit:
-        ok = audit["deterministic_scoring"]
+    records = audit.probes or []
+    rows = [r.row() for r in records]  # the judged copies: env_error and reward are added to them
+    if audit.deterministic_scoring is not None:
+        ok = audit.deterministic_scoring
         report.add("deterministic scoring", "pass" if ok else "fail",
                    "scoring the same transcript twice gave the same rewards" if ok else
                    "scoring the same transcript twice gave different rewards: rewards must be pure functions")
     weights: dict[str, float] = {}
     errors: list[str] = []
-    by_probe: dict[str, list[dict]] = defaultdict(list)
-    rng = ranges.choose(audit.get("reward_range"), records)
+    by_probe: dict[str, list[Row]] = defaultdict(list)
+    rng = ranges.choose(list(audit.reward_range) if audit.reward_range else None, rows)
     declared = rng.normalises or None  # scores are normalised from a range other than [0, 1]
     low, high, documented = rng.low, rng.high, rng.text()
-    oracle_rejected = any(r.get("rejected") for r in records if r["probe"] == "oracle")
-    rejected: list[dict] = []
-    for r in records:
-        if r.get("skipped"):
-            by_probe[r["probe"]].append(r)
-            if r.get("error"):
-                errors.append(f"task {r['idx']} ({r['probe']}): {r['error']}")
+    oracle_rejected = any(r.rejected for r in records if r.probe == "oracle")
+    rejected: list[ProbeRecord] = []
+    for r, row in zip(records, rows):
+        if r.skipped:
+            by_probe[r.probe].append(row)
+            if r.error:
+                errors.append(f"task {r.idx} ({r.probe}): {r.error}")
             continue
-        if r.get("rejected") and not oracle_rejected:  # the env refused an off-contract reply, by design
+        if r.rejected and not oracle_rejected:  # the env refused an off-contract reply, by design
             rejected.append(r)
-            by_probe[r["probe"]].append({**r, "skipped": True, "reason": f"rejected by the env: {r['rejected']}"})
+            by_probe[r.probe].append({**row, "skipped": True, "reason": f"rejected by the env: {r.rejected}"})
             continue
-        outcome = r.get("outcome") or ("env_error" if r.get("error") else "ok")
-        problem = r.get("error") if outcome == "env_error" else None
-        for name, score in (r.get("components") or {}).items():
-            weights[name] = r.get("weights", {}).get(name, 1.0)
+        outcome = r.outcome or ("env_error" if r.error else "ok")
+        problem = r.error if outcome == "env_error" else None
+        for name, score in r.components.items():
+            weights[name] = r.weights.get(name, 1.0)
             if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
                 problem = problem or f"reward {name!r} returned {score!r}, not a finite number"
             elif not low <= score <= high:
                 problem = problem or f"reward {name!r} returned {score}, outside its {documented} range [{low:g}, {high:g}]"
-        if not problem and not r.get("components") and r.get("outcome", "ok") == "ok":
+        if not problem and not r.components and (r.outcome or "ok") == "ok":
             problem = "the rollout finished without any reward"
-        r["env_error"] = problem
+        row["env_error"] = problem
         if problem:
-            errors.append(f"task {r['idx']} ({r['probe']}): {problem}")
-        by_probe[r["probe"]].append(r)
-    constant_sum = constant_sum_game(records, audit.get("seats") or [])
+            errors.append(f"task {r.idx} ({r.probe}): {problem}")
+        by_probe[r.probe].append(row)
+    seats = audit.seats
+    constant_sum = constant_sum_game(rows, seats)
     if rng.source == "observed":
         report.add("reward range", "warn", ranges.finding(rng, constant_sum), range=[rng.low, rng.high],
                    observed=list(rng.observed or ()), constant_sum=constant_sum)
     if rejected:
         report.add("rejections", "warn", rejections.consequence(len(rejected), len(records)) + "; e.g. "
-                   + "; ".join(sorted({f"{r['probe']}: {r['rejected']}" for r in rejected})[:2]),
-                   rejected=len(rejected), examples=sorted({r["rejected"] for r in rejected})[:3])
+                   + "; ".join(sorted({f"{r.probe}: {r.rejected}" for r in rejected})[:2]),
+                   rejected=len(rejected), examples=sorted({r.rejected or "" for r in rejected})[:3])
     if declared and high > low:  # the statistics compare shares of [0, 1]: normalise the declared range
-        for r in records:
-            if not r.get("env_error") and r.get("components"):
-                r["components"] = {k: (v - low) / (high - low) for k, v in r["components"].items()}
+        for row in rows:
+            if not row.get("env_error") and row.get("components"):
+                row["components"] = {k: (v - low) / (high - low) for k, v in row["components"].items()}
     maximum = max_reward(weights)
-    per_seat = any(r.get("probed_seat") for r in records)
+    per_seat = any(r.probed_seat for r in records)
     share = 0.0  # the probed seat's fair share of a constant-sum game, on the scale the statistics use
     if per_seat and constant_sum is not None:
-        share = constant_sum / len(audit["seats"])
+        share = constant_sum / len(seats)
         if declared and high > low:
             share = (share - low * sum(weights.values() or [1.0])) / (high - low)
-    from_failure: dict[str, list[dict]] = {}
+    from_failure: dict[str, list[Row]] = {}
     if per_seat:  # an episode whose reference seat did not play measures the reference, not the probe
         for name in list(by_probe):
             failed = [r for r in by_probe[name] if r.get("other_failed")]
@@ -273,23 +256,23 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                 by_probe[name] = [r for r in by_probe[name] if not r.get("other_failed")]
     if errors:
         report.add("reward errors", "fail", f"{len(errors)} probe replies hit environment errors, e.g. "
-                   + "; ".join(distinct_errors(errors, audit.get("unprepared_scripts") or [])[:3]),
+                   + "; ".join(distinct_errors(errors, audit.unprepared_scripts)[:3]),
                    examples=errors[:10])
     order = ["oracle", *EXPLOITS]
-    summaries = {name: _summarize(name, by_probe[name], weights) for name in sorted(by_probe, key=order.index)}
+    summaries = {name: summarize(name, by_probe[name], weights) for name in sorted(by_probe, key=order.index)}
     report.probes = summaries
     oracle = summaries.get("oracle")
     if oracle and oracle["scored"] == 0 and not oracle["errors"] and not any(r.get("error") for r in by_probe["oracle"]):
         oracle = None  # no reference reply at all (no hook, nothing inferable): not an error, unproven
     reference = oracle["mean"] if oracle and oracle["mean"] is not None else maximum
-    source = audit.get("oracle_source")
+    source = audit.oracle_source
     inferred = (f"inferred from the tasks' `answer` field in the {source.split(':', 1)[1]} format (the candidate "
                 "has no oracle hook: this proves only that the answer so formatted earns the reward); "
                 if source and source.startswith("inferred:") else "")
-    gold = audit.get("gold")
-    if not oracle and gold and gold["valid"] and not gold["invalid"] and not gold["errors"]:
+    gold = audit.gold
+    if not oracle and gold and gold.valid and not gold.invalid and not gold.errors:
         report.add("oracle", "pass", f"no oracle hook; verifiers' gold check (Task.validate) proves the reference "
-                   f"answer passes on {gold['valid']} sampled tasks (offline models still need a hook to play; the "
+                   f"answer passes on {gold.valid} sampled tasks (offline models still need a hook to play; the "
                    "exploits built from the oracle's reply were not tested)", source="gold")
     elif not oracle and gold:
         report.add("oracle", "fail", "no oracle hook, and verifiers' gold check (Task.validate) failed: see gold validation",
@@ -311,7 +294,7 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
         short = [r for r in by_probe["oracle"] if r.get("reward") is not None and r["reward"] < p.oracle_min * maximum]
         share = (oracle["mean"] or 0) / maximum
         status = "pass" if share >= p.oracle_min and not short else "fail"
-        if status == "fail" and inferred and audit.get("mode") == "rollouts" and (oracle["mean"] or 0) > 0:
+        if status == "fail" and inferred and audit.mode == "rollouts" and (oracle["mean"] or 0) > 0:
             # the answer played alone as the final reply: what tools or turns earn is out of its reach
             status = "warn"
             inferred += ("a shortfall is not a failure here: the answer alone cannot earn what tool calls or "
@@ -328,21 +311,21 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                          and all(r.get("skipped") and r.get("reason") in NOT_APPLICABLE.values() for r in by_probe[n])})
     content_free = {} if per_seat or constant_sum is not None else free.judge_free(
         report, summaries, by_probe, weights, declared=bool(declared), maximum=maximum, free_max=p.free_max,
-        dataset=audit.get("dataset") or {}, max_answer_share=config.checks.max_answer_share, inapplicable=inapplicable)
+        dataset=audit.dataset, max_answer_share=config.checks.max_answer_share, inapplicable=inapplicable)
     for name, summary in summaries.items():
         if name == "oracle":
             continue
         if per_seat:
-            _judge_seats(report, name, summary, by_probe[name], from_failure.get(name, []), share,
+            judge_seats(report, name, summary, by_probe[name], from_failure.get(name, []), share,
                          maximum if constant_sum is not None else reference, p.exploit_max, audit, untested)
             continue
         if constant_sum is not None and summary["mean"] is not None:
-            report.add(f"probe {name}", "skip", f"not applicable: a constant-sum game of {len(audit['seats'])} seats "
-                       f"({', '.join(audit['seats'])}, payoffs summing to {constant_sum:g} in every episode) with every "
+            report.add(f"probe {name}", "skip", f"not applicable: a constant-sum game of {len(seats)} seats "
+                       f"({', '.join(seats)}, payoffs summing to {constant_sum:g} in every episode) with every "
                        "seat playing this probe: a seat's reward is the other seat's failure, not a harvest. Probing one "
                        "seat needs a reference policy for the others (per-seat probing runs through rollouts)",
                        constant_sum=constant_sum)
-            untested[name] = (f"a constant-sum game of {len(audit['seats'])} seats: probing one seat needs a reference "
+            untested[name] = (f"a constant-sum game of {len(seats)} seats: probing one seat needs a reference "
                               "policy for the others")
             continue
         summary["of_oracle"] = None if not reference or summary["mean"] is None else round(summary["mean"] / reference, 4)
@@ -365,10 +348,10 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
             limit = "must not beat the oracle"
         elif name == "constant":  # its accuracy, against what the sampled tasks and the label count allow
             bad, limit = free.judge_constant(by_probe[name], summary, correct, reference or 0.0, p.exploit_max,
-                                             audit.get("dataset") or {}, config.checks.max_answer_share)
+                                             audit.dataset, config.checks.max_answer_share)
         elif name == "prompt-copy" and (span := free.copies_a_constant(by_probe[name])) is not None:
             bad, limit = free.judge_constant(by_probe[name], summary, correct, reference or 0.0, p.exploit_max,
-                                             audit.get("dataset") or {}, config.checks.max_answer_share,
+                                             audit.dataset, config.checks.max_answer_share,
                                              own="answer_is_copy", what=f"the same span {span!r} copied for every task")
         elif name in FAMILIES:  # content-free families: judged against the reward's range (autoenv.gates.free)
             bad, limit = content_free.get(name, (False, "not judged: the reward's range is unobserved"))
@@ -410,54 +393,9 @@ def judge_probes(audit: dict, config: Config, report: Gates) -> None:
                tested=tested, untested=untested, **({"coverage": coverage.UNTESTED} if thin else {}))
 
 
-def _judge_seats(report: Gates, name: str, summary: dict, records: list[dict], failed: list[dict], share: float,
-                 top: float, exploit_max: float, audit: dict, untested: dict[str, str]) -> None:
-    """One exploit probe of a multi-seat env probed seat by seat: each seat's mean over its fair share
-    (`share`, 0 unless the game is constant-sum) may reach `exploit_max` of the way to `top`; episodes whose
-    reference seat did not play are left out, and a gain in them is named as the other seat's failure."""
-    reference = audit.get("seat_reference") or {}
-    policy = reference.get("policy") or next((r.get("reference") for r in records + failed if r.get("reference")), "?")
-    gained = []
-    for r in failed:
-        if r.get("reward") is None and r.get("components"):
-            r["reward"] = sum(v * r["weights"].get(k, 1.0) for k, v in r["components"].items())
-        if (r.get("reward") or 0) > share + 1e-9:
-            gained.append(r)
-    named = (f"; {len(gained)} of {len(failed)} episodes left out gave the probed seat a reward from another seat's "
-             f"failure (the reference `{policy}` did not play: "
-             + "; ".join(sorted({f"{o['seat']}: {_did(o)}" for r in gained for o in r.get("others") or []
-                                  if o.get("failed")})[:2]) + "), not a harvest"
-             if gained else f"; {len(failed)} episodes left out: the reference seat did not play" if failed else "")
-    seats: dict[str, list[float]] = defaultdict(list)
-    for r in records:
-        if r.get("reward") is not None:
-            seats[r["probed_seat"]].append(r["reward"])
-    if not seats:
-        if summary["errors"]:
-            report.add(f"probe {name}", "fail", f"every reply hit an error ({summary['errors']} of "
-                       f"{summary['tasks']}): see reward errors", errors=summary["errors"])
-            return
-        why = (f"every episode's reward came from another seat's failure (reference `{policy}`)" if failed else
-               "; ".join(sorted({r.get("reason") or "not played" for r in records if r.get("skipped")})) or "not played")
-        untested[name] = why
-        report.add(f"probe {name}", "skip", "n/a, not tested: " + why + named, reasons=[why],
-                   from_other_failure=len(gained))
-        return
-    means = {seat: sum(v) / len(v) for seat, v in seats.items()}
-    room = max(top - share, 0.0)
-    bad = {seat: m for seat, m in means.items() if m - share > exploit_max * room + 1e-9}
-    text = ", ".join(f"{seat} {m:.3f}" for seat, m in means.items())
-    report.add(f"probe {name}", "fail" if bad else "pass",
-               f"per seat, the other seats played by {reference.get('why') or f'the reference `{policy}`'}: {text} "
-               f"(allowed a fair share of {share:.3f} plus {exploit_max:.0%} of the way to {top:.3f})" + named
-               + (f"; beaten at seat {', '.join(bad)}" if bad else ""),
-               seats={seat: round(m, 4) for seat, m in means.items()}, reference=policy, fair_share=round(share, 4),
-               from_other_failure=len(gained))
-
-
-def pairs_text(pairs: list) -> str:
+def pairs_text(pairs: list[list[int | float | None]]) -> str:
     """`9 ~ 450 (0.92), 105 ~ 402 (0.92)`: near-duplicate index pairs and their similarity, for people."""
-    return ", ".join(f"{p[0]} ~ {p[1]}" + (f" ({float(p[2]):.2f})" if len(p) > 2 else "") for p in pairs)
+    return ", ".join(f"{p[0]} ~ {p[1]}" + (f" ({float(p[2] or 0):.2f})" if len(p) > 2 else "") for p in pairs)
 
 
 def distinct_errors(errors: list[str], unprepared: list[str]) -> list[str]:
@@ -478,37 +416,7 @@ def distinct_errors(errors: list[str], unprepared: list[str]) -> list[str]:
             if n > 1 else first[k] for k, n in count.items()]
 
 
-def _did(other: dict) -> str:
-    """What a reference seat that did not play did instead."""
-    if other.get("outcome") != "ok":
-        return f"ended {other.get('outcome')}"
-    return "an empty reply" if not (other.get("reply") or "").strip() else quoted(other['reply'], 50)
-
-
-def constant_sum_game(records: list[dict], seats: list[str]) -> float | None:
-    """The constant the seats' rewards sum to in every probe episode of a multi-seat env, or None.
-
-    With every seat played by the same probe, such a game hands one seat what another
-    loses: its rewards measure the other seat's play, not a harvest by the probe. With
-    per-seat probing (records carry `others`, the reference seats' rewards) the probed
-    seat's fair share is the constant over the number of seats.
-    """
-    if len(seats) < 2:
-        return None
-    totals: dict[str, list[float]] = defaultdict(list)
-    for r in records:
-        if r.get("episode") and r.get("outcome") == "ok" and not r.get("env_error"):
-            totals[r["episode"]].append(sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()))
-            for other in r.get("others") or []:  # per-seat probing: the reference seats of the same episode
-                if other.get("outcome") == "ok" and isinstance(other.get("reward"), (int, float)):
-                    totals[r["episode"]].append(other["reward"])
-    sums = [sum(v) for v in totals.values() if len(v) == len(seats)]
-    if len(sums) < 2 or max(sums) - min(sums) > 1e-9:
-        return None
-    return round(sums[0], 9)
-
-
-def _short_components(short: list[dict], weights: dict[str, float]) -> dict[str, float]:
+def _short_components(short: list[Row], weights: dict[str, float]) -> dict[str, float]:
     """Mean score of each positively weighted reward component over the oracle's short
     replies, for the components that fell below full marks (the ones to look at)."""
     out = {}
@@ -519,7 +427,7 @@ def _short_components(short: list[dict], weights: dict[str, float]) -> dict[str,
     return out
 
 
-def _summarize(name: str, records: list[dict], weights: dict[str, float]) -> dict:
+def summarize(name: str, records: list[Row], weights: dict[str, float]) -> Row:
     scored = [r for r in records if not r.get("skipped") and not r.get("env_error")
               and r.get("outcome", "ok") == "ok"]
     for r in scored:
@@ -555,14 +463,14 @@ def run_gates(config: Config, worker: Worker) -> GateReport:
     platform_checks(config.path("candidate"), report, workspace=config.candidate.workspace)
     worker.run("audit")
     out_dir = worker.job.audit_dir
-    judge_audit(json.loads((out_dir / "audit.json").read_text()), config, report)
+    judge_audit(read_audit(out_dir / AUDIT_FILE), config, report)
     report.seconds = round(time.time() - started, 2)
     gates = report.report()
     (out_dir / "gates.json").write_text(gates.model_dump_json(indent=1))
     return gates
 
 
-def add_matrix(report: Gates, by_probe: dict[str, list[dict]], weights: dict[str, float], limit: float,
+def add_matrix(report: Gates, by_probe: dict[str, list[Row]], weights: dict[str, float], limit: float,
                prefix: str = "") -> None:
     """Add the probes' columns to the exploit matrix; name the components harvested above their share."""
     report.matrix["limit"] = limit
@@ -580,73 +488,3 @@ def add_matrix(report: Gates, by_probe: dict[str, list[dict]], weights: dict[str
                harvests=[h.model_dump() for h in found])
 
 
-def judge_derived(derived: dict, config: Config, report: Gates) -> None:
-    """Gate findings from the derive stage's derived.json: the models' best replies, mutated."""
-    records = derived.get("records") or []
-    if any(r["probe"].startswith("replay ") for r in records):  # multi-turn and tool transcripts, replayed
-        judge_replay([r for r in records if r["probe"].startswith("replay ")], config.probes.exploit_max, report,
-                     add_matrix)
-        records = [r for r in records if not r["probe"].startswith("replay ")]
-    references = [r for r in records if r["probe"] == "reference" and not r.get("error")]
-    if not references:
-        if not derived.get("replayed"):
-            report.add("derived probes", "skip", "n/a, not tested: " + (derived.get("reason") or derived.get(
-                "replay_reason") or "no single-turn reference reply"))
-        return
-    weights: dict[str, float] = {}
-    for r in records:
-        weights.update(r.get("weights") or {})
-    by_probe: dict[str, list[dict]] = defaultdict(list)
-    for r in records:
-        if not r.get("skipped") and r.get("error"):
-            r["env_error"] = r["error"]
-        by_probe[r["probe"]].append(r)
-    reference = _summarize("reference", references, weights)
-    report.probes["derived reference"] = {**reference, "description": "the models' best reply per task, rescored"}
-    base = reference["mean"] or 0.0
-    report.add("probe derived reference", "pass" if base > 0 else "warn",
-               f"{reference['scored']} best replies of the models rescored in-process: mean {base:.3f}",
-               references=reference["scored"])
-    limit = config.probes.exploit_max
-    add_matrix(report, {"reference": references, **{n: by_probe.get(n, []) for n in DERIVED_MUTATIONS}}, weights,
-               limit, prefix="derived ")
-    for name in DERIVED_MUTATIONS:
-        summary = _summarize(name, by_probe.get(name, []), weights)
-        summary["description"] = DERIVED_MUTATIONS[name]
-        summary["of_oracle"] = None if not base or summary["mean"] is None else round(summary["mean"] / base, 4)
-        report.probes[f"derived {name}"] = summary
-        if summary["mean"] is None:
-            report.add(f"probe derived {name}", "skip", f"n/a, not tested: does not apply to any of the "
-                       f"{len(by_probe.get(name, []))} reference replies")
-            continue
-        best = summary["best"][0] if summary["best"] else None
-        evidence = f"; best task idx {best['idx']} scored {best['reward']:.2f}: {quoted(best['reply'], 80)}" if best else ""
-        if name in DERIVED_VARIANTS:
-            kept = summary["of_oracle"] or 0.0
-            status = "warn" if name == "whitespace" and kept < 0.5 else "pass"
-            report.add(f"probe derived {name}", status, f"keeps {kept:.0%} of the reference's reward "
-                       + ("(whitespace must not matter)" if status == "warn" else "(measured, not judged)"))
-            continue
-        if name == "padding":
-            bad = summary["mean"] > base + 1e-9
-            rule = "must not beat the reference"
-        else:
-            bad = summary["mean"] > limit * base + 1e-9
-            rule = f"allowed {limit:.0%} of the reference"
-        harvested = ", ".join(f"{k}: {v}" for k, v in summary["harvested"].items())
-        report.add(f"probe derived {name}", "fail" if bad else "pass", f"mean {summary['mean']:.3f} ({rule})"
-                   + (f"; harvested {harvested}{evidence}" if bad else ""), harvested=summary["harvested"] if bad else {})
-
-
-def run_derived(config: Config, worker: Worker, gates: GateReport) -> GateReport:
-    """The derive stage in the evaluation's child, judged and added to the gate report."""
-    started = time.time()
-    worker.run("derive")
-    derived = json.loads((worker.job.audit_dir / DERIVED_FILE).read_text())
-    report = Gates(findings=list(gates.findings), probes={k: v.model_dump() for k, v in gates.probes.items()},
-                   mode=gates.mode, matrix=matrix.thaw(gates.matrix, config.probes.exploit_max))
-    judge_derived(derived, config, report)
-    report.seconds = round((gates.seconds or 0) + time.time() - started, 2)
-    out = report.report()
-    (worker.job.audit_dir / "gates.json").write_text(out.model_dump_json(indent=1))
-    return out

@@ -1,0 +1,98 @@
+"""The rules of the derive stage: the models' best replies, mutated, judged against the unmutated reply.
+
+The derive stage (autoenv.gates.derived) runs after the rollouts, in the evaluation's child:
+it rescored each task's best reply of the models and its mutations (autoenv.gates.probes
+DERIVED_MUTATIONS) and wrote `derived.json`; multi-turn and tool transcripts are replayed
+instead (autoenv.gates.replay_rules). A mutation that keeps what only a correct answer
+should earn fails; the variants that must not matter (whitespace) are measured.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from typing import Any
+
+from autoenv.config import Config
+from autoenv.formats import quoted
+from autoenv.gates import matrix
+from autoenv.gates.audit_record import Row
+from autoenv.gates.findings import Gates
+from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS
+from autoenv.gates.replay_rules import judge_replay
+from autoenv.gates.rules import add_matrix, summarize
+from autoenv.record import GateReport
+from autoenv.rollouts import Worker
+
+
+def judge_derived(derived: dict[str, Any], config: Config, report: Gates) -> None:
+    """Gate findings from the derive stage's derived.json: the models' best replies, mutated."""
+    records = derived.get("records") or []
+    if any(r["probe"].startswith("replay ") for r in records):  # multi-turn and tool transcripts, replayed
+        judge_replay([r for r in records if r["probe"].startswith("replay ")], config.probes.exploit_max, report,
+                     add_matrix)
+        records = [r for r in records if not r["probe"].startswith("replay ")]
+    references = [r for r in records if r["probe"] == "reference" and not r.get("error")]
+    if not references:
+        if not derived.get("replayed"):
+            report.add("derived probes", "skip", "n/a, not tested: " + (derived.get("reason") or derived.get(
+                "replay_reason") or "no single-turn reference reply"))
+        return
+    weights: dict[str, float] = {}
+    for r in records:
+        weights.update(r.get("weights") or {})
+    by_probe: dict[str, list[Row]] = defaultdict(list)
+    for r in records:
+        if not r.get("skipped") and r.get("error"):
+            r["env_error"] = r["error"]
+        by_probe[r["probe"]].append(r)
+    reference = summarize("reference", references, weights)
+    report.probes["derived reference"] = {**reference, "description": "the models' best reply per task, rescored"}
+    base = reference["mean"] or 0.0
+    report.add("probe derived reference", "pass" if base > 0 else "warn",
+               f"{reference['scored']} best replies of the models rescored in-process: mean {base:.3f}",
+               references=reference["scored"])
+    limit = config.probes.exploit_max
+    add_matrix(report, {"reference": references, **{n: by_probe.get(n, []) for n in DERIVED_MUTATIONS}}, weights,
+               limit, prefix="derived ")
+    for name in DERIVED_MUTATIONS:
+        summary = summarize(name, by_probe.get(name, []), weights)
+        summary["description"] = DERIVED_MUTATIONS[name]
+        summary["of_oracle"] = None if not base or summary["mean"] is None else round(summary["mean"] / base, 4)
+        report.probes[f"derived {name}"] = summary
+        if summary["mean"] is None:
+            report.add(f"probe derived {name}", "skip", f"n/a, not tested: does not apply to any of the "
+                       f"{len(by_probe.get(name, []))} reference replies")
+            continue
+        best = summary["best"][0] if summary["best"] else None
+        evidence = f"; best task idx {best['idx']} scored {best['reward']:.2f}: {quoted(best['reply'], 80)}" if best else ""
+        if name in DERIVED_VARIANTS:
+            kept = summary["of_oracle"] or 0.0
+            status = "warn" if name == "whitespace" and kept < 0.5 else "pass"
+            report.add(f"probe derived {name}", status, f"keeps {kept:.0%} of the reference's reward "
+                       + ("(whitespace must not matter)" if status == "warn" else "(measured, not judged)"))
+            continue
+        if name == "padding":
+            bad = summary["mean"] > base + 1e-9
+            rule = "must not beat the reference"
+        else:
+            bad = summary["mean"] > limit * base + 1e-9
+            rule = f"allowed {limit:.0%} of the reference"
+        harvested = ", ".join(f"{k}: {v}" for k, v in summary["harvested"].items())
+        report.add(f"probe derived {name}", "fail" if bad else "pass", f"mean {summary['mean']:.3f} ({rule})"
+                   + (f"; harvested {harvested}{evidence}" if bad else ""), harvested=summary["harvested"] if bad else {})
+
+
+def run_derived(config: Config, worker: Worker, gates: GateReport) -> GateReport:
+    """The derive stage in the evaluation's child, judged and added to the gate report."""
+    started = time.time()
+    worker.run("derive")
+    derived = json.loads((worker.job.audit_dir / DERIVED_FILE).read_text())
+    report = Gates(findings=list(gates.findings), probes={k: v.model_dump() for k, v in gates.probes.items()},
+                   mode=gates.mode, matrix=matrix.thaw(gates.matrix, config.probes.exploit_max))
+    judge_derived(derived, config, report)
+    report.seconds = round((gates.seconds or 0) + time.time() - started, 2)
+    out = report.report()
+    (worker.job.audit_dir / "gates.json").write_text(out.model_dump_json(indent=1))
+    return out

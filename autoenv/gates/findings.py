@@ -1,0 +1,35 @@
+"""The gate findings as the checks add them, frozen at the end into the evaluation record's GateReport."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from autoenv.gates import matrix
+from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
+
+
+@dataclass
+class Gates:
+    """Gate findings as the checks find them; `report()` freezes them into the record's GateReport."""
+
+    findings: list[GateFinding] = field(default_factory=list)
+    probes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    mode: str | None = None
+    seconds: float | None = None
+    matrix: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, name: str, status: str, message: str, **data: Any) -> None:
+        self.findings.append(GateFinding(name=name, status=cast(GateStatus, status), message=message, data=data))
+
+    def report(self) -> GateReport:
+        return GateReport(findings=self.findings, probes={k: ProbeSummary(**v) for k, v in self.probes.items()},
+                          mode=self.mode, seconds=self.seconds, matrix=matrix.freeze(self.matrix))
+
+    @property
+    def failed(self) -> list[str]:
+        return self.report().failed
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed

@@ -1,0 +1,182 @@
+"""The probes played through real rollouts, seat by seat in a multi-seat env: the audit's path for
+candidates that in-process scoring cannot reach (tools, a custom Env, hooks on the reply, rewards that
+need the runtime).
+
+Each probe plays every sampled task as a real rollout against the embedded endpoint
+(autoenv.endpoint), which answers as the probe. In a multi-seat env one seat is probed at a
+time while verifiers' per-seat `AgentConfig.model` pins the other seats to the reference
+policy of autoenv.gates.seats.seat_reference; a record is the probed seat's alone, with the
+reference seats' results under `others`, so the rules (autoenv.gates.seat_rules) can tell a
+harvest from a reference seat that did not play. The answer-field oracle of a tools or
+custom-Env candidate is inferred here too, each format's answer played as the final reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from autoenv.endpoint.policies import Policies
+from autoenv.endpoint.server import Endpoint
+from autoenv.events import emit
+from autoenv.gates.answer_oracle import FORMATS, TRIAL_TASKS
+from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, ROLLOUT_ONLY, family_replies
+from autoenv.gates.oracle import OracleBook, has_hook
+from autoenv.gates.probes import IN_PROCESS_ONLY, NEEDS_ORACLE
+from autoenv.gates.rejections import rejection
+from autoenv.gates.scoring import NO_ORACLE, reward_record, same_rewards, skipped, task_messages, total_reward
+from autoenv.gates.seats import NEVER_PLAYED, reference_failed, seat_reference, turns
+from autoenv.job import Job
+from autoenv.tasks import build_env, write_run_config
+from autoenv.traces import said, to_rollout
+from autoenv.worker import LOCAL_KEY_VAR
+
+
+async def infer_oracle_rollouts(vf, job: Job, env, tasks: list, seats: list[str]
+                                ) -> tuple[str | None, dict[str, float]]:
+    """The answer-field oracle's format for a tools or custom-Env candidate without a hook: each format's answer
+    played as the final reply through real rollouts on a few tasks (not recorded as probes)."""
+    async def trial(form: str) -> list[float | None]:
+        records, _ = await probe_rollouts(vf, job, env, tasks, trial_tasks, ["oracle"], seats, form, keep=False)
+        return [None if r.get("skipped") or r.get("error") else
+                sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()
+                    if isinstance(v, (int, float))) for r in records]
+
+    trial_tasks = [t for t in tasks if getattr(t.data, "answer", None) not in (None, "")][:TRIAL_TASKS]
+    if not trial_tasks:
+        return None, {}
+    means: dict[str, float] = {}
+    for form in FORMATS:
+        scored = [v for v in await trial(form) if v is not None]
+        means[form] = round(sum(scored) / len(scored), 4) if scored else 0.0
+    best = max(FORMATS, key=lambda f: means[f])
+    return (best if means[best] > 0 else None), means
+
+
+async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: list[str] | None = None,
+                         answer_format: str | None = None, keep: bool = True) -> tuple[list[dict], bool | None]:
+    """Each probe played as real rollouts. In a multi-seat env each probe plays one seat at a time while the
+    other seats are pinned (verifiers' per-seat `AgentConfig.model`) to the reference policy of
+    `seat_reference`; a record is the probed seat's alone, the reference seats' results under `others`."""
+    from verifiers.v1.utils.trace_store import append_episode  # deferred: verifiers only inside the child
+
+    out = job.audit_dir
+    endpoint = await Endpoint(Policies(OracleBook(tasks_all, answer_format), seed=job.seed)).start()
+    os.environ[LOCAL_KEY_VAR] = "local"
+    semaphore = asyncio.Semaphore(job.max_concurrent)
+    lock = asyncio.Lock()
+    records: list[dict] = []
+    rescored: list[bool] = []
+    reference = seat_reference(seats or [], sample[0])
+    roots = [Path(job.candidate_dir).resolve()]
+    modules = list(dict.fromkeys([job.module, *(job.check_modules or [])]))
+    envs: dict[str | None, Any] = {None: env}
+    if reference:
+        envs = {seat: build_env(vf, job, {o: reference["policy"] for o in seats or [] if o != seat})
+                for seat in seats or []}
+    policy = reference["policy"] if reference else None
+
+    async def play(probe: str, task, probed: str | None) -> None:
+        ctx = vf.ModelContext(model=probe, client=vf.EvalClientConfig(base_url=endpoint.base_url, api_key_var=LOCAL_KEY_VAR),
+                              sampling=vf.SamplingConfig())
+        seat_env: Any = envs[probed]
+        episode = await seat_env.run_slot(seat_env.slots(task, 1)[0], ctx, semaphore)
+        if keep and not (out / probe).is_dir():
+            (out / probe).mkdir(exist_ok=True)
+            write_run_config(out / probe, seat_env, probe)
+        if keep:
+            await append_episode(out / probe, episode, lock)
+        wire = json.loads(episode.model_dump_json(exclude_none=True))
+        rejected = rejection(wire.get("errors") or [], roots, modules)
+        mine, others = [], []
+        for trace, wire_trace in zip(episode.traces, wire.get("traces") or []):
+            rollout = to_rollout(wire_trace, wire)
+            reply = trace.assistant_messages[-1].content if trace.assistant_messages else ""
+            seat = getattr(trace.agent, "name", None) if trace.agent is not None else None
+            if probed is not None and seat == probed and turns(trace) == 0:
+                mine.append(skipped(probe, task, NEVER_PLAYED))
+                continue
+            full = " ".join(str(e.get("message", "")) for e in (wire_trace.get("errors") or []) + (wire.get("errors") or []))
+            error = None if rollout.outcome == "ok" else tool_timeout(trace, task, job, full) or rollout.error
+            record = reward_record(trace, probe, task, reply or "", error)
+            if probe == "constant":  # right by the data, not by the reward: the constant's fair share
+                constant = getattr(endpoint.policies.oracle, "constant", None)
+                record["answer_is_constant"] = str(getattr(task.data, "answer", None)) == constant
+            record["outcome"] = rollout.outcome
+            record["seat"] = getattr(trace.agent, "name", None) if trace.agent is not None else None
+            record["episode"] = episode.id
+            record["tool_calls"] = len(trace.tool_messages)
+            if rejected and rollout.outcome == "env_error":
+                record["rejected"] = rejected
+            if probed is not None and record["seat"] != probed:
+                others.append({"seat": record["seat"], "policy": policy, "reward": total_reward(trace),
+                               "outcome": rollout.outcome, "reply": (reply or "")[:200], "turns": turns(trace),
+                               "failed": reference_failed(rollout.outcome, reply or "", turns(trace))})
+                continue
+            mine.append(record)
+            if probe == "oracle" and rollout.outcome == "ok":
+                copy = trace.model_copy(deep=True)
+                copy.rewards, copy.metrics = {}, {}
+                try:
+                    await task.score(copy)
+                    rescored.append(same_rewards(trace.rewards, copy.rewards))
+                except Exception:
+                    rescored.append(False)
+        if probed is not None and episode.traces and not mine:  # the probed seat left no trace: it never played
+            mine.append(skipped(probe, task, NEVER_PLAYED + (f" (the episode ended: {rejected})" if rejected else "")))
+        for record in mine:
+            if probed is not None:
+                record.update(probed_seat=probed, reference=policy, others=others,
+                              other_failed=any(o["failed"] for o in others))
+            records.append(record)
+        if not episode.traces:
+            records.append({"probe": probe, "key": task.key, "idx": task.data.idx, "components": {}, "weights": {},
+                            "error": "; ".join(said(e.type, e.message, e.traceback) for e in episode.errors)
+                            or "no trace",
+                            "outcome": "env_error", **({"rejected": rejected} if rejected else {}),
+                            **({"probed_seat": probed} if probed is not None else {})})
+        emit("probe", probe=probe)
+
+    played = []
+    for probe in probes:
+        reason = ("scores many replies per task: played only where replies are scored in-process"
+                  if probe in IN_PROCESS_ONLY else NO_ORACLE if probe in NEEDS_ORACLE | {"oracle"}
+                  and not has_hook(sample[0]) and not answer_format else None)
+        if reason:
+            records.extend(skipped(probe, task, reason) for task in sample)
+            continue
+        for task in sample:  # a family whose shape the task lacks (no options, no function) is n/a there
+            if probe in FAMILIES and probe not in ROLLOUT_ONLY and not family_replies(
+                    probe, messages=task_messages(task), answers=[]):
+                records.append(skipped(probe, task, NOT_APPLICABLE[probe]))
+            else:
+                played.append((probe, task))
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            for seat_env in envs.values():
+                await stack.enter_async_context(seat_env.serving())
+            await asyncio.gather(*(play(probe, task, probed) for probe, task in played for probed in envs))
+    finally:
+        await endpoint.stop()
+    return records, (all(rescored) if rescored else None)
+
+
+hung_tools: list[str] = []
+
+
+def tool_timeout(trace, task, job: Job, error: str | None) -> str | None:
+    """A rollout that died on a tool call past checks.max_tool_seconds (verifiers' harness
+    tool_timeout: the chat program's MCP client reads a timeout), named by its last tool call."""
+    if not error or "ReadTimeout" not in error:
+        return None
+    calls = [call for message in trace.assistant_messages for call in (getattr(message, "tool_calls", None) or [])]
+    name = calls[-1].name if calls else "(unknown)"
+    message = (f"tool {name!r} on task idx {task.data.idx} in the audit stage did not return within "
+               f"{job.limits.tool_seconds:g} s (checks.max_tool_seconds)")
+    if message not in hung_tools:
+        hung_tools.append(message)
+    return message

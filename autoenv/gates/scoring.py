@@ -1,0 +1,80 @@
+"""A probe reply's record: one reply scored in-process by the task's own `score`, and the record it leaves.
+
+Shared by the audit's in-process probes (autoenv.gates.audit), the rollouts path
+(autoenv.gates.rollout_probes), the derive stage (autoenv.gates.derived) and the replay
+(autoenv.gates.replay): every probe reply, however it was played, leaves the same record
+(autoenv.gates.audit_record.ProbeRecord), skipped ones with their reason.
+"""
+
+from __future__ import annotations
+
+import math
+import traceback
+from typing import Any
+
+from autoenv.traces import said
+
+REPLY_PREVIEW = 400
+NO_ORACLE = "needs the oracle's reply, and the candidate has no oracle hook and no inferable answer-field oracle"
+
+
+def task_messages(task) -> list[dict]:
+    data = task.data
+    messages = [{"role": "system", "content": data.system_prompt}] if data.system_prompt else []
+    if isinstance(data.prompt, str):
+        messages.append({"role": "user", "content": data.prompt})
+    elif data.prompt:
+        messages.extend(m.model_dump(exclude_none=True) if hasattr(m, "model_dump") else dict(m) for m in data.prompt)
+    return messages
+
+
+def reward_record(trace, probe: str, task, reply_text: str, error: str | None = None) -> dict:
+    components, weights = {}, {}
+    for name, value in (trace.rewards or {}).items() if trace is not None else []:
+        components[name] = None if value is None else value.score
+        weights[name] = 1.0 if value is None else value.weight
+    return {"probe": probe, "key": task.key, "idx": task.data.idx, "components": components,
+            "weights": weights, "error": error, "reply": reply_text[:REPLY_PREVIEW],
+            "reply_chars": len(reply_text)}
+
+
+async def score_in_process(vf, task, reply) -> tuple:
+    """Score `reply` as the single assistant turn of `task`; returns (trace, error)."""
+    from verifiers.v1.graph import MessageNode  # deferred: verifiers is imported only inside the child
+
+    nodes: list[Any] = []
+    for message in task_messages(task):
+        cls = vf.SystemMessage if message["role"] == "system" else vf.UserMessage
+        nodes.append(MessageNode(message=cls(content=message["content"]), parent=len(nodes) - 1 if nodes else None))
+    assistant = vf.AssistantMessage(content=reply.content)
+    nodes.append(MessageNode(message=assistant, parent=len(nodes) - 1 if nodes else None, sampled=True))
+    trace = vf.Trace(task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
+                     agent=vf.AgentInfo(config=vf.AgentConfig()), nodes=nodes)
+    try:
+        await task.score(trace)
+    except Exception as e:
+        cause = e.__cause__ or e
+        return trace, said(type(cause).__name__, str(cause), "".join(traceback.format_exception(cause)))
+    return trace, None
+
+
+def same_rewards(a: dict, b: dict) -> bool:
+    shared = set(a) & set(b)
+    def value(r):
+        return None if r is None else r.score
+    return all((value(a[k]) == value(b[k])) or (_nan(value(a[k])) and _nan(value(b[k]))) for k in shared)
+
+
+def _nan(x) -> bool:
+    return isinstance(x, float) and math.isnan(x)
+
+
+def total_reward(trace) -> float | None:
+    values = [(v.score, v.weight) for v in (trace.rewards or {}).values() if v is not None]
+    if not values or any(not isinstance(score, (int, float)) or _nan(score) for score, _ in values):
+        return None
+    return sum(score * weight for score, weight in values)
+
+
+def skipped(probe: str, task, reason: str | None, error: str | None = None) -> dict:
+    return {"probe": probe, "key": task.key, "idx": task.data.idx, "skipped": True, "reason": reason, "error": error}

@@ -1,0 +1,91 @@
+"""The rules for a multi-seat env: a constant-sum game's fair share, and each exploit probe judged seat by seat.
+
+A game can hand one seat what another loses, so a seat's reward is not by itself a
+harvest. With every seat played by the same probe, a constant-sum game measures the other
+seat's play; with per-seat probing (autoenv.gates.rollout_probes) the probed seat's fair
+share is the constant over the number of seats, and episodes whose reference seat did not
+play measure the reference, not the probe: they are left out and named.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from autoenv.formats import quoted
+from autoenv.gates.audit_record import AuditRecord, Row
+from autoenv.gates.findings import Gates
+
+
+def constant_sum_game(records: list[Row], seats: list[str]) -> float | None:
+    """The constant the seats' rewards sum to in every probe episode of a multi-seat env, or None.
+
+    With every seat played by the same probe, such a game hands one seat what another
+    loses: its rewards measure the other seat's play, not a harvest by the probe. With
+    per-seat probing (records carry `others`, the reference seats' rewards) the probed
+    seat's fair share is the constant over the number of seats.
+    """
+    if len(seats) < 2:
+        return None
+    totals: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        if r.get("episode") and r.get("outcome") == "ok" and not r.get("env_error"):
+            totals[r["episode"]].append(sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()))
+            for other in r.get("others") or []:  # per-seat probing: the reference seats of the same episode
+                if other.get("outcome") == "ok" and isinstance(other.get("reward"), (int, float)):
+                    totals[r["episode"]].append(other["reward"])
+    sums = [sum(v) for v in totals.values() if len(v) == len(seats)]
+    if len(sums) < 2 or max(sums) - min(sums) > 1e-9:
+        return None
+    return round(sums[0], 9)
+
+
+def judge_seats(report: Gates, name: str, summary: Row, records: list[Row], failed: list[Row], share: float,
+                 top: float, exploit_max: float, audit: AuditRecord, untested: dict[str, str]) -> None:
+    """One exploit probe of a multi-seat env probed seat by seat: each seat's mean over its fair share
+    (`share`, 0 unless the game is constant-sum) may reach `exploit_max` of the way to `top`; episodes whose
+    reference seat did not play are left out, and a gain in them is named as the other seat's failure."""
+    reference = audit.seat_reference
+    policy = (reference.policy if reference else None) or next((r.get("reference") for r in records + failed if r.get("reference")), "?")
+    gained = []
+    for r in failed:
+        if r.get("reward") is None and r.get("components"):
+            r["reward"] = sum(v * r["weights"].get(k, 1.0) for k, v in r["components"].items())
+        if (r.get("reward") or 0) > share + 1e-9:
+            gained.append(r)
+    named = (f"; {len(gained)} of {len(failed)} episodes left out gave the probed seat a reward from another seat's "
+             f"failure (the reference `{policy}` did not play: "
+             + "; ".join(sorted({f"{o['seat']}: {_did(o)}" for r in gained for o in r.get("others") or []
+                                  if o.get("failed")})[:2]) + "), not a harvest"
+             if gained else f"; {len(failed)} episodes left out: the reference seat did not play" if failed else "")
+    seats: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        if r.get("reward") is not None:
+            seats[r["probed_seat"]].append(r["reward"])
+    if not seats:
+        if summary["errors"]:
+            report.add(f"probe {name}", "fail", f"every reply hit an error ({summary['errors']} of "
+                       f"{summary['tasks']}): see reward errors", errors=summary["errors"])
+            return
+        why = (f"every episode's reward came from another seat's failure (reference `{policy}`)" if failed else
+               "; ".join(sorted({r.get("reason") or "not played" for r in records if r.get("skipped")})) or "not played")
+        untested[name] = why
+        report.add(f"probe {name}", "skip", "n/a, not tested: " + why + named, reasons=[why],
+                   from_other_failure=len(gained))
+        return
+    means = {seat: sum(v) / len(v) for seat, v in seats.items()}
+    room = max(top - share, 0.0)
+    bad = {seat: m for seat, m in means.items() if m - share > exploit_max * room + 1e-9}
+    text = ", ".join(f"{seat} {m:.3f}" for seat, m in means.items())
+    report.add(f"probe {name}", "fail" if bad else "pass",
+               f"per seat, the other seats played by {(reference.why if reference else None) or f'the reference `{policy}`'}: {text} "
+               f"(allowed a fair share of {share:.3f} plus {exploit_max:.0%} of the way to {top:.3f})" + named
+               + (f"; beaten at seat {', '.join(bad)}" if bad else ""),
+               seats={seat: round(m, 4) for seat, m in means.items()}, reference=policy, fair_share=round(share, 4),
+               from_other_failure=len(gained))
+
+
+def _did(other: Row) -> str:
+    """What a reference seat that did not play did instead."""
+    if other.get("outcome") != "ok":
+        return f"ended {other.get('outcome')}"
+    return "an empty reply" if not (other.get("reply") or "").strip() else quoted(other['reply'], 50)
