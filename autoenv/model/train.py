@@ -17,6 +17,7 @@ import json
 import shutil
 import subprocess
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,10 @@ class TrainOptions:
     rollouts: int = 4
     out: Path | None = None
     plots: Path | None = None
-    learning_rate: float = 2e-5
+    learning_rate: float = 3e-5
+    group: int = 8
+    prompts_per_step: int = 4
+    max_completion_tokens: int = 64
 
 
 def train(opts: TrainOptions) -> int:
@@ -71,10 +75,15 @@ def train(opts: TrainOptions) -> int:
     shutil.copy(HERE / "templates" / "grpo_local.py.tmpl", out / "grpo_local.py")
     shutil.copy(HERE / "hackwatch.py", out / "hackwatch.py")
     work = out / "run"
-    say(f"train: GRPO on {export / 'dataset' / 'train.jsonl'} ({opts.max_steps} steps at most, {opts.minutes:g} min)")
+    temperature = target_temperature(root, commit)
+    say(f"train: GRPO on {export / 'dataset' / 'train.jsonl'} ({opts.max_steps} steps at most, {opts.minutes:g} min; "
+        f"{opts.prompts_per_step} tasks x {opts.group} completions a step, at the target's temperature {temperature:g})")
     result = _trainer(python, [str(out / "grpo_local.py"), "--export", str(export), "--gguf", str(base_gguf),
                                "--work", str(work), "--max-steps", str(opts.max_steps), "--minutes", str(opts.minutes),
-                               "--learning-rate", str(opts.learning_rate)])
+                               "--learning-rate", str(opts.learning_rate), "--group", str(opts.group),
+                               "--prompts-per-step", str(opts.prompts_per_step),
+                               "--max-completion-length", str(opts.max_completion_tokens),
+                               "--temperature", str(temperature)])
     trained_minutes = result["minutes"]
     binary = build_server(say)
     ggufs = {}
@@ -89,7 +98,7 @@ def train(opts: TrainOptions) -> int:
     stats = compare(evaluated["base"], evaluated["trained"])
     steps = [json.loads(line) for line in (work / "steps.jsonl").read_text().splitlines() if line.strip()]
     plots = (opts.plots or out / "plots").resolve()
-    reward_curve(steps, stats["base"][0], plots / "reward_curve.png")
+    reward_curve(steps, stats["base"][0], plots / "reward_curve.png", temperature)
     groups = {"all": {k: stats[k] for k in ("base", "trained")}}
     for level in sorted({r["difficulty"] for rs in evaluated.values() for r in rs.values() if r.get("difficulty")}):
         groups[level] = {k: _interval(_per_task(evaluated[k], level)) for k in ("base", "trained")}
@@ -97,7 +106,9 @@ def train(opts: TrainOptions) -> int:
     hack = watch(steps)
     summary = {"base_mean": _fmt(stats["base"]), "trained_mean": _fmt(stats["trained"]),
                "difference": _fmt(stats["difference"]), "held_out_tasks": stats["tasks"],
-               "rollouts_per_task": opts.rollouts, "steps": result["steps"], "train_minutes": round(trained_minutes, 1),
+               "rollouts_per_task": opts.rollouts, "steps": result["steps"],
+               "group": opts.group, "tasks_per_step": opts.prompts_per_step, "learning_rate": opts.learning_rate,
+               "temperature": temperature, "train_minutes": round(trained_minutes, 1),
                "minutes": round((time.monotonic() - started) / 60, 1), "device": result["device"],
                "hack_fraction_start": hack["start"], "hack_fraction_end": hack["end"], "hacking": hack["call"],
                "reload_episode": f"{result['episode']['reply'][:80]!r} -> {result['episode']['rewards']}",
@@ -108,6 +119,18 @@ def train(opts: TrainOptions) -> int:
         display.warn(f"train: {hack['call']}")
     display.result_block(summary)
     return 0
+
+
+def target_temperature(root: Path, commit: str) -> float:
+    """The kept commit's [target.sampling] temperature: the policy is trained as the harness samples it."""
+    text = subprocess.run(["git", "-C", str(root), "show", f"{commit}:{CONFIG_NAME}"], capture_output=True, text=True,
+                          check=False).stdout
+    try:
+        value = tomllib.loads(text).get("target", {}).get("sampling", {}).get("temperature", 1.0) if text else 1.0
+    except tomllib.TOMLDecodeError as err:
+        raise AutoEnvError(f"the kept commit's {CONFIG_NAME} does not parse: {err}", where=f"{commit[:12]}:{CONFIG_NAME}",
+                           fix="train on a commit whose config.toml parses (autoenv log lists them)") from err
+    return float(value)
 
 
 def watch(steps: list[dict[str, Any]]) -> dict[str, object]:

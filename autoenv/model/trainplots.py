@@ -10,7 +10,7 @@ from autoenv.review.figures import BAND, OTHER, STRONG, TARGET, drawing, integer
 COMPONENT_COLOURS = ["#2ca02c", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 
 
-def reward_curve(steps: list[dict[str, Any]], baseline: float, path: Path) -> Path:
+def reward_curve(steps: list[dict[str, Any]], baseline: float, path: Path, temperature: float = 1.0) -> Path:
     """x "Training step", y "Reward": the overall reward, each component, the untrained baseline (the base
     model's mean on the held-out tasks, measured through the harness) and, on a second axis, the hack fraction."""
     with drawing(560) as figure:
@@ -33,7 +33,7 @@ def reward_curve(steps: list[dict[str, Any]], baseline: float, path: Path) -> Pa
         axes.set_ylim(-0.02, 1.02)
         integer_ticks(axes.xaxis)
         axes.legend(loc="upper left", frameon=False)
-        axes.set_title("GRPO training reward per step (sampled completions, temperature 1)")
+        axes.set_title(f"GRPO training reward per step (sampled completions, temperature {temperature:g})")
         return save(figure, path)
 
 
