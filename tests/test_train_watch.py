@@ -79,3 +79,37 @@ def test_machine_settings_use_one_thread_per_two_cores_and_a_slot_per_core():
     assert machine_settings(2) == (2, 1)
     assert machine_settings(1) == (1, 1)
     assert machine_settings(16) == (4, 8)
+
+
+def test_training_samples_at_the_kept_commits_target_temperature(tmp_path):
+    import subprocess
+
+    from autoenv.errors import AutoEnvError
+    from autoenv.model.train import target_temperature
+
+    repo = tmp_path / "run"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / "config.toml").write_text('[target]\nmodel = "m"\n\n[target.sampling]\ntemperature = 0.7\n')
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "kept"], check=True)
+    kept = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    assert target_temperature(repo, kept) == 0.7
+    (repo / "config.toml").write_text('[target]\nmodel = "m"\n')  # no sampling table: the sampler's default
+    subprocess.run([*git, "commit", "-qam", "no sampling"], check=True)
+    assert target_temperature(repo, "HEAD") == 1.0
+    (repo / "config.toml").write_text("[target\n")
+    subprocess.run([*git, "commit", "-qam", "broken"], check=True)
+    with pytest.raises(AutoEnvError, match="does not parse"):
+        target_temperature(repo, "HEAD")
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--group", "1"), ("--tasks-per-step", "0"),
+                                             ("--max-completion-tokens", "0"), ("--rollouts", "1")])
+def test_train_refuses_a_group_or_budget_too_small_before_any_work(tmp_path, flag, value):
+    from tests.conftest import autoenv
+
+    proc = autoenv("train", flag, value, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert flag in proc.stdout + proc.stderr and not any(tmp_path.iterdir())
