@@ -31,6 +31,7 @@ from autoenv.errors import AutoEnvError
 from autoenv.export.grpo import export_grpo
 from autoenv.export.source import kept_entry
 from autoenv.gitrepo import Repo
+from autoenv.levels import natural_order
 from autoenv.model.build import build_server, source_dir
 from autoenv.model.realrun import oracle_endpoint, real_config
 from autoenv.model.server import Server, machine_settings
@@ -100,15 +101,15 @@ def train(opts: TrainOptions) -> int:
     plots = (opts.plots or out / "plots").resolve()
     reward_curve(steps, stats["base"][0], plots / "reward_curve.png", temperature)
     groups = {"all": {k: stats[k] for k in ("base", "trained")}}
-    for level in sorted({r["difficulty"] for rs in evaluated.values() for r in rs.values() if r.get("difficulty")}):
+    for level in natural_order(r["difficulty"] for rs in evaluated.values() for r in rs.values() if r.get("difficulty")):
         groups[level] = {k: _interval(_per_task(evaluated[k], level)) for k in ("base", "trained")}
     before_after(groups, {k: _sample(evaluated[k]) for k in ("base", "trained")}, plots / "before_after.png")
     hack = watch(steps)
     summary = {"base_mean": _fmt(stats["base"]), "trained_mean": _fmt(stats["trained"]),
                "difference": _fmt(stats["difference"]), "held_out_tasks": stats["tasks"],
                "rollouts_per_task": opts.rollouts, "steps": result["steps"],
-               "group": opts.group, "tasks_per_step": opts.prompts_per_step, "learning_rate": opts.learning_rate,
-               "temperature": temperature, "train_minutes": round(trained_minutes, 1),
+               "group": opts.group, "tasks_per_step": opts.prompts_per_step, "learning_rate": f"{opts.learning_rate:g}",
+               "temperature": f"{temperature:g}", "max_completion_tokens": opts.max_completion_tokens, "train_minutes": round(trained_minutes, 1),
                "minutes": round((time.monotonic() - started) / 60, 1), "device": result["device"],
                "hack_fraction_start": hack["start"], "hack_fraction_end": hack["end"], "hacking": hack["call"],
                "reload_episode": f"{result['episode']['reply'][:80]!r} -> {result['episode']['rewards']}",
