@@ -53,11 +53,9 @@ def test_there_are_clean_examples_and_planted_hacks():
 
 
 @pytest.mark.parametrize("example", CLEAN)
-def test_offline_evaluation_of_each_example(run_repo, example):
-    root = run_repo(example)
+def test_offline_evaluation_of_each_example(evaluated_runs, example):
+    root, result = evaluated_runs(example)  # evaluated here (read only): the tests below take copies of it
     commit = head(root)
-    started = time.time()
-    result = autoenv("eval", "--offline", "--description", f"first {example}", cwd=root)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"commit:            {commit}" in result.stdout or f"commit: {commit}" in result.stdout.replace("  ", " ")
     assert re.search(r"(?m)^verdict:\s+baseline$", result.stdout)  # the run's first evaluation
@@ -79,13 +77,11 @@ def test_offline_evaluation_of_each_example(run_repo, example):
     assert (out / "gates" / "audit.json").is_file()
     report = (root / "feedback" / f"{commit}.md").read_text()
     assert "OFFLINE" in report and "| strong (wanted > 0.7) | oracle | 1.000 [1.000, 1.000] |" in report
-    print(f"{example}: offline eval of 3x2x2 rollouts took {time.time() - started:.1f} s")
 
 
-def test_reevaluation_archives_then_feedback_recomputes(run_repo):
-    root = run_repo("arithmetic")
+def test_reevaluation_archives_then_feedback_recomputes(evaluated_run):
+    root, _ = evaluated_run("arithmetic")
     commit = head(root)
-    assert autoenv("eval", "--offline", cwd=root).returncode == 0
     first_run = json.loads((root / "outputs" / commit / "run.json").read_text())["run_id"]
     assert autoenv("eval", "--offline", "--force", "-d", "again", cwd=root).returncode == 0  # past the cache
     archived = root / "outputs" / commit / "previous" / first_run
@@ -101,9 +97,8 @@ def test_reevaluation_archives_then_feedback_recomputes(run_repo):
     assert verify_chain(root / "feedback_log.jsonl") == []
 
 
-def test_next_commit_is_compared_to_the_last_kept(run_repo):
-    root = run_repo("arithmetic")
-    assert autoenv("eval", "--offline", cwd=root).returncode == 0
+def test_next_commit_is_compared_to_the_last_kept(evaluated_run):
+    root, _ = evaluated_run("arithmetic")
     first = head(root)
     readme = root / "candidate" / "README.md"
     readme.write_text(readme.read_text() + "\nSecond iteration: clearer wording.\n")
