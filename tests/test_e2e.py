@@ -42,9 +42,10 @@ def check_recorded(root: Path, commit: str, entry: dict, offline: bool = True) -
     assert entry["offline"] is offline
 
 
-CLEAN = [name for name in examples() if not name.startswith("hack-") and name != "code-clean"]
+CLEAN = [name for name in examples() if not name.startswith("hack-") and name not in ("code-clean", "openenv-codebreaker")]
 """Clean examples with an oracle hook: baseline offline (code-clean has none on purpose: issue 26's control for
-the reference-free probes; offline it ends inconclusive, tested in test_free.py)."""
+the reference-free probes; offline it ends inconclusive, tested in test_free.py). openenv-codebreaker's first
+evaluation is checked the same way (check_offline_baseline) in test_openenv.py, which evaluates it anyway."""
 
 
 def test_there_are_clean_examples_and_planted_hacks():
@@ -52,16 +53,14 @@ def test_there_are_clean_examples_and_planted_hacks():
     assert len([name for name in examples() if name.startswith("hack-")]) >= 3
 
 
-@pytest.mark.parametrize("example", CLEAN)
-def test_offline_evaluation_of_each_example(evaluated_runs, example):
-    root, result = evaluated_runs(example)  # evaluated here (read only): the tests below take copies of it
-    commit = head(root)
+def check_offline_baseline(root: Path, commit: str, result: subprocess.CompletedProcess, description: str) -> None:
+    """What the first offline evaluation of a clean example (small_config's 3 tasks x 2 rollouts) must show."""
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"commit:            {commit}" in result.stdout or f"commit: {commit}" in result.stdout.replace("  ", " ")
     assert re.search(r"(?m)^verdict:\s+baseline$", result.stdout)  # the run's first evaluation
     (entry,) = ledger(root)
     check_recorded(root, commit, entry)
-    assert entry["eval_success"] is True and entry["description"] == f"first {example}"
+    assert entry["eval_success"] is True and entry["description"] == description
     out = root / "outputs" / commit
     for role in ("target", "strong"):
         assert lines(out / role / "traces.jsonl") == 3 * 2
@@ -77,6 +76,12 @@ def test_offline_evaluation_of_each_example(evaluated_runs, example):
     assert (out / "gates" / "audit.json").is_file()
     report = (root / "feedback" / f"{commit}.md").read_text()
     assert "OFFLINE" in report and "| strong (wanted > 0.7) | oracle | 1.000 [1.000, 1.000] |" in report
+
+
+@pytest.mark.parametrize("example", CLEAN)
+def test_offline_evaluation_of_each_example(evaluated_runs, example):
+    root, result = evaluated_runs(example)  # evaluated here (read only): the tests below take copies of it
+    check_offline_baseline(root, head(root), result, f"first {example}")
 
 
 def test_reevaluation_archives_then_feedback_recomputes(evaluated_run):

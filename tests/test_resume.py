@@ -65,8 +65,9 @@ def test_a_stopped_evaluation_rerun_reuses_the_finished_rollouts(tmp_path, stop)
         assert all(n == ROLLOUTS for n in finished_episodes(out / role).values())
     print(f"resume after {stop.name}: {kept} of {TOTAL} rollouts reused ({kept / TOTAL:.0%})")
     assert f"- resumed: {kept} finished rollouts" in (root / "feedback" / f"{commit}.md").read_text()
-    assert autoenv("eval", "--offline", "--restart", "--force", cwd=root).returncode == 0
-    assert len(ledger(root)) == 2 and (out / "previous").is_dir()
+    if stop == signal.SIGINT:  # --restart does not depend on how the evaluation was stopped: one full rerun suffices
+        assert autoenv("eval", "--offline", "--restart", "--force", cwd=root).returncode == 0
+        assert len(ledger(root)) == 2 and (out / "previous").is_dir()
 
 
 def test_a_cut_last_line_is_trimmed(tmp_path):
