@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import autoenv, commit_all, head, ledger, small_config, stop_process
+from cpu_hog import slack
 
 from autoenv.ledger import verify_chain
 from autoenv.paths import PROJECT, examples
@@ -153,7 +154,7 @@ def test_unreachable_endpoint_is_found_in_preflight_and_records_nothing(run_repo
     assert "provider unavailable: the target endpoint did not answer" in result.stderr
     assert "cannot connect" in result.stderr and "[target] base_url" in result.stderr
     assert ledger(root) == [] and not (root / "outputs").exists()  # before any gate: nothing spent
-    assert time.time() - started < 30
+    assert time.time() - started < slack(30, cap=4)  # a start-up bound: it scales with the load
     said = next(line for line in result.stderr.splitlines() if "provider unavailable" in line)
     attack_row("unreachable endpoint", f"exit {result.returncode} after {time.time() - started:.0f} s, in preflight "
                f"before any gate: '{said.strip()}'; ledger empty, no outputs")
@@ -236,7 +237,7 @@ def test_hanging_provider_is_a_timeout_not_a_zero(provider, attack_row):
     smoke = [json.loads(line) for line in (root / "outputs" / entry["commit"] / "smoke" / "traces.jsonl")
              .read_text().splitlines()]
     assert len(smoke) == 3 and all(s["traces"][0]["is_timeout"] is True for s in smoke)
-    assert time.time() - started < 120
+    assert time.time() - started < slack(120, cap=2.5)
     attack_row("provider that never answers (rollout_timeout 5 s)",
                f"exit {result.returncode} after {time.time() - started:.0f} s: 3 smoke attempts timed out, "
                f"{entry['verdict']['verdict']}, not a zero score")
@@ -302,4 +303,4 @@ def test_reward_sleeping_forever_is_a_failed_gate_named_not_a_deadline(run_repo)
     hung = next(f for f in entry["gates"]["failed"] if f.startswith("time limits"))
     assert "reward 'correct' on task idx" in hung and "did not return within 1 s" in hung
     assert "candidate_env/taskset.py" in hung
-    assert time.time() - started < 150
+    assert time.time() - started < slack(150, cap=2)  # under the 330 s stage deadline however loaded
