@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -167,6 +168,29 @@ def stop_process(proc: subprocess.Popen, grace: float = 30) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def freeze_worker(job: Path) -> list[int]:
+    """SIGSTOP every process whose command line names `job` (an evaluation's child, in its sandbox), so the
+    evaluation cannot finish however loaded the machine is: an interrupt sent next lands in the middle of it
+    (the harness SIGKILLs the stopped child as it would a running one). The pids, for the test's cleanup."""
+    found = subprocess.run(["pgrep", "-f", str(job)], capture_output=True, text=True, check=False).stdout.split()
+    pids = [int(pid) for pid in found]
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            pass
+    return pids
+
+
+def kill_pids(pids: list[int]) -> None:
+    """SIGKILL what is left of `pids` (processes this test stopped); gone ones are skipped."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def pytest_terminal_summary(terminalreporter):
