@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import autoenv, commit_all, head, ledger, small_config, stop_process
+from conftest import autoenv, commit_all, freeze_worker, head, kill_pids, ledger, small_config, stop_process
 from cpu_hog import slack
 
 from autoenv.ledger import verify_chain
@@ -260,15 +260,20 @@ def test_interrupt_records_nothing_and_stops_the_worker(run_repo):
             path.stat().st_size for path in target.glob("*.jsonl")):
         time.sleep(0.1)
     assert proc.poll() is None, "the evaluation ended before a main rollout was seen"
+    frozen = freeze_worker(root / "outputs" / head(root) / "job.json")  # it cannot finish before the signal lands
+    assert frozen, "no worker process names the job"
     proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr[-3000:]
-    assert ledger(root) == [] and not (root / "feedback").exists()
-    out = root / "outputs" / head(root)
-    assert lines(out / "smoke" / "traces.jsonl") == 1  # what was written is kept
-    job = str(out / "job.json")
-    leftover = subprocess.run(["pgrep", "-f", job], capture_output=True, text=True).stdout.strip()
-    assert leftover == "", f"worker still running: {leftover}"
+    try:
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 130, stderr[-3000:]
+        assert ledger(root) == [] and not (root / "feedback").exists()
+        out = root / "outputs" / head(root)
+        assert lines(out / "smoke" / "traces.jsonl") == 1  # what was written is kept
+        job = str(out / "job.json")
+        leftover = subprocess.run(["pgrep", "-f", job], capture_output=True, text=True).stdout.strip()
+        assert leftover == "", f"worker still running: {leftover}"
+    finally:
+        kill_pids(frozen)  # after the checks: only what the harness failed to end
 
 
 def test_planted_hack_is_discarded_before_any_model_is_called(run_repo):
