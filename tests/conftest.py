@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +63,49 @@ def run_repo(tmp_path):
 
     def make(example: str = "arithmetic", config_text: str | None = None, run_base: bool = False) -> Path:
         return make_run_repo(example, tmp_path / f"run-{example}", config_text or small_config(), run_base=run_base)
+
+    return make
+
+
+def clone_run(source: Path, target: Path) -> Path:
+    """A copy of the evaluated run repository `source` (git, ledger, feedback, outputs) at `target`, as if it had
+    been evaluated there: the absolute paths the evaluation wrote (outputs/<commit>/job.json, gates/derived.json)
+    are rewritten to `target`."""
+    shutil.copytree(source, target, symlinks=True)
+    for path in (target / "outputs").rglob("*.json"):
+        text = path.read_text()
+        if str(source) in text:
+            path.write_text(text.replace(str(source), str(target)))
+    return target
+
+
+@pytest.fixture(scope="session")
+def evaluated_runs(tmp_path_factory):
+    """Per worker, once per example: run_repo(example) (small_config(), no run base) after one real
+    `autoenv eval --offline --description "first <example>"`; its CompletedProcess with it. Tests take copies
+    through `evaluated_run`, never this directory."""
+    done: dict[str, tuple[Path, subprocess.CompletedProcess]] = {}
+
+    def get(example: str) -> tuple[Path, subprocess.CompletedProcess]:
+        if example not in done:
+            root = make_run_repo(example, tmp_path_factory.mktemp("evaluated") / f"run-{example}", small_config(),
+                                 run_base=False)
+            done[example] = root, autoenv("eval", "--offline", "--description", f"first {example}", cwd=root)
+        return done[example]
+
+    return get
+
+
+@pytest.fixture
+def evaluated_run(evaluated_runs, tmp_path):
+    """Factory: a fresh copy (clone_run) of run_repo(example) after its first offline evaluation, described
+    "first <example>", and that evaluation's CompletedProcess: the evaluation runs once per worker and
+    example, each test mutates its own copy."""
+
+    def make(example: str = "arithmetic") -> tuple[Path, subprocess.CompletedProcess]:
+        source, result = evaluated_runs(example)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        return clone_run(source, tmp_path / f"run-{example}"), result
 
     return make
 
@@ -123,6 +168,29 @@ def stop_process(proc: subprocess.Popen, grace: float = 30) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def freeze_worker(job: Path) -> list[int]:
+    """SIGSTOP every process whose command line names `job` (an evaluation's child, in its sandbox), so the
+    evaluation cannot finish however loaded the machine is: an interrupt sent next lands in the middle of it
+    (the harness SIGKILLs the stopped child as it would a running one). The pids, for the test's cleanup."""
+    found = subprocess.run(["pgrep", "-f", str(job)], capture_output=True, text=True, check=False).stdout.split()
+    pids = [int(pid) for pid in found]
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            pass
+    return pids
+
+
+def kill_pids(pids: list[int]) -> None:
+    """SIGKILL what is left of `pids` (processes this test stopped); gone ones are skipped."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def pytest_terminal_summary(terminalreporter):

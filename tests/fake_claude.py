@@ -17,7 +17,7 @@ $FAKE_CLAUDE_LOG, then behaves according to $FAKE_CLAUDE_MODE:
 - api-error: what the real CLI prints when the API refuses (a bad key): subtype "success"
            with is_error true and the message ($FAKE_CLAUDE_ERROR, default "Invalid API
            key · Please run /login") in `result`, exit 1.
-- hang:    sleeps 30 s.
+- hang:    sleeps an hour (until killed).
 - garbage: structured_output without the required keys.
 """
 
@@ -175,7 +175,7 @@ def main() -> int:
         print(json.dumps(out))
         return 1
     if mode == "hang":
-        time.sleep(30)
+        time.sleep(3600)
         return 0
     if mode == "garbage":
         print(json.dumps(result({"summary": "no structure at all", "verdict": "great"}, session)))

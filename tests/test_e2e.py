@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import autoenv, commit_all, head, ledger, small_config, stop_process
+from conftest import autoenv, commit_all, freeze_worker, head, kill_pids, ledger, small_config, stop_process
+from cpu_hog import slack
 
 from autoenv.ledger import verify_chain
 from autoenv.paths import PROJECT, examples
@@ -42,9 +43,10 @@ def check_recorded(root: Path, commit: str, entry: dict, offline: bool = True) -
     assert entry["offline"] is offline
 
 
-CLEAN = [name for name in examples() if not name.startswith("hack-") and name != "code-clean"]
+CLEAN = [name for name in examples() if not name.startswith("hack-") and name not in ("code-clean", "openenv-codebreaker")]
 """Clean examples with an oracle hook: baseline offline (code-clean has none on purpose: issue 26's control for
-the reference-free probes; offline it ends inconclusive, tested in test_free.py)."""
+the reference-free probes; offline it ends inconclusive, tested in test_free.py). openenv-codebreaker's first
+evaluation is checked the same way (check_offline_baseline) in test_openenv.py, which evaluates it anyway."""
 
 
 def test_there_are_clean_examples_and_planted_hacks():
@@ -52,18 +54,14 @@ def test_there_are_clean_examples_and_planted_hacks():
     assert len([name for name in examples() if name.startswith("hack-")]) >= 3
 
 
-@pytest.mark.parametrize("example", CLEAN)
-def test_offline_evaluation_of_each_example(run_repo, example):
-    root = run_repo(example)
-    commit = head(root)
-    started = time.time()
-    result = autoenv("eval", "--offline", "--description", f"first {example}", cwd=root)
+def check_offline_baseline(root: Path, commit: str, result: subprocess.CompletedProcess, description: str) -> None:
+    """What the first offline evaluation of a clean example (small_config's 3 tasks x 2 rollouts) must show."""
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"commit:            {commit}" in result.stdout or f"commit: {commit}" in result.stdout.replace("  ", " ")
     assert re.search(r"(?m)^verdict:\s+baseline$", result.stdout)  # the run's first evaluation
     (entry,) = ledger(root)
     check_recorded(root, commit, entry)
-    assert entry["eval_success"] is True and entry["description"] == f"first {example}"
+    assert entry["eval_success"] is True and entry["description"] == description
     out = root / "outputs" / commit
     for role in ("target", "strong"):
         assert lines(out / role / "traces.jsonl") == 3 * 2
@@ -79,13 +77,17 @@ def test_offline_evaluation_of_each_example(run_repo, example):
     assert (out / "gates" / "audit.json").is_file()
     report = (root / "feedback" / f"{commit}.md").read_text()
     assert "OFFLINE" in report and "| strong (wanted > 0.7) | oracle | 1.000 [1.000, 1.000] |" in report
-    print(f"{example}: offline eval of 3x2x2 rollouts took {time.time() - started:.1f} s")
 
 
-def test_reevaluation_archives_then_feedback_recomputes(run_repo):
-    root = run_repo("arithmetic")
+@pytest.mark.parametrize("example", CLEAN)
+def test_offline_evaluation_of_each_example(evaluated_runs, example):
+    root, result = evaluated_runs(example)  # evaluated here (read only): the tests below take copies of it
+    check_offline_baseline(root, head(root), result, f"first {example}")
+
+
+def test_reevaluation_archives_then_feedback_recomputes(evaluated_run):
+    root, _ = evaluated_run("arithmetic")
     commit = head(root)
-    assert autoenv("eval", "--offline", cwd=root).returncode == 0
     first_run = json.loads((root / "outputs" / commit / "run.json").read_text())["run_id"]
     assert autoenv("eval", "--offline", "--force", "-d", "again", cwd=root).returncode == 0  # past the cache
     archived = root / "outputs" / commit / "previous" / first_run
@@ -101,9 +103,8 @@ def test_reevaluation_archives_then_feedback_recomputes(run_repo):
     assert verify_chain(root / "feedback_log.jsonl") == []
 
 
-def test_next_commit_is_compared_to_the_last_kept(run_repo):
-    root = run_repo("arithmetic")
-    assert autoenv("eval", "--offline", cwd=root).returncode == 0
+def test_next_commit_is_compared_to_the_last_kept(evaluated_run):
+    root, _ = evaluated_run("arithmetic")
     first = head(root)
     readme = root / "candidate" / "README.md"
     readme.write_text(readme.read_text() + "\nSecond iteration: clearer wording.\n")
@@ -153,7 +154,7 @@ def test_unreachable_endpoint_is_found_in_preflight_and_records_nothing(run_repo
     assert "provider unavailable: the target endpoint did not answer" in result.stderr
     assert "cannot connect" in result.stderr and "[target] base_url" in result.stderr
     assert ledger(root) == [] and not (root / "outputs").exists()  # before any gate: nothing spent
-    assert time.time() - started < 30
+    assert time.time() - started < slack(30, cap=4)  # a start-up bound: it scales with the load
     said = next(line for line in result.stderr.splitlines() if "provider unavailable" in line)
     attack_row("unreachable endpoint", f"exit {result.returncode} after {time.time() - started:.0f} s, in preflight "
                f"before any gate: '{said.strip()}'; ledger empty, no outputs")
@@ -236,7 +237,7 @@ def test_hanging_provider_is_a_timeout_not_a_zero(provider, attack_row):
     smoke = [json.loads(line) for line in (root / "outputs" / entry["commit"] / "smoke" / "traces.jsonl")
              .read_text().splitlines()]
     assert len(smoke) == 3 and all(s["traces"][0]["is_timeout"] is True for s in smoke)
-    assert time.time() - started < 120
+    assert time.time() - started < slack(120, cap=2.5)
     attack_row("provider that never answers (rollout_timeout 5 s)",
                f"exit {result.returncode} after {time.time() - started:.0f} s: 3 smoke attempts timed out, "
                f"{entry['verdict']['verdict']}, not a zero score")
@@ -259,15 +260,20 @@ def test_interrupt_records_nothing_and_stops_the_worker(run_repo):
             path.stat().st_size for path in target.glob("*.jsonl")):
         time.sleep(0.1)
     assert proc.poll() is None, "the evaluation ended before a main rollout was seen"
+    frozen = freeze_worker(root / "outputs" / head(root) / "job.json")  # it cannot finish before the signal lands
+    assert frozen, "no worker process names the job"
     proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr[-3000:]
-    assert ledger(root) == [] and not (root / "feedback").exists()
-    out = root / "outputs" / head(root)
-    assert lines(out / "smoke" / "traces.jsonl") == 1  # what was written is kept
-    job = str(out / "job.json")
-    leftover = subprocess.run(["pgrep", "-f", job], capture_output=True, text=True).stdout.strip()
-    assert leftover == "", f"worker still running: {leftover}"
+    try:
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 130, stderr[-3000:]
+        assert ledger(root) == [] and not (root / "feedback").exists()
+        out = root / "outputs" / head(root)
+        assert lines(out / "smoke" / "traces.jsonl") == 1  # what was written is kept
+        job = str(out / "job.json")
+        leftover = subprocess.run(["pgrep", "-f", job], capture_output=True, text=True).stdout.strip()
+        assert leftover == "", f"worker still running: {leftover}"
+    finally:
+        kill_pids(frozen)  # after the checks: only what the harness failed to end
 
 
 def test_planted_hack_is_discarded_before_any_model_is_called(run_repo):
@@ -302,4 +308,4 @@ def test_reward_sleeping_forever_is_a_failed_gate_named_not_a_deadline(run_repo)
     hung = next(f for f in entry["gates"]["failed"] if f.startswith("time limits"))
     assert "reward 'correct' on task idx" in hung and "did not return within 1 s" in hung
     assert "candidate_env/taskset.py" in hung
-    assert time.time() - started < 150
+    assert time.time() - started < slack(150, cap=2)  # under the 330 s stage deadline however loaded

@@ -371,9 +371,8 @@ def test_a_replayed_transcript_whose_final_answer_does_not_matter_fails(swap, st
 
 
 @pytest.mark.e2e
-def test_tool_transcripts_are_replayed_through_rollouts_with_their_final_answer_mutated(run_repo):
-    root = run_repo("shopping")
-    result = autoenv("eval", "--offline", cwd=root)
+def test_tool_transcripts_are_replayed_through_rollouts_with_their_final_answer_mutated(evaluated_runs):
+    root, result = evaluated_runs("shopping")  # read only: the same evaluation as test_e2e.py's of shopping
     (entry,) = ledger(root)
     findings = {f["name"]: f for f in entry["gates"]["findings"]}
     assert findings["probe replay reference"]["status"] == "pass", result.stdout[-3000:] + result.stderr[-2000:]

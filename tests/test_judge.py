@@ -1083,10 +1083,11 @@ def test_claude_hang_is_stopped_by_the_timeout(repo, evaluated, fake_bin, tmp_pa
     log = tmp_path / "claude.json"
     started = time.time()
     result = judge_cli(repo, evaluated.commit, "--backend", "claude", env=claude_env(fake_bin, "hang", log),
-                       timeout=60)
+                       timeout=600)
     elapsed = time.time() - started
     assert result.returncode == 1, result.stdout + result.stderr
-    assert elapsed < 25, elapsed  # the fake sleeps 30 s; the CLI's own start-up is the rest
+    # the fake sleeps an hour: only the 2 s limit ends it (the rest is the CLI's own start-up, slow under load)
+    assert elapsed < 300, elapsed
     judged = json.loads((stamps(repo, evaluated.commit)[-1] / "judge.json").read_text())
     assert "did not finish within 2 s" in judged["error"] and judged["seconds"] < 8
     text = feedback(repo, evaluated.commit)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cpu_hog import slack
 
 from autoenv.job import AuditPlan, CallLimits, Job
 from autoenv.limits import TimeLimitExceeded, run_limited
@@ -86,7 +87,7 @@ def test_a_reward_sleeping_forever_is_a_named_environment_error_not_a_deadline(t
     candidate = hostile_candidate(tmp_path, "    async def correct(self, trace: vf.Trace) -> float:\n")
     started = time.time()
     audit = audit_of(candidate, tmp_path / "out", reward_seconds=1)
-    assert time.time() - started < 60  # one limit, not one per reply, and never the stage deadline
+    assert time.time() - started < slack(60, cap=3)  # one limit, not one per reply, and never the stage deadline
     (hung,) = audit["time_limits"]
     assert hung.startswith("reward 'correct' on task idx ") and "in the audit stage did not return within 1 s" in hung
     assert "stuck at candidate_env/taskset.py:" in hung and "in correct" in hung
@@ -103,7 +104,7 @@ def test_a_load_sleeping_forever_is_stopped_at_its_limit_and_named(tmp_path, att
     started = time.time()
     # 10 s, not less: the limit covers the taskset module's first import too, slow on a loaded machine
     audit = audit_of(candidate, tmp_path / "out", load_seconds=10)
-    assert time.time() - started < 60
+    assert time.time() - started < slack(60, cap=3)
     (hung,) = audit["time_limits"]
     assert hung.startswith("the taskset's load() in the audit stage (checks.max_load_seconds) did not return within 10 s")
     assert "candidate_env/taskset.py:" in hung and "in load" in hung

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import autoenv, ledger, small_config
+from conftest import autoenv, head, ledger, small_config
+from test_e2e import check_offline_baseline
 
 from autoenv.export.check import manifest_checks, reserved_names, separation_static
 from autoenv.paths import EXAMPLES
@@ -80,8 +81,10 @@ def test_static_checks_catch_a_client_importing_the_server_and_a_reserved_tool(t
 def test_the_openenv_example_evaluates_offline_and_exports_a_package_that_passes_the_checklist(run_repo):
     """Gates (oracle and exploits through the endpoint, in the sandbox), rollouts, judge; then export + --check."""
     root = run_repo("openenv-codebreaker", small_config(rollout_sample=2), run_base=True)
+    commit = head(root)
     proc = autoenv("eval", "--offline", "-d", "codebreaker baseline", cwd=root, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    check_offline_baseline(root, commit, proc, "codebreaker baseline")  # as every clean example's (test_e2e.py)
     entry = ledger(root)[-1]
     assert entry["verdict"]["verdict"] == "baseline", entry["verdict"]
     probes = entry["gates"]["probes"]
