@@ -194,11 +194,15 @@ def parse_audit(data: object, where: str = AUDIT_FILE) -> AuditRecord:
     try:
         return AuditRecord.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(str(p) for p in error['loc']) or '(top level)'}: {error['msg']}"
-                             for error in e.errors()[:3])
-        more = f" (and {e.error_count() - 3} more)" if e.error_count() > 3 else ""
-        raise AutoEnvError(f"the audit record is not what the audit stage writes: {problems}{more}", where=where,
+        raise AutoEnvError(f"the audit record is not what the audit stage writes: {problems(e)}", where=where,
                            fix=_FIX) from None
+
+
+def problems(e: ValidationError) -> str:
+    """The first three validation errors, each as `dotted.key: message` (the top level named as such)."""
+    text = "; ".join(f"{'.'.join(str(p) for p in error['loc']) or '(top level)'}: {error['msg']}"
+                     for error in e.errors()[:3])
+    return text + (f" (and {e.error_count() - 3} more)" if e.error_count() > 3 else "")
 
 
 _FIX = ("the audit stage writes this file inside the evaluation's child, next to the candidate's code: a candidate "
