@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from autoenv.errors import AutoEnvError
+from autoenv.errors import AutoEnvError, validation_problems
 from autoenv.record import Outcome
 
 AUDIT_FILE = "audit.json"
@@ -194,15 +194,8 @@ def parse_audit(data: object, where: str = AUDIT_FILE) -> AuditRecord:
     try:
         return AuditRecord.model_validate(data)
     except ValidationError as e:
-        raise AutoEnvError(f"the audit record is not what the audit stage writes: {problems(e)}", where=where,
+        raise AutoEnvError(f"the audit record is not what the audit stage writes: {validation_problems(e)}", where=where,
                            fix=_FIX) from None
-
-
-def problems(e: ValidationError) -> str:
-    """The first three validation errors, each as `dotted.key: message` (the top level named as such)."""
-    text = "; ".join(f"{'.'.join(str(p) for p in error['loc']) or '(top level)'}: {error['msg']}"
-                     for error in e.errors()[:3])
-    return text + (f" (and {e.error_count() - 3} more)" if e.error_count() > 3 else "")
 
 
 _FIX = ("the audit stage writes this file inside the evaluation's child, next to the candidate's code: a candidate "

@@ -18,8 +18,8 @@ from typing import Annotated
 
 from pydantic import Field, ValidationError, field_validator
 
-from autoenv.errors import AutoEnvError
-from autoenv.gates.audit_record import AuditPart, ProbeRecord, problems
+from autoenv.errors import AutoEnvError, validation_problems
+from autoenv.gates.audit_record import AuditPart, ProbeRecord
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS
 from autoenv.gates.replay_rules import REPLAY_MUTATIONS
 
@@ -68,7 +68,7 @@ def parse_derived(data: object, where: str = DERIVED_FILE) -> DerivedRecord:
     try:
         return DerivedRecord.model_validate(data)
     except ValidationError as e:
-        raise AutoEnvError(f"the derived probes' record is not what the derive stage writes: {problems(e)}",
+        raise AutoEnvError(f"the derived probes' record is not what the derive stage writes: {validation_problems(e)}",
                            where=where, fix=_FIX) from None
 
 
