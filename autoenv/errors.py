@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class AutoEnvError(Exception):
     """A failure the user can act on.
@@ -36,3 +41,11 @@ class ProviderUnavailable(AutoEnvError):
     """
 
     exit_code = 3
+
+
+def validation_problems(e: ValidationError) -> str:
+    """A pydantic validation error, for a file the child wrote: the first three problems, each as
+    `dotted.key: message` (the top level named as such), and how many more there are."""
+    text = "; ".join(f"{'.'.join(str(p) for p in error['loc']) or '(top level)'}: {error['msg']}"
+                     for error in e.errors()[:3])
+    return text + (f" (and {e.error_count() - 3} more)" if e.error_count() > 3 else "")

@@ -83,6 +83,7 @@ from autoenv.traces import (
     RETRIES_FILE,
     finished_episodes,
     normalised,
+    read_retries,
     read_rollouts,
     trim_partial_line,
 )
@@ -621,8 +622,7 @@ def compute_stats(ctx: Context) -> Stats:
     job = Job.read(job_path) if job_path.is_file() else None
     names = {role: seat.model for role, seat in job.rollouts.roles.items()} if job and job.rollouts else {}
     models = ctx.config.models()
-    retries_path = ctx.out / RETRIES_FILE
-    retries = json.loads(retries_path.read_text()) if retries_path.is_file() else {}
+    retries = read_retries(ctx.out / RETRIES_FILE)
     declared = ctx.candidate.reward_range
     return {
         role: model_stats(names.get(role, role), normalised(read_rollouts(ctx.out / role), declared),

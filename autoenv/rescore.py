@@ -19,9 +19,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
+
 from autoenv import display
 from autoenv.cache import REUSABLE
 from autoenv.config import CONFIG_NAME, Config
+from autoenv.errors import AutoEnvError, validation_problems
 from autoenv.fingerprint import FINGERPRINT_FILE, RESCORE_FILE, rollout_changes
 from autoenv.gitrepo import Head, Repo
 from autoenv.record import ROLES, Entry
@@ -90,10 +93,37 @@ def unprovable(repo: Repo, entry: Entry, head: Head, folder: str, config: Config
 def run_rescore(worker: Worker, source: Source) -> tuple[WorkerResult | None, str | None]:
     """The rescore stage in the child: (its result, None), or (None, why it refused: roll out instead)."""
     result = worker.run("rescore")
-    path = worker.job.out / RESCORE_FILE
-    outcome = json.loads(path.read_text()) if path.is_file() else {"rescored": False, "reason": "no rescore.json"}
-    if not outcome.get("rescored"):
-        return None, str(outcome.get("reason") or "the rescore stage refused")
-    display.note(f"rescored {outcome['rescored']} stored rollouts of {source.commit[:12]} "
-                 f"({outcome['kept']} unfinished kept as they were, {outcome['errors']} reward errors); no model called")
+    outcome = read_outcome(worker.job.out / RESCORE_FILE)
+    if not outcome.rescored:
+        return None, outcome.reason or "the rescore stage refused"
+    display.note(f"rescored {outcome.rescored} stored rollouts of {source.commit[:12]} "
+                 f"({outcome.kept} unfinished kept as they were, {outcome.errors} reward errors); no model called")
     return result, None
+
+
+class RescoreOutcome(BaseModel):
+    """What the rescore stage (autoenv.rescore_stage) wrote into rescore.json: its refusal, or its counts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rescored: bool | NonNegativeInt = Field(description="False when it refused; else the traces rescored.")
+    reason: str | None = Field(None, description="Why it refused (roll out instead).")
+    source: str = Field("", description="The outputs folder whose rollouts were rescored.")
+    traces: NonNegativeInt = Field(0, description="Stored traces read.")
+    kept: NonNegativeInt = Field(0, description="Unfinished traces kept as they were.")
+    errors: NonNegativeInt = Field(0, description="Rescored traces whose reward raised.")
+    seconds: float | None = Field(None, description="How long the stage took.")
+
+
+def read_outcome(path: Path) -> RescoreOutcome:
+    """The rescore stage's rescore.json, validated (a refusal when it wrote none): the child writes it next to the
+    candidate's code, so a file that is not its outcome is an AutoEnvError, never a count in the record."""
+    if not path.is_file():
+        return RescoreOutcome(rescored=False, reason="no rescore.json")
+    try:
+        return RescoreOutcome.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError) as e:
+        detail = validation_problems(e) if isinstance(e, ValidationError) else str(e)
+        raise AutoEnvError(f"the rescore stage's outcome is not what it writes: {detail}", where=str(path),
+                           fix="the rescore stage writes this file inside the evaluation's child: a candidate must "
+                               "not write into its outputs folder; rerun the evaluation") from None

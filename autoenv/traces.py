@@ -23,9 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from pydantic import NonNegativeInt, TypeAdapter, ValidationError
+
+from autoenv.errors import AutoEnvError, validation_problems
+
 TRACES_FILE = "traces.jsonl"
 RETRIES_FILE = "client_retries.json"
 """{role: retries the chat program's OpenAI client made}, written by the rollouts stage."""
+_RETRIES = TypeAdapter(dict[str, NonNegativeInt])
 PROVIDER_OUTCOMES = ("provider_error", "timeout")
 """Outcomes that say the provider failed or was too slow, not the candidate."""
 PROVIDER_ERRORS = {"ProviderError", "InterceptionError", "ModelError", "APIConnectionError", "APIStatusError"}
@@ -252,3 +257,17 @@ def said(kind: str, message: str | None, traceback: str | None = None) -> str:
 
 def _opt(value) -> str | None:
     return None if value is None else str(value)
+
+
+def read_retries(path: Path) -> dict[str, int]:
+    """The rollouts stage's client_retries.json, validated ({} when it wrote none): the child writes it next to the
+    candidate's code, so anything but {role: a count} is an AutoEnvError, never a number in the record."""
+    if not path.is_file():
+        return {}
+    try:
+        return _RETRIES.validate_json(path.read_bytes())
+    except (OSError, ValidationError) as e:
+        detail = validation_problems(e) if isinstance(e, ValidationError) else str(e)
+        raise AutoEnvError(f"the rollouts stage's client retries are not {{role: a count}}: {detail}", where=str(path),
+                           fix="the rollouts stage writes this file inside the evaluation's child: a candidate must "
+                               "not write into its outputs folder; rerun the evaluation") from None

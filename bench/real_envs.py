@@ -8,7 +8,8 @@ of verifiers' environments/ folder: stop-guard ~ interception, kuhn-seats ~ kuhn
 ~ proposer_solver, judged-answer ~ wiki_search's judge, version-verify ~ gsm8k's uv script) with
 `autoenv probe --env` under both harnesses (the before ref must have `--env`), and prints one row per
 env: false failed gates (every env is a legitimate design, so every failed gate is false), untested
-exploit probes, and vacuous passes (`passed` with under half the probes tested, a matrix over 0
+exploit probes (skipped although they apply: a probe that does not apply to the shape is not counted), and
+vacuous passes (`passed` with under half the probes tested, a matrix over 0
 components, an answer-balance warning when every answer is distinct).
 
 For each example under examples/ (an environment with its own name and shape), `autoenv probe`
@@ -98,7 +99,8 @@ def shape_counts(findings: list[dict]) -> tuple[int, int, int]:
     failed = sum(1 for f in findings if f["status"] == "fail")
     tested = next((f for f in findings if f["name"] == "probes tested"), None)
     probes = [f for f in findings if f["name"].startswith("probe ") and not f["name"].startswith("probe derived")]
-    untested = sum(1 for f in probes if f["status"] == "skip")
+    # a probe that does not apply to the env's shape (no labelled options, not a code task) is not untested
+    untested = sum(1 for f in probes if f["status"] == "skip" and "does not apply" not in f["message"])
     n_tested = len((tested or {}).get("data", {}).get("tested") or [])
     vacuous = 0
     if not failed and probes and n_tested < len(probes) / 2 and (tested or {}).get("data", {}).get("coverage") != "untested":

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from autoenv.errors import AutoEnvError
+from autoenv.errors import AutoEnvError, validation_problems
 from autoenv.record import Outcome
 
 AUDIT_FILE = "audit.json"
@@ -194,10 +194,7 @@ def parse_audit(data: object, where: str = AUDIT_FILE) -> AuditRecord:
     try:
         return AuditRecord.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(str(p) for p in error['loc']) or '(top level)'}: {error['msg']}"
-                             for error in e.errors()[:3])
-        more = f" (and {e.error_count() - 3} more)" if e.error_count() > 3 else ""
-        raise AutoEnvError(f"the audit record is not what the audit stage writes: {problems}{more}", where=where,
+        raise AutoEnvError(f"the audit record is not what the audit stage writes: {validation_problems(e)}", where=where,
                            fix=_FIX) from None
 
 

@@ -17,7 +17,6 @@ only the final answer, the reasoning truncated, upper case, changed whitespace.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -27,6 +26,7 @@ from pathlib import Path
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.events import emit
+from autoenv.gates.derived_record import DerivedRecord
 from autoenv.gates.oracle import OracleBook
 from autoenv.gates.probes import DERIVED_FILE, FILLER, _with_answer, wrong_answers
 from autoenv.gates.probes import DERIVED_MUTATIONS as MUTATIONS
@@ -162,7 +162,8 @@ async def derive(job: Job) -> None:
             await grader.stop()
     out["seconds"] = round(time.time() - started, 3)
     job.audit_dir.mkdir(parents=True, exist_ok=True)
-    (job.audit_dir / DERIVED_FILE).write_text(json.dumps(out, indent=1))
+    # validated as the parent will read it: a change to what the stage writes that the record does not describe fails here
+    (job.audit_dir / DERIVED_FILE).write_text(DerivedRecord.model_validate(out).to_json())
     emit("finished", seconds=out["seconds"], done={})
 
 

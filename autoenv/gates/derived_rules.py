@@ -9,7 +9,7 @@ should earn fails; the variants that must not matter (whitespace) are measured.
 
 from __future__ import annotations
 
-import json
+import math
 import time
 from collections import defaultdict
 from typing import Any
@@ -18,6 +18,7 @@ from autoenv.config import Config
 from autoenv.formats import quoted
 from autoenv.gates import matrix
 from autoenv.gates.audit_record import Row
+from autoenv.gates.derived_record import DerivedProbeRecord, DerivedRecord, parse_derived, read_derived
 from autoenv.gates.findings import Gates
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS
 from autoenv.gates.replay_rules import judge_replay
@@ -26,27 +27,26 @@ from autoenv.record import GateReport
 from autoenv.rollouts import Worker
 
 
-def judge_derived(derived: dict[str, Any], config: Config, report: Gates) -> None:
-    """Gate findings from the derive stage's derived.json: the models' best replies, mutated."""
-    records = derived.get("records") or []
-    if any(r["probe"].startswith("replay ") for r in records):  # multi-turn and tool transcripts, replayed
-        judge_replay([r for r in records if r["probe"].startswith("replay ")], config.probes.exploit_max, report,
-                     add_matrix)
-        records = [r for r in records if not r["probe"].startswith("replay ")]
-    references = [r for r in records if r["probe"] == "reference" and not r.get("error")]
+def judge_derived(derived: DerivedRecord | dict[str, Any], config: Config, report: Gates) -> None:
+    """Gate findings from the derive stage's derived.json (a dict is parsed and validated first)."""
+    derived = derived if isinstance(derived, DerivedRecord) else parse_derived(derived)
+    replayed = [r for r in derived.records if r.probe.startswith("replay ")]
+    if replayed:  # multi-turn and tool transcripts, replayed
+        judge_replay(judged_rows(replayed), config.probes.exploit_max, report, add_matrix)
+    records = [r for r in derived.records if not r.probe.startswith("replay ")]
+    rows = judged_rows(records)
+    references = [row for row in rows if row["probe"] == "reference" and not row["env_error"]]
     if not references:
-        if not derived.get("replayed"):
-            report.add("derived probes", "skip", "n/a, not tested: " + (derived.get("reason") or derived.get(
-                "replay_reason") or "no single-turn reference reply"))
+        if not derived.replayed:
+            report.add("derived probes", "skip", "n/a, not tested: " + (derived.reason or derived.replay_reason
+                                                                        or "no single-turn reference reply"))
         return
     weights: dict[str, float] = {}
     for r in records:
-        weights.update(r.get("weights") or {})
+        weights.update(r.weights)
     by_probe: dict[str, list[Row]] = defaultdict(list)
-    for r in records:
-        if not r.get("skipped") and r.get("error"):
-            r["env_error"] = r["error"]
-        by_probe[r["probe"]].append(r)
+    for row in rows:
+        by_probe[row["probe"]].append(row)
     reference = summarize("reference", references, weights)
     report.probes["derived reference"] = {**reference, "description": "the models' best reply per task, rescored"}
     base = reference["mean"] or 0.0
@@ -84,11 +84,26 @@ def judge_derived(derived: dict[str, Any], config: Config, report: Gates) -> Non
                    + (f"; harvested {harvested}{evidence}" if bad else ""), harvested=summary["harvested"] if bad else {})
 
 
+def judged_rows(records: list[DerivedProbeRecord]) -> list[Row]:
+    """The judged copies of the records: `env_error` set where scoring failed or a played reply's reward component
+    is not a finite number (excluded from the means like the audit's environment errors, never multiplied)."""
+    rows = []
+    for r in records:
+        row = r.row()
+        problem = None if r.skipped else r.error
+        for name, score in r.components.items():
+            if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
+                problem = problem or f"reward {name!r} returned {score!r}, not a finite number"
+        row["env_error"] = None if r.skipped else problem
+        rows.append(row)
+    return rows
+
+
 def run_derived(config: Config, worker: Worker, gates: GateReport) -> GateReport:
     """The derive stage in the evaluation's child, judged and added to the gate report."""
     started = time.time()
     worker.run("derive")
-    derived = json.loads((worker.job.audit_dir / DERIVED_FILE).read_text())
+    derived = read_derived(worker.job.audit_dir / DERIVED_FILE)
     report = Gates(findings=list(gates.findings), probes={k: v.model_dump() for k, v in gates.probes.items()},
                    mode=gates.mode, matrix=matrix.thaw(gates.matrix, config.probes.exploit_max))
     judge_derived(derived, config, report)

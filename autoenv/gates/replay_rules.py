@@ -20,8 +20,8 @@ def judge_replay(records: list[dict], exploit_max: float, report, add_matrix) ->
     """Findings for the replayed transcripts: a judged mutation (the final answer swapped or dropped) fails when it
     keeps more than KEEP_MAX of the reference's reward; each is also a column of the exploit matrix."""
     def mean(name: str) -> tuple[float | None, list[dict]]:
-        scored = [r for r in records if r["probe"] == f"replay {name}" and not r.get("skipped") and not r.get("error")
-                  and isinstance(r.get("reward"), (int, float))]
+        scored = [r for r in records if r["probe"] == f"replay {name}" and not r.get("skipped")
+                  and not r.get("env_error") and not r.get("error") and isinstance(r.get("reward"), (int, float))]
         return (sum(r["reward"] for r in scored) / len(scored) if scored else None), scored
     base, references = mean("reference")
     if not base:
