@@ -3,8 +3,11 @@
 A reward or `load()` that never returns used to be stopped only by the stage's outer
 deadline (minutes to hours), with no word of what hung. A synchronous `time.sleep` in a
 reward blocks the event loop, so `asyncio.wait_for` alone cannot stop it: each limited
-call runs in a daemon thread of its own (an async reward in a fresh event loop there)
-and the caller waits at most its limit. On a breach the caller gets `TimeLimitExceeded`,
+call runs in a daemon worker thread it has to itself (an async reward in that worker's own
+event loop) and the caller waits at most its limit. Workers are reused from call to call
+(a fresh thread and event loop per call cost more than a reward: 10k probe replies paid
+seconds for them, and a reward's HTTP client bound to its loop was rebuilt every call);
+a worker whose call breached is abandoned, never reused. On a breach the caller gets `TimeLimitExceeded`,
 naming the call, the task and where the thread is stuck in the candidate's code.
 
 Python cannot kill a thread: the stuck one is left behind, daemon, so it never holds
@@ -23,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import queue
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -53,36 +57,97 @@ def real_number(value: Any, what: str) -> Any:
                            "(bool, int or float)")
 
 
-def run_limited(fn: Callable[[], Any], seconds: float, what: str, source: str | None = None) -> Any:
-    """`fn()` in a daemon thread; its result, its exception, or TimeLimitExceeded after `seconds`.
+class _Worker:
+    """A daemon thread that runs limited calls one at a time, with one event loop of its own for the
+    coroutines among them (a reward's HTTP client bound to that loop is reused by its next call)."""
 
-    A coroutine function's coroutine is run to completion in a fresh event loop in that
-    thread. `source` is the candidate's directory, for naming the stuck line.
+    def __init__(self) -> None:
+        self.calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread = threading.Thread(target=self._serve, daemon=True, name="autoenv-limited")
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            self.calls.get()()
+
+    def run(self, fn: Callable[[], Any], box: dict[str, Any], finished: Callable[[], None]) -> None:
+        def call() -> None:
+            try:
+                value = fn()
+                if inspect.iscoroutine(value):
+                    if self.loop is None:
+                        self.loop = asyncio.new_event_loop()
+                    box["loop"] = self.loop
+                    value = self.loop.run_until_complete(value)
+                box["value"] = value
+            except BaseException as e:  # handed to the caller as it is
+                box["error"] = e
+            finally:
+                finished()
+        self.calls.put(call)
+
+
+_idle: list[_Worker] = []
+_idle_lock = threading.Lock()
+
+
+def _take() -> _Worker:
+    with _idle_lock:
+        return _idle.pop() if _idle else _Worker()
+
+
+def _give_back(worker: _Worker) -> None:
+    with _idle_lock:
+        _idle.append(worker)
+
+
+def run_limited(fn: Callable[[], Any], seconds: float, what: str, source: str | None = None) -> Any:
+    """`fn()` in a daemon worker thread; its result, its exception, or TimeLimitExceeded after `seconds`.
+
+    A coroutine function's coroutine is run to completion in the worker's event loop. `source`
+    is the candidate's directory, for naming the stuck line. Workers are reused (a thread and an
+    event loop per call cost more than most rewards); each call has a worker to itself, so its
+    limit counts only its own time, and a worker whose call breached is left behind, never reused.
     """
     box: dict[str, Any] = {}
     done = threading.Event()
-
-    def target() -> None:
-        try:
-            value = fn()
-            if inspect.iscoroutine(value):
-                loop = asyncio.new_event_loop()
-                box["loop"] = loop
-                try:
-                    value = loop.run_until_complete(value)
-                finally:
-                    loop.close()
-            box["value"] = value
-        except BaseException as e:  # handed to the caller as it is
-            box["error"] = e
-        finally:
-            done.set()
-
-    thread = threading.Thread(target=target, daemon=True, name=f"autoenv-limited: {what}")
-    thread.start()
+    worker = _take()
+    worker.run(fn, box, done.set)
     if not done.wait(seconds):
-        where = stuck_at(thread, box.get("loop"), source)
+        where = stuck_at(worker.thread, box.get("loop"), source)
         raise TimeLimitExceeded(f"{what} did not return within {seconds:g} s" + (f" (stuck at {where})" if where else ""))
+    _give_back(worker)
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+async def run_limited_async(fn: Callable[[], Any], seconds: float, what: str, source: str | None = None) -> Any:
+    """run_limited awaited from an event loop: the caller's loop waits on the worker without a thread of its own."""
+    box: dict[str, Any] = {}
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    def settle() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def finished() -> None:
+        try:
+            loop.call_soon_threadsafe(settle)
+        except RuntimeError:  # the caller's loop closed while an abandoned call was stuck: nobody waits
+            pass
+
+    worker = _take()
+    worker.run(fn, box, finished)
+    try:
+        await asyncio.wait_for(asyncio.shield(done), seconds)
+    except asyncio.TimeoutError:
+        where = stuck_at(worker.thread, box.get("loop"), source)
+        raise TimeLimitExceeded(f"{what} did not return within {seconds:g} s"
+                                + (f" (stuck at {where})" if where else "")) from None
+    _give_back(worker)
     if "error" in box:
         raise box["error"]
     return box.get("value")
@@ -162,7 +227,7 @@ def _limited(fn: Callable[..., Any], kind: str, seconds: float, stage: str, sour
                 except asyncio.TimeoutError:
                     raise TimeLimitExceeded(f"{what} did not return within {seconds:g} s") from None
             else:
-                value = await asyncio.to_thread(run_limited, lambda: fn(self, *args, **kwargs), seconds, what, source)
+                value = await run_limited_async(lambda: fn(self, *args, **kwargs), seconds, what, source)
             return real_number(value, what) if kind == "reward" else value
         except TimeLimitExceeded as e:
             _breached[key] = str(e)

@@ -11,6 +11,11 @@ Same candidate, job and seed, side by side in one run, for each clean example:
     2 models): preflight, install check, gates, smoke, rollouts, statistics, offline judge,
     ledger, git note. With rollouts this few, its wall time is the evaluation's fixed cost.
 
+Then the parts of that fixed cost a warm child (a fork server with verifiers already
+imported) or a deferred plot would save, each a fresh interpreter, side by side in the
+same run: the bare interpreter, `import verifiers.v1` (paid by every evaluation's child),
+`import autoenv.cli` (the harness), matplotlib with a figure saved (the run plot).
+
 Usage: .venv/bin/python bench/fixed_cost.py [--repeat 3] [--examples arithmetic shopping]
 """
 
@@ -78,11 +83,40 @@ def smallest_budget() -> str:
     return text
 
 
+IMPORTS = {
+    "interpreter": "pass",
+    "verifiers.v1": "import verifiers.v1",
+    "autoenv.cli": "import autoenv.cli",
+    "matplotlib + figure": "import io; from matplotlib.figure import Figure; from matplotlib.backends.backend_agg "
+                           "import FigureCanvasAgg; f = Figure(); FigureCanvasAgg(f); f.add_subplot().plot([1, 2]); "
+                           "f.savefig(io.BytesIO(), format='png')",
+}
+
+
+def import_costs(repeat: int) -> dict[str, float]:
+    """Median wall seconds of each IMPORTS line in a fresh interpreter (rounds interleaved: a noisy machine
+    slows every column alike)."""
+    times: dict[str, list[float]] = {name: [] for name in IMPORTS}
+    for _ in range(repeat):
+        for name, code in IMPORTS.items():
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+            times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--examples", nargs="*", default=["arithmetic", "shopping"])
+    parser.add_argument("--imports-only", action="store_true", help="only the import costs")
     args = parser.parse_args()
+    costs = import_costs(args.repeat)
+    print(f"fresh-interpreter costs, median of {args.repeat}: " + ", ".join(f"{n} {s:.2f} s" for n, s in costs.items()))
+    print(f"a warm child would save about {costs['verifiers.v1'] - costs['interpreter']:.2f} s per evaluation "
+          "(verifiers' import); the run plot costs matplotlib's import once per evaluation", flush=True)
+    if args.imports_only:
+        return
     print(f"median of {args.repeat} runs, {os.cpu_count()} cores; stages: import check, audit, 1 x 2 x 2 rollouts + smoke")
     print(f"{'example':<12} {'(a) a child per stage s':>24} {'(b) one child s':>16} {'b/a':>6} {'(c) autoenv eval s':>19}")
     for example in args.examples:

@@ -20,6 +20,7 @@ autoenv.gates.rules judges them against config.toml.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib
 import importlib.util
@@ -77,6 +78,9 @@ PROBE_REPLY_SECONDS = 5.0
 PROBE_BUDGET_SECONDS = 90.0
 """The bound on one probe over all its sampled tasks in-process (reply building and scoring together)."""
 HARNESS = Path(__file__).resolve().parent.parent
+SCORE_BATCH = 8
+"""Replies of one task scored at once (the strategies of a many-strategy probe): few enough that a reward's
+own time limit is not eaten by its neighbours on two cores."""
 
 
 def fingerprint(tasks: list) -> list[str]:
@@ -223,8 +227,8 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
                 emit("probe", probe=probe)
                 continue
             tried: dict[str, tuple[float, dict]] = {}
-            for strategy, reply in replies.items():
-                trace, error = await score_in_process(vf, task, reply)
+            scored = await score_batch(vf, task, list(replies.values()))
+            for (strategy, reply), (trace, error) in zip(replies.items(), scored):
                 if probe == "oracle" and error is None:
                     again, _ = await score_in_process(vf, task, reply)
                     deterministic &= same_rewards(trace.rewards, again.rewards)
@@ -244,6 +248,17 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
     for probe, per_task in strategies.items():
         records += await best_strategy(vf, probe, per_task)
     return records, (deterministic if checked else None)
+
+
+async def score_batch(vf, task, replies: list[Reply]) -> list[tuple]:
+    """Each reply scored on `task`, SCORE_BATCH at a time, in order: a many-strategy probe's replies to one task
+    wait on their reward workers together instead of one after another (each call keeps its own time limit)."""
+    gate = asyncio.Semaphore(SCORE_BATCH)
+
+    async def one(reply: Reply) -> tuple:
+        async with gate:
+            return await score_in_process(vf, task, reply)
+    return list(await asyncio.gather(*(one(reply) for reply in replies)))
 
 
 async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
