@@ -19,12 +19,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from autoenv import display
 from autoenv.cache import REUSABLE
+from autoenv.childfiles import load_json, validated
 from autoenv.config import CONFIG_NAME, Config
-from autoenv.errors import AutoEnvError, validation_problems
 from autoenv.fingerprint import FINGERPRINT_FILE, RESCORE_FILE, rollout_changes
 from autoenv.gitrepo import Head, Repo
 from autoenv.record import ROLES, Entry
@@ -120,10 +120,5 @@ def read_outcome(path: Path) -> RescoreOutcome:
     candidate's code, so a file that is not its outcome is an AutoEnvError, never a count in the record."""
     if not path.is_file():
         return RescoreOutcome(rescored=False, reason="no rescore.json")
-    try:
-        return RescoreOutcome.model_validate_json(path.read_bytes())
-    except (OSError, ValidationError) as e:
-        detail = validation_problems(e) if isinstance(e, ValidationError) else str(e)
-        raise AutoEnvError(f"the rescore stage's outcome is not what it writes: {detail}", where=str(path),
-                           fix="the rescore stage writes this file inside the evaluation's child: a candidate must "
-                               "not write into its outputs folder; rerun the evaluation") from None
+    data = load_json(path, "rescore stage's outcome", "rescore", "outputs")
+    return validated(RescoreOutcome, data, "rescore stage's outcome", "rescore", "outputs", str(path))

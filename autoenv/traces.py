@@ -19,13 +19,13 @@ import json
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from pydantic import NonNegativeInt, TypeAdapter, ValidationError
 
-from autoenv.errors import AutoEnvError, validation_problems
+from autoenv.childfiles import invalid, load_json
 
 TRACES_FILE = "traces.jsonl"
 RETRIES_FILE = "client_retries.json"
@@ -265,9 +265,6 @@ def read_retries(path: Path) -> dict[str, int]:
     if not path.is_file():
         return {}
     try:
-        return _RETRIES.validate_json(path.read_bytes())
-    except (OSError, ValidationError) as e:
-        detail = validation_problems(e) if isinstance(e, ValidationError) else str(e)
-        raise AutoEnvError(f"the rollouts stage's client retries are not {{role: a count}}: {detail}", where=str(path),
-                           fix="the rollouts stage writes this file inside the evaluation's child: a candidate must "
-                               "not write into its outputs folder; rerun the evaluation") from None
+        return _RETRIES.validate_python(load_json(path, "client retries ({role: a count})", "rollouts", "outputs"))
+    except ValidationError as e:
+        raise invalid(e, "client retries ({role: a count})", "rollouts", "outputs", str(path)) from None

@@ -16,7 +16,7 @@ from audits import audit, rec
 
 from autoenv.config import load_config
 from autoenv.errors import AutoEnvError
-from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, parse_audit, read_audit
+from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, parse_audit
 from autoenv.gates.rules import Gates, judge_audit, run_gates
 from autoenv.paths import PROJECT
 
@@ -77,21 +77,6 @@ def test_a_forged_record_is_a_clear_error_naming_the_key(forged, key):
         judge_audit({**audit(), **forged}, CONFIG, Gates())
     assert f"{key}:" in e.value.what and "not what the audit stage writes" in e.value.what
     assert e.value.where and e.value.fix and "gates/" in e.value.fix
-
-
-def test_not_a_record_at_all(tmp_path):
-    path = tmp_path / AUDIT_FILE
-    for text in ("[1, 2, 3]", "null"):
-        path.write_text(text)
-        with pytest.raises(AutoEnvError, match=r"\(top level\)") as e:
-            read_audit(path)
-        assert e.value.where == str(path)
-    path.write_text('{"load_seconds": 0.4, "probes": [')
-    with pytest.raises(AutoEnvError, match="cannot be read as JSON") as e:
-        read_audit(path)
-    assert e.value.where == str(path) and e.value.fix
-    with pytest.raises(AutoEnvError, match="wrote no audit record"):
-        read_audit(tmp_path / "missing" / AUDIT_FILE)
 
 
 def test_run_gates_refuses_a_forged_audit_file(tmp_path):

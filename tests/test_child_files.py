@@ -1,5 +1,6 @@
-"""The child's other small files the parent reads: client_retries.json (autoenv.traces.read_retries) and
-rescore.json (autoenv.rescore.read_outcome). The child writes them next to the candidate's code, so a forged or
+"""The files the child writes that the parent reads (autoenv.childfiles): audit.json and derived.json (not a record
+at all; their keys are tested in test_audit_record.py and test_derived_record.py), client_retries.json
+(autoenv.traces.read_retries) and rescore.json (autoenv.rescore.read_outcome). The child writes them next to the candidate's code, so a forged or
 broken file is an AutoEnvError naming the key, never a crash and never a number in the record."""
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ import pytest
 
 from autoenv.errors import AutoEnvError
 from autoenv.fingerprint import RESCORE_FILE
+from autoenv.gates.audit_record import AUDIT_FILE, read_audit
+from autoenv.gates.derived_record import read_derived
+from autoenv.gates.probes import DERIVED_FILE
 from autoenv.rescore import read_outcome
 from autoenv.traces import RETRIES_FILE, read_retries
 
@@ -21,14 +25,14 @@ def test_retries_as_the_rollouts_stage_writes_them(tmp_path):
     assert read_retries(path) == {"target": 2, "strong": 0}
 
 
-@pytest.mark.parametrize("text, key", [('{"target": "many"}', "target"), ('{"target": -3}', "target"),
-                                       ("[1]", "(top level)"), ('{"target": ', "(top level)")])
-def test_forged_retries_are_a_clear_error(tmp_path, text, key):
+@pytest.mark.parametrize("text, said", [('{"target": "many"}', "target:"), ('{"target": -3}', "target:"),
+                                        ("[1]", "(top level):"), ('{"target": ', "cannot be read as JSON")])
+def test_forged_retries_are_a_clear_error(tmp_path, text, said):
     path = tmp_path / RETRIES_FILE
     path.write_text(text)
     with pytest.raises(AutoEnvError) as e:
         read_retries(path)
-    assert f"{key}:" in e.value.what and e.value.where == str(path) and e.value.fix
+    assert said in e.value.what and e.value.where == str(path) and e.value.fix
 
 
 def test_the_rescore_outcome_as_the_stage_writes_it(tmp_path):
@@ -49,4 +53,21 @@ def test_a_forged_rescore_outcome_is_a_clear_error(tmp_path, forged, key):
     path.write_text(json.dumps(forged))
     with pytest.raises(AutoEnvError) as e:
         read_outcome(path)
-    assert key in e.value.what and "not what it writes" in e.value.what and e.value.where == str(path)
+    assert key in e.value.what and "not what the rescore stage writes" in e.value.what and e.value.where == str(path)
+
+
+@pytest.mark.parametrize("name, read, missing", [(AUDIT_FILE, read_audit, "wrote no audit record"),
+                                                 (DERIVED_FILE, read_derived, "wrote no record of its probes")])
+def test_a_record_file_that_is_not_a_record_at_all(tmp_path, name, read, missing):
+    path = tmp_path / name
+    for text in ("[1, 2, 3]", "null"):
+        path.write_text(text)
+        with pytest.raises(AutoEnvError, match=r"\(top level\)") as e:
+            read(path)
+        assert e.value.where == str(path)
+    path.write_text('{"records": [')
+    with pytest.raises(AutoEnvError, match="cannot be read as JSON") as e:
+        read(path)
+    assert e.value.where == str(path) and e.value.fix and "gates/" in e.value.fix
+    with pytest.raises(AutoEnvError, match=missing):
+        read(tmp_path / "missing" / name)

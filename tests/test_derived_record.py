@@ -16,7 +16,7 @@ from audits import rec
 
 from autoenv.config import load_config
 from autoenv.errors import AutoEnvError
-from autoenv.gates.derived_record import DerivedRecord, parse_derived, read_derived
+from autoenv.gates.derived_record import DerivedRecord, parse_derived
 from autoenv.gates.derived_rules import judge_derived, run_derived
 from autoenv.gates.findings import Gates
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS
@@ -98,21 +98,6 @@ def test_a_replayed_reward_that_is_not_finite_cannot_pass():
     report = Gates()
     judge_derived({"records": records, "replayed": 3}, CONFIG, report)
     assert finding(report, "probe replay swap-answer").message.startswith("n/a, not tested")
-
-
-def test_not_a_record_at_all(tmp_path):
-    path = tmp_path / DERIVED_FILE
-    for text in ("[1, 2, 3]", "null"):
-        path.write_text(text)
-        with pytest.raises(AutoEnvError, match=r"\(top level\)") as e:
-            read_derived(path)
-        assert e.value.where == str(path)
-    path.write_text('{"records": [')
-    with pytest.raises(AutoEnvError, match="cannot be read as JSON") as e:
-        read_derived(path)
-    assert e.value.where == str(path) and e.value.fix
-    with pytest.raises(AutoEnvError, match="wrote no record"):
-        read_derived(tmp_path / "missing" / DERIVED_FILE)
 
 
 def test_run_derived_refuses_a_forged_file(tmp_path):

@@ -21,9 +21,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from autoenv.errors import AutoEnvError, validation_problems
+from autoenv.childfiles import load_json, validated
 from autoenv.record import Outcome
 
 AUDIT_FILE = "audit.json"
@@ -42,6 +42,10 @@ class AuditPart(BaseModel):
     """Base of every audit record part: immutable, and unknown keys are an error, never ignored."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def to_json(self) -> str:
+        """As the child writes it: only the fields it set; NaN scores kept as NaN (the rules name them)."""
+        return json.dumps(self.model_dump(exclude_unset=True), indent=1)
 
 
 class ModuleImport(AuditPart):
@@ -184,31 +188,12 @@ class AuditRecord(AuditPart):
     unprepared_scripts: list[str] = Field(default_factory=list, description="Shipped scripts whose dependencies "
                                           "could not be resolved before the sandbox (autoenv.sandbox).")
 
-    def to_json(self) -> str:
-        """The record as the child writes it: only the fields it set; NaN scores kept as NaN (the rules name them)."""
-        return json.dumps(self.model_dump(exclude_unset=True), indent=1)
-
 
 def parse_audit(data: object, where: str = AUDIT_FILE) -> AuditRecord:
     """`data` (audit.json's parsed JSON) as an AuditRecord, or an AutoEnvError naming the bad key."""
-    try:
-        return AuditRecord.model_validate(data)
-    except ValidationError as e:
-        raise AutoEnvError(f"the audit record is not what the audit stage writes: {validation_problems(e)}", where=where,
-                           fix=_FIX) from None
-
-
-_FIX = ("the audit stage writes this file inside the evaluation's child, next to the candidate's code: a candidate "
-        "must not write under its outputs' gates/ folder; rerun the evaluation, and if it recurs, report it with the file")
+    return validated(AuditRecord, data, "audit record", "audit", "gates/", where)
 
 
 def read_audit(path: Path) -> AuditRecord:
     """Parse the audit stage's `audit.json` once, validated: the parent never trusts what the child wrote."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise AutoEnvError("the audit stage wrote no audit record", where=str(path),
-                           fix="see the child's output above for why it stopped; rerun the evaluation") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise AutoEnvError(f"the audit record cannot be read as JSON: {e}", where=str(path), fix=_FIX) from None
-    return parse_audit(data, str(path))
+    return parse_audit(load_json(path, "audit record", "audit", "gates/"), str(path))

@@ -12,13 +12,12 @@ a change to what the stage writes that the model does not describe fails where i
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
-from autoenv.errors import AutoEnvError, validation_problems
+from autoenv.childfiles import load_json, validated
 from autoenv.gates.audit_record import AuditPart, ProbeRecord
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS
 from autoenv.gates.replay_rules import REPLAY_MUTATIONS
@@ -58,32 +57,14 @@ class DerivedRecord(AuditPart):
     replay_reason: str | None = Field(None, description="Why the multi-turn transcripts were not replayed.")
     seconds: float | None = Field(None, description="How long the stage took.")
 
-    def to_json(self) -> str:
-        """The record as the child writes it: only the fields it set; NaN scores kept (the rules name them)."""
-        return json.dumps(self.model_dump(exclude_unset=True), indent=1)
-
 
 def parse_derived(data: object, where: str = DERIVED_FILE) -> DerivedRecord:
     """`data` (derived.json's parsed JSON) as a DerivedRecord, or an AutoEnvError naming the bad key."""
-    try:
-        return DerivedRecord.model_validate(data)
-    except ValidationError as e:
-        raise AutoEnvError(f"the derived probes' record is not what the derive stage writes: {validation_problems(e)}",
-                           where=where, fix=_FIX) from None
-
-
-_FIX = ("the derive stage writes this file inside the evaluation's child, next to the candidate's code: a candidate "
-        "must not write under its outputs' gates/ folder; rerun the evaluation, and if it recurs, report it with the file")
+    return validated(DerivedRecord, data, "derived probes' record", "derive", "gates/", where)
 
 
 def read_derived(path: Path) -> DerivedRecord:
     """Parse the derive stage's `derived.json` once, validated: the parent never trusts what the child wrote."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise AutoEnvError("the derive stage wrote no record of its probes", where=str(path),
-                           fix="see the child's output above for why it stopped; rerun the evaluation") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise AutoEnvError(f"the derived probes' record cannot be read as JSON: {e}", where=str(path),
-                           fix=_FIX) from None
+    data = load_json(path, "derived probes' record", "derive", "gates/",
+                     missing="the derive stage wrote no record of its probes")
     return parse_derived(data, str(path))
