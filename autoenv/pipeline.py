@@ -92,6 +92,7 @@ from autoenv.verdict import (
     comparable,
     decide,
     no_reference_policy,
+    oracle_inferred,
     reference_missing,
     rl_readiness,
     standing,
@@ -816,12 +817,6 @@ def pointer_feedback(entry: Entry, source_feedback: Path) -> str:
         return head + source_feedback.read_text(encoding="utf-8")
     except OSError:
         return head + f"(feedback/{source}.md is missing.)\n"
-
-
-def oracle_inferred(report: GateReport | None) -> bool:
-    """The gates inferred an answer-field oracle (no hook): the scripted models replay it."""
-    oracle = next((f for f in report.findings if f.name == "oracle"), None) if report else None
-    return bool(oracle and oracle.status == "pass" and str(oracle.data.get("source") or "").startswith("inferred:"))
 
 
 def others_writes(ctx: Context) -> list[str]:

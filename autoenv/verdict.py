@@ -41,7 +41,7 @@ from autoenv.config import Bands
 from autoenv.endpoint.policies import plays_the_oracle
 from autoenv.formats import mean_ci
 from autoenv.ledger import last_kept
-from autoenv.record import CandidateInfo, Entry, ModelStats, Readiness, Role, Verdict
+from autoenv.record import CandidateInfo, Entry, GateReport, ModelStats, Readiness, Role, Verdict
 from autoenv.resample import interval, joint_draws
 from autoenv.stats import sums
 
@@ -107,6 +107,12 @@ def reference_missing(stats: Stats, candidate: CandidateInfo, offline: bool, inf
     nothing about the candidate. The install stage records whether the hook exists.
     """
     return no_reference_policy({role: s.model for role, s in stats.items()}, candidate, offline, inferred)
+
+
+def oracle_inferred(report: GateReport | None) -> bool:
+    """The gates inferred an answer-field oracle (no hook): the scripted models replay it."""
+    oracle = next((f for f in report.findings if f.name == "oracle"), None) if report else None
+    return bool(oracle and oracle.status == "pass" and str(oracle.data.get("source") or "").startswith("inferred:"))
 
 
 def no_reference_policy(models: dict[str, str], candidate: CandidateInfo, offline: bool,

@@ -1204,3 +1204,18 @@ def test_rejudging_an_old_commit_shows_no_later_feedback(repo, evaluated):
     ws = stamps(repo, first)[-1] / "workspace"
     # `first` was the first evaluation: nothing came before it
     assert not (ws / "previous_feedback.md").exists()
+
+
+def test_the_offline_judge_blames_no_missing_reference_when_the_answer_field_oracle_played():
+    """No hook, but the gates inferred an answer-field oracle that the scripted models replayed (their scores are
+    real): the judge's first item must not say they could only send empty replies. Without that inference it must."""
+    from autoenv.record import CandidateInfo, GateFinding
+
+    stats = {"target": model_stats("noisy-oracle:0.45", 0.44), "strong": model_stats("oracle", 1.0)}
+    inferred = GateReport(findings=[GateFinding(name="oracle", status="pass", message="mean 1.000",
+                                                data={"source": "inferred:tag"})])
+    played = make_entry(stats=stats, gates=inferred, offline=True, candidate=CandidateInfo(oracle_hook=False))
+    text = " ".join(p.issue for p in offline_findings(played, Bands(), []).priorities)
+    assert "no reference policy" not in text and "empty replies" not in text
+    blind = played.model_copy(update={"gates": GateReport()})
+    assert "no reference policy" in " ".join(p.issue for p in offline_findings(blind, Bands(), []).priorities)

@@ -33,7 +33,7 @@ from autoenv.record import (
     RlAssessment,
     SpecFidelity,
 )
-from autoenv.verdict import reference_missing
+from autoenv.verdict import oracle_inferred, reference_missing
 
 FOLDED_WARNINGS = ("exploit matrix",)
 """Warnings shown under the cause they belong to (the matrix's harvests), not as dataset issues."""
@@ -157,7 +157,7 @@ CHECK_FIXES: dict[str, Callable[[GateFinding], str]] = {
 def offline_findings(entry: Entry, bands: Bands, rollout_ids: list[str]) -> Findings:
     gates = entry.gates or GateReport()
     target, strong = entry.stats.get("target"), entry.stats.get("strong")
-    no_reference = reference_missing(entry.stats, entry.candidate, entry.offline)
+    no_reference = reference_missing(entry.stats, entry.candidate, entry.offline, oracle_inferred(entry.gates))
     if no_reference is None and entry.verdict.reason.startswith("no reference policy"):  # stopped before rollouts
         no_reference = entry.verdict.reason.split(": no rollout was run")[0]
     hacks: list[Hack] = []
