@@ -114,7 +114,14 @@ def run_limited(fn: Callable[[], Any], seconds: float, what: str, source: str | 
     done = threading.Event()
     worker = _take()
     worker.run(fn, box, done.set)
-    if not done.wait(seconds):
+    return _outcome(worker, box, done.wait(seconds), what, seconds, source)
+
+
+def _outcome(worker: _Worker, box: dict[str, Any], returned: bool, what: str, seconds: float,
+             source: str | None) -> Any:
+    """The call's value or exception once it returned (its worker back in the pool); TimeLimitExceeded naming
+    where it is stuck when it did not (its worker abandoned)."""
+    if not returned:
         where = stuck_at(worker.thread, box.get("loop"), source)
         raise TimeLimitExceeded(f"{what} did not return within {seconds:g} s" + (f" (stuck at {where})" if where else ""))
     _give_back(worker)
@@ -143,14 +150,10 @@ async def run_limited_async(fn: Callable[[], Any], seconds: float, what: str, so
     worker.run(fn, box, finished)
     try:
         await asyncio.wait_for(asyncio.shield(done), seconds)
+        returned = True
     except asyncio.TimeoutError:
-        where = stuck_at(worker.thread, box.get("loop"), source)
-        raise TimeLimitExceeded(f"{what} did not return within {seconds:g} s"
-                                + (f" (stuck at {where})" if where else "")) from None
-    _give_back(worker)
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
+        returned = False
+    return _outcome(worker, box, returned, what, seconds, source)
 
 
 def stuck_at(thread: threading.Thread, loop: asyncio.AbstractEventLoop | None, source: str | None) -> str | None:
