@@ -104,16 +104,29 @@ async def serve(job: Job) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    job = Job.read(Path(argv[0]))
-    job.out.mkdir(parents=True, exist_ok=True)
     threading.Thread(target=watch_parent, args=(os.getppid(),), daemon=True).start()
-    sys.path.insert(0, job.candidate_dir)
-    relay(job)  # sandboxed without network: real models through the forwarder's socket
     started = time.time()
+    job = prepare(Path(argv[0]))
     import verifiers.v1  # noqa: F401 (deferred: paid once here, while the parent is busy with its own stage)
 
     emit("ready", seconds=round(time.time() - started, 3))
     return asyncio.run(serve(job))
+
+
+def forked(job_path: Path, started: float) -> int:
+    """The same child, forked by the warm server (autoenv.forkserver) with verifiers already imported;
+    the server, not a thread here, ends it when the harness goes."""
+    job = prepare(job_path)
+    emit("ready", seconds=round(time.time() - started, 3), warm=True)
+    return asyncio.run(serve(job))
+
+
+def prepare(job_path: Path) -> Job:
+    job = Job.read(job_path)
+    job.out.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, job.candidate_dir)
+    relay(job)  # sandboxed without network: real models through the forwarder's socket
+    return job
 
 
 if __name__ == "__main__":

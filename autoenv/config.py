@@ -279,9 +279,14 @@ class Runtime:
     modal: dict = field(default_factory=dict)
     prime: dict = field(default_factory=dict)
     e2b: dict = field(default_factory=dict)
+    warm_seconds: int = 600
+    """How long the warm child (verifiers imported once, a child forked per evaluation) waits for the next
+    evaluation before it exits; 0: a fresh interpreter for every evaluation."""
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
+        if self.warm_seconds < 0:
+            out.append(("warm_seconds", "must be 0 (off) or a number of seconds"))
         if self.type not in RUNTIME_TYPES:
             out.append(("type", f"must be one of {', '.join(RUNTIME_TYPES)}"))
         elif self.type != "subprocess":
@@ -293,7 +298,8 @@ class Runtime:
     def job(self) -> dict:
         """The worker job's `runtime` field."""
         settings = getattr(self, self.type) if self.type != "subprocess" else {}
-        return {"type": self.type, "harness": self.harness, "settings": dict(settings)}
+        return {"type": self.type, "harness": self.harness, "settings": dict(settings),
+                "warm_seconds": self.warm_seconds}
 
 
 @dataclass(frozen=True)

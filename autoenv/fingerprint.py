@@ -194,7 +194,8 @@ def _source(fn: Any) -> str:
 def job_settings(job: Job) -> dict[str, Any]:
     """The rollout settings a fingerprint covers besides the tasks: turns, timeouts, runtime, the seats."""
     plan = job.rollouts
-    return {"max_turns": job.max_turns, "rollout_timeout": job.rollout_timeout, "runtime": job.runtime.model_dump(),
+    return {"max_turns": job.max_turns, "rollout_timeout": job.rollout_timeout,
+            "runtime": job.runtime.model_dump(exclude={"warm_seconds"}),  # how the child starts changes no rollout
             "tool_seconds": job.limits.tool_seconds, "seed": job.seed,
             "roles": {r: [s.model, s.sampling.model_dump(), s.embedded] for r, s in plan.roles.items()} if plan else {},
             "examples": plan.examples if plan else None, "rollouts": plan.rollouts if plan else None}

@@ -21,6 +21,7 @@ import os
 import secrets
 import shutil
 import socket
+import stat
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -73,7 +74,8 @@ class Forwarder:
 
     def __enter__(self) -> Forwarder:
         # Short and private: a Unix socket path has at most 107 bytes.
-        self.socket_path = str(Path(tempfile.mkdtemp(prefix="autoenv-fw-")) / "forwarder.sock")
+        root = forward_root()
+        self.socket_path = str(Path(tempfile.mkdtemp(prefix="fw-", dir=root)) / "forwarder.sock")
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="autoenv-forwarder", daemon=True)
         self._thread.start()
@@ -148,6 +150,21 @@ class Forwarder:
             if request.transport is not None:  # the provider cut the answer short: so do we
                 request.transport.close()
             return response
+
+
+def forward_root() -> str | None:
+    """The one private folder every forwarder's socket folder is made in (/tmp/autoenv-fw-<uid>, mode 0700), so
+    the warm child's sandbox, set up once, can show it (autoenv.warmchild); None where it is not ours alone
+    (made by someone else, a link, open to others): then a folder of the system's own temp dir, as before."""
+    root = Path(tempfile.gettempdir()) / f"autoenv-fw-{os.getuid()}"
+    try:
+        root.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(root)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return str(root)
 
 
 @contextmanager

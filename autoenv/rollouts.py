@@ -15,12 +15,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from autoenv import display
+from autoenv import display, warmchild
 from autoenv.environ import RUNTIME_KEYS, scrubbed
 from autoenv.errors import AutoEnvError
 from autoenv.events import parse
@@ -95,7 +95,7 @@ class Worker:
         self.sandbox = sandbox or choose()
         self.env = {**child_env(Path(job.candidate_dir), hide, job.runtime.type), **(env or {})}
         self.stderr_path = job.out / "worker.stderr"
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen | warmchild.WarmChild | None = None
         self.expired: str | None = None
         self._stderr: IO[str] | None = None
 
@@ -105,18 +105,31 @@ class Worker:
         job_path = out / "job.json"
         self.job.write(job_path)
         self._stderr = open(self.stderr_path, "w")
-        if self.sandbox.kind == "bwrap" and not needs_network(self.job):
+        network = needs_network(self.job)
+        if self.sandbox.kind == "bwrap" and not network:
             prepare_scripts(self.job)
-        cmd = self.sandbox.wrap([sys.executable, "-m", CHILD_MODULE, str(job_path)],
-                                readable=[repository_of(candidate_dir), candidate_dir, *runtime_files(self.job),
-                                          *([Path(self.job.rescore_from)] if self.job.rescore_from else [])],
-                                writable=writable_paths(self.job), network=needs_network(self.job))
-        self.proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-            env=self.env, cwd=candidate_dir, start_new_session=True,
-        )
+        shown = [repository_of(candidate_dir), candidate_dir, *runtime_files(self.job)]
+        source = [Path(self.job.rescore_from)] if self.job.rescore_from else []
+        if all(path.resolve().is_relative_to(shown[0]) for path in source):
+            # (a rescore source outside the repository would be one more folder per evaluation: a cold child)
+            self.proc = warmchild.start(self.job, self.sandbox, self.env, shown, writable_paths(self.job), network,
+                                        self._stderr)
+            if self.proc is not None:
+                display.note("warm child: forked by the warm server, verifiers already imported")
+        if self.proc is None:
+            cmd = self.sandbox.wrap([sys.executable, "-m", CHILD_MODULE, str(job_path)], readable=[*shown, *source],
+                                    writable=writable_paths(self.job), network=network)
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
+                env=self.env, cwd=candidate_dir, start_new_session=True,
+            )
         return self
+
+    @property
+    def warm(self) -> bool:
+        """Whether the child was forked by the warm server (autoenv.warmchild)."""
+        return isinstance(self.proc, warmchild.WarmChild)
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self.close(kill=exc_type is not None)
@@ -135,12 +148,14 @@ class Worker:
         timer = threading.Timer(limit, self._expire, args=(stage, limit))
         timer.start()
         try:
-            last = _follow(proc, result)
+            last = _follow(proc, result, proc.publish if isinstance(proc, warmchild.WarmChild) else None)
         except BaseException:
             self.kill()
             raise
         finally:
             timer.cancel()
+            if isinstance(proc, warmchild.WarmChild):
+                proc.publish()  # what the stage wrote, into the output folder the harness reads
         if last is not None and last["event"] == "error":
             raise _worker_error(last, self.job.out)
         if last is None:
@@ -161,7 +176,9 @@ class Worker:
 
     def kill(self) -> None:
         """SIGKILL the child's whole process group (its tool servers and programs too)."""
-        if self.proc is not None:
+        if isinstance(self.proc, warmchild.WarmChild):
+            self.proc.kill()  # the server kills the child's session and sweeps the sandbox
+        elif self.proc is not None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -179,6 +196,8 @@ class Worker:
                 pass
         self.kill()
         proc.wait()
+        if isinstance(proc, warmchild.WarmChild):
+            proc.release()
         if proc.stdout is not None:
             proc.stdout.close()
         if self._stderr is not None:
@@ -196,10 +215,15 @@ def run_worker(job: Job) -> WorkerResult:
     return result
 
 
-def _follow(proc: subprocess.Popen, result: WorkerResult) -> dict | None:
+PUBLISH_SECONDS = 1.0  # a warm child's files reach the output folder at least this often while a stage runs
+
+
+def _follow(proc: subprocess.Popen | warmchild.WarmChild, result: WorkerResult,
+            publish: Callable[[], None] | None = None) -> dict | None:
     """Follow one stage's events up to its `stage-done` or `error` (returned), or None at end of output."""
     assert proc.stdout is not None
     progress = None
+    published = time.monotonic()
     bars: dict[str, display.TaskID] = {}
     try:
         for line in proc.stdout:
@@ -207,6 +231,9 @@ def _follow(proc: subprocess.Popen, result: WorkerResult) -> dict | None:
             if event is None:
                 continue
             event["received"] = time.time()  # when the parent saw it (benchmarks time phases by it)
+            if publish is not None and time.monotonic() - published >= PUBLISH_SECONDS:
+                publish()
+                published = time.monotonic()
             result.events.append(event)
             kind = event["event"]
             if kind in ("stage-done", "error"):

@@ -53,9 +53,11 @@ class Sandbox:
     reason: str = ""
     binary: str = ""
 
-    def wrap(self, cmd: list[str], readable: Iterable[Path], writable: Iterable[Path], network: bool = True) -> list[str]:
+    def wrap(self, cmd: list[str], readable: Iterable[Path], writable: Iterable[Path], network: bool = True,
+             persist: bool = False) -> list[str]:
         """`cmd` run inside the sandbox: `readable` shown read-only, `writable` read-write;
-        without `network`, a network namespace of its own (loopback only)."""
+        without `network`, a network namespace of its own (loopback only). A `persist`ing sandbox
+        (the warm child's server, autoenv.warmchild) outlives the process that started it."""
         if self.kind != "bwrap":
             return cmd
         args = [self.binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
@@ -68,7 +70,8 @@ class Sandbox:
         for path in writable:
             path.mkdir(parents=True, exist_ok=True)
             args += ["--bind", str(path), str(path)]
-        return [*args, *NAMESPACES, *([] if not network else ["--share-net"]), "--", *cmd]
+        namespaces = [n for n in NAMESPACES if not (persist and n == "--die-with-parent")]
+        return [*args, *namespaces, *([] if not network else ["--share-net"]), "--", *cmd]
 
 
 def runtime_paths() -> list[Path]:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from autoenv import warmchild
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.environ import scrubbed
@@ -123,7 +124,8 @@ def attacks_seen(out: Path) -> dict[str, str]:
     return dict(line.removeprefix("ATTACK ").split(": ", 1) for line in lines if line.startswith("ATTACK "))
 
 
-def hostile_evaluation(root: Path, tmp_path: Path, sandbox: str) -> tuple[subprocess.CompletedProcess, dict, bytes]:
+def hostile_evaluation(root: Path, tmp_path: Path, sandbox: str, env: dict | None = None
+                       ) -> tuple[subprocess.CompletedProcess, dict, bytes]:
     """Evaluate the planted hostile candidate against the keyed provider; $HOME holds a secret file."""
     plant_hostile(root)
     home = tmp_path / "home"
@@ -133,7 +135,7 @@ def hostile_evaluation(root: Path, tmp_path: Path, sandbox: str) -> tuple[subpro
     uv_cache = os.environ.get("UV_CACHE_DIR") or str(Path.home() / ".cache" / "uv")  # installs stay offline
     started = time.time()
     result = autoenv("eval", cwd=root, env={"HOME": str(home), "UV_CACHE_DIR": uv_cache,
-                                            SANDBOX_VAR: sandbox}, timeout=400)
+                                            SANDBOX_VAR: sandbox, **(env or {})}, timeout=400)
     print(f"\nhostile evaluation, sandbox {sandbox or 'default'}: {time.time() - started:.1f} s, exit {result.returncode}")
     seen = attacks_seen(root / "outputs" / head(root))
     for attack, said in seen.items():
@@ -168,10 +170,21 @@ def leaks_under(folder: Path) -> list[Path]:
 @pytest.mark.e2e
 @pytest.mark.attack
 @pytest.mark.timeout(450)
-def test_a_hostile_candidate_fails_at_every_attempt_in_the_sandbox(keyed_provider, tmp_path, attack_row):  # noqa: F811
+@pytest.mark.parametrize("child", ["cold", "warm"])
+def test_a_hostile_candidate_fails_at_every_attempt_in_the_sandbox(keyed_provider, tmp_path, attack_row, child,  # noqa: F811
+                                                                   monkeypatch):
+    """In a child of its own (cold) and in one forked by the warm server (autoenv.warmchild), whose sandbox was set
+    up once for every evaluation of the run: the same attacks fail the same way."""
     root, _ = keyed_provider
-    result, seen, config_before = hostile_evaluation(root, tmp_path, sandbox="")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("AUTOENV_CACHE", str(cache))
+    try:
+        result, seen, config_before = hostile_evaluation(root, tmp_path, sandbox="", env={
+            "AUTOENV_WARM": "1" if child == "warm" else "0", "AUTOENV_CACHE": str(cache)})
+    finally:
+        warmchild.stop_all()
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert ("warm child: forked by the warm server" in result.stdout) == (child == "warm")
     for when in ("import", "reward"):
         for attack in ("forge-ledger", "edit-config", "read-home", "key-in-environment", "key-in-parent-environment",
                        "reach-provider"):
@@ -188,8 +201,9 @@ def test_a_hostile_candidate_fails_at_every_attempt_in_the_sandbox(keyed_provide
     assert leaks_under(root / "outputs") == [] and leaks_under(root / "feedback") == []
     assert "unconfined" not in result.stdout + result.stderr
     assert "sandbox:" in result.stdout and "bwrap" in result.stdout
-    table_rows(attack_row, seen, "bwrap", root, tmp_path / "home")
-    attack_row("the evaluation of that candidate [bwrap]",
+    label = "bwrap" if child == "cold" else "bwrap, warm child"
+    table_rows(attack_row, seen, label, root, tmp_path / "home")
+    attack_row(f"the evaluation of that candidate [{label}]",
                f"exit {result.returncode}, verdict {entry['verdict']['verdict']}, ledger {len(ledger(root))} line "
                f"(the harness's own, chain verified), config.toml unchanged, key in no file under outputs/ or feedback/")
 

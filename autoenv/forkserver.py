@@ -1,0 +1,213 @@
+"""The warm child's server: verifiers imported once, a fresh child forked for each evaluation.
+
+Run as `python -m autoenv.forkserver LISTEN_FD TOKEN_FD IDLE_SECONDS SANDBOXED` by
+autoenv.warmchild, inside the same bubblewrap sandbox a cold child gets, with its listening
+Unix socket (an abstract name, bound by the harness, out of reach of a network namespace
+of the sandbox's own) and a pipe holding its token inherited on those descriptors. It imports
+verifiers and the child's stages (never the candidate), then serves one evaluation at a
+time:
+
+1. a connection from outside the sandbox (SO_PEERCRED reports pid 0 for a process
+   outside its pid namespace; the candidate's processes are inside it) sends the
+   token it was started with, the child's job file, environment and working folder,
+   and its stdin, stdout and stderr as file descriptors;
+2. the server forks; the fork takes those descriptors, that environment and folder, and
+   runs autoenv.child's stage loop: the candidate is imported there, once, as in a cold
+   child, and writes only to the job's output folder (the one folder the sandbox lets it
+   write besides its private /tmp and $HOME);
+3. when the fork ends, or the harness says `kill` or hangs up, every other process in the
+   sandbox is killed (a candidate's daemon does not outlive its evaluation), /tmp and $HOME
+   are emptied, and the harness gets the exit status.
+
+The server is not dumpable, so nothing in the sandbox can read or patch its memory; it
+exits after IDLE_SECONDS without a request.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hmac
+import importlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from autoenv import child  # the stages' code, never the candidate's
+
+REQUEST_BYTES = 1 << 20
+REQUEST_SECONDS = 10.0
+PR_SET_DUMPABLE = 4
+SWEEP_ROUNDS = 50
+
+
+def not_dumpable() -> None:
+    """No ptrace, no /proc/<pid>/mem from the sandbox's other processes."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def from_outside(conn: socket.socket, sandboxed: bool) -> bool:
+    """The peer is this user's, and (sandboxed) outside the sandbox: SO_PEERCRED reports pid 0 for a process
+    outside this pid namespace, and every process of the candidate is inside it."""
+    pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return uid == os.getuid() and (pid == 0 or not sandboxed)
+
+
+def read_request(conn: socket.socket) -> tuple[dict, list[int]]:
+    """One request: a JSON line and three descriptors (stdin, stdout, stderr)."""
+    conn.settimeout(REQUEST_SECONDS)
+    data, fds, _, _ = socket.recv_fds(conn, REQUEST_BYTES, 3)
+    while not data.endswith(b"\n") and len(data) < REQUEST_BYTES:
+        more = conn.recv(REQUEST_BYTES)
+        if not more:
+            break
+        data += more
+    conn.settimeout(None)
+    return json.loads(data), fds
+
+
+def run_fork(request: dict, fds: list[int], closing: list[int]) -> int:
+    """In the fork: become the evaluation's child (autoenv.child) with the harness's descriptors."""
+    os.setsid()
+    for fd in closing:
+        os.close(fd)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    importlib.invalidate_caches()  # the candidate's files changed since the server started
+    sys.argv = [child.__file__, request["job"]]  # as `python -m autoenv.child JOB` has it
+    return child.forked(Path(request["job"]), started=time.time())
+
+
+def sweep(own: set[int]) -> None:
+    """Kill every process of the sandbox's pid namespace but the server and its init."""
+    for _ in range(SWEEP_ROUNDS):
+        others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in own]
+        if not others:
+            return
+        for pid in others:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        reap()
+        time.sleep(0.01)
+
+
+def reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def empty(folder: Path) -> None:
+    """The private tmpfs folders back to empty: nothing one evaluation leaves is seen by the next."""
+    for entry in list(folder.iterdir()) if folder.is_dir() else []:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+def serve_one(conn: socket.socket, listener: socket.socket, token: str, sandboxed: bool) -> bool:
+    """One request served; True when it asked the server to stop."""
+    request, fds = read_request(conn)
+    if not hmac.compare_digest(str(request.get("token", "")), token) or len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        if request.get("stop") and hmac.compare_digest(str(request.get("token", "")), token):
+            conn.sendall(b"stopping\n")
+            return True
+        return False
+    pid = os.fork()
+    if pid == 0:  # the fork: never returns into the server's loop
+        code = 1
+        try:
+            code = run_fork(request, fds, [listener.fileno(), conn.fileno()])
+        except BaseException:  # noqa: BLE001 (reported on the child's stderr, which is the harness's file)
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    conn.sendall(f"started {pid}\n".encode())
+    status = watch(pid, conn)
+    if sandboxed:
+        sweep({1, os.getpid()})
+        for folder in (Path("/tmp"), Path.home()):
+            empty(folder)
+    try:
+        conn.sendall(f"exit {status}\n".encode())
+    except OSError:
+        pass
+    return False
+
+
+def watch(pid: int, conn: socket.socket) -> int:
+    """Wait for the fork to end; kill its session when the harness says so or hangs up. Its exit code."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        while True:
+            ready, _, _ = select.select([pidfd, conn.fileno()], [], [])
+            if pidfd in ready:
+                break
+            try:
+                said = conn.recv(64)
+            except OSError:
+                said = b""
+            if not said or b"kill" in said:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+                break
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status)
+    finally:
+        os.close(pidfd)
+
+
+def main(argv: list[str]) -> int:
+    listen_fd, token_fd, idle, sandboxed = int(argv[0]), int(argv[1]), float(argv[2]), argv[3] == "1"
+    with os.fdopen(token_fd) as stream:
+        token = stream.read().strip()
+    not_dumpable()
+    listener = socket.socket(fileno=listen_fd)
+    started = time.time()
+    import verifiers.v1  # noqa: F401 (deferred to here, the point of the server: paid once, not per evaluation)
+
+    print(f"ready in {time.time() - started:.2f} s", flush=True)
+    while True:
+        ready, _, _ = select.select([listener], [], [], idle)
+        if not ready:
+            return 0
+        conn, _ = listener.accept()
+        with conn:
+            if not from_outside(conn, sandboxed):  # a candidate's process, or another user's
+                continue
+            try:
+                if serve_one(conn, listener, token, sandboxed):
+                    return 0
+            except (OSError, ValueError, json.JSONDecodeError) as e:
+                print(f"request refused: {type(e).__name__}: {e}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,376 @@
+"""The warm child, seen from the harness: an evaluation's child forked from a server that has verifiers imported.
+
+A cold child pays for an interpreter and verifiers' import (about 3 s) before it can
+import the candidate. The first evaluation of a run starts a server (autoenv.forkserver)
+in the same bubblewrap sandbox a cold child would get, detached so that it outlives the
+evaluation; each evaluation asks it for a fresh child, forked with verifiers already
+imported, and imports the candidate there, once. The server exits after `[runtime]
+warm_seconds` without a request (config.toml), and `AUTOENV_WARM=0` turns the warm child off.
+
+The child writes only to a staging folder (the server's sandbox was set up once, so the
+evaluation's own output folder cannot be shown to it): the harness seeds it with what the
+output folder holds (a resumed evaluation's episodes), and after each stage copies the
+files the child wrote or changed into the output folder (regular files only: a link the
+candidate planted is never followed). When the child ends, every other process in the
+sandbox is killed and its /tmp and $HOME emptied (autoenv.forkserver), so nothing one
+evaluation's candidate leaves behind reaches the next.
+
+Where a warm child cannot be had (the sandbox needs a per-evaluation folder: the
+forwarder's socket for a real model; another evaluation holds the server; the server
+cannot start), `start` returns None and the caller starts a cold child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import importlib.metadata
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO
+
+from autoenv.forwarder import TOKEN_VAR, forward_root
+from autoenv.job import Job
+from autoenv.model.cachedir import cache_root
+from autoenv.paths import PROJECT
+from autoenv.sandbox import Sandbox
+
+WARM_VAR = "AUTOENV_WARM"
+SERVER_MODULE = "autoenv.forkserver"
+REPLY_SECONDS = 180.0  # the server's import on a loaded machine, before it answers the first request
+STOP_SECONDS = 5.0
+PARENT_FILES = {"job.json", "worker.stderr"}  # the harness's own files in the output folder
+
+
+def wanted(job: Job) -> bool:
+    """Whether this job may use a warm child: [runtime] warm_seconds > 0 and AUTOENV_WARM not off."""
+    if os.environ.get(WARM_VAR, "").strip().lower() in ("0", "off", "no", "false"):
+        return False
+    if job.forward_socket and Path(job.forward_socket).parent.parent != forward_folder():
+        return False  # a socket folder the server's sandbox cannot show
+    return job.runtime.warm_seconds > 0
+
+
+def forward_folder() -> Path | None:
+    root = forward_root()
+    return Path(root) if root else None
+
+
+def source_stamp() -> list:
+    """What the server's code is: every AutoEnv module's size and mtime, and verifiers' version."""
+    stamp: list = [sys.executable, importlib.metadata.version("verifiers")]
+    for path in sorted((PROJECT / "autoenv").rglob("*.py")):
+        st = path.stat()
+        stamp.append([str(path.relative_to(PROJECT)), st.st_size, st.st_mtime_ns])
+    return stamp
+
+
+def server_key(job: Job, sandbox: Sandbox, env: dict[str, str], readable: list[Path], writable: list[Path],
+               network: bool) -> str:
+    """The server a job can use: same code, sandbox, folders, network and environment (the forwarder's token aside)."""
+    described = {"source": source_stamp(), "sandbox": [sandbox.kind, sandbox.binary],
+                 "candidate": job.candidate_dir, "readable": sorted(map(str, readable)),
+                 "writable": sorted(map(str, writable)), "network": network, "idle": job.runtime.warm_seconds,
+                 "env": sorted((k, v) for k, v in env.items() if k != TOKEN_VAR)}
+    return hashlib.sha256(json.dumps(described).encode()).hexdigest()
+
+
+def folder_of(job: Job, key: str) -> Path:
+    """cache/warm/<candidate>-<key>: the server's socket, lock, log and the child's staging folder."""
+    candidate = hashlib.sha256(job.candidate_dir.encode()).hexdigest()[:12]
+    return cache_root() / "warm" / f"{candidate}-{key[:16]}"
+
+
+class WarmChild:
+    """A forked child, used like subprocess.Popen by autoenv.rollouts.Worker: stdin, stdout, kill, wait."""
+
+    def __init__(self, conn: socket.socket, stdin: IO[str], stdout: IO[str], pid: int, lock: IO[str],
+                 slot: Path, out: Path, seen: dict[str, tuple[int, int]]):
+        self.conn, self.stdin, self.stdout, self.pid = conn, stdin, stdout, pid
+        self.returncode: int | None = None
+        self._lock, self.slot, self.out, self._seen = lock, slot, out, seen
+        self._reply = b""
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(OSError):
+                self.conn.sendall(b"kill\n")
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The child's exit code, as the server reports it once it has ended and the sandbox is swept."""
+        if self.returncode is not None:
+            return self.returncode
+        self.conn.settimeout(timeout)
+        try:
+            while b"\n" not in self._reply:
+                more = self.conn.recv(256)
+                if not more:
+                    break
+                self._reply += more
+        except TimeoutError:
+            raise subprocess.TimeoutExpired(SERVER_MODULE, timeout or 0) from None
+        except OSError:
+            pass
+        words = self._reply.decode(errors="replace").split()
+        self.returncode = int(words[1]) if len(words) >= 2 and words[0] == "exit" else -9
+        return self.returncode
+
+    def publish(self) -> None:
+        """Copy what the child wrote or changed in its staging folder into the evaluation's output folder: a file
+        that grew past what was published, which it still ends as (traces, logs), gets its new bytes appended; any
+        other is copied whole. Called after each stage and, throttled, while one runs, so the output folder follows
+        the child as a cold child's would."""
+        for rel, stamp in snapshot(self.slot).items():
+            before = self._seen.get(rel)
+            if before == stamp or rel in PARENT_FILES:
+                continue
+            target = self.out / rel
+            if stamp == DIRECTORY:
+                target.mkdir(parents=True, exist_ok=True)
+            elif before not in (None, DIRECTORY) and stamp[0] > before[0] and target.is_file() \
+                    and target.stat().st_size == before[0] and grew_from(self.slot / rel, target, before[0]):
+                stamp = append_tail(self.slot / rel, target, before[0])
+            else:
+                copy_file(self.slot / rel, target)
+            self._seen[rel] = stamp
+
+    def release(self) -> None:
+        """After the child has ended: its files published, the staging folder emptied, the server free."""
+        self.publish()
+        with contextlib.suppress(OSError):
+            self.stdin.close()
+        self.conn.close()
+        empty(self.slot)
+        self._lock.close()
+
+
+DIRECTORY = (-1, -1)
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """Every regular file (size, mtime) and folder under `root`, links never followed."""
+    found: dict[str, tuple[int, int]] = {}
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        base = Path(folder)
+        for name in dirs:
+            if not (base / name).is_symlink():
+                found[str((base / name).relative_to(root))] = DIRECTORY
+        for name in files:
+            st = os.lstat(base / name)
+            if (st.st_mode & 0o170000) == 0o100000:  # a regular file; links, fifos and sockets are not copied
+                found[str((base / name).relative_to(root))] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
+def copy_file(source: Path, target: Path) -> None:
+    """`source` (never through a link) to `target`, replaced whole."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+    partial = target.with_name(f".{target.name}.partial")
+    with os.fdopen(fd, "rb") as src, open(partial, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    os.replace(partial, target)
+
+
+def empty(slot: Path) -> None:
+    """The staging folder emptied, never removed: the server's sandbox shows this very folder (a new one at the
+    same path would not be the one it sees)."""
+    for entry in list(slot.iterdir()):
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+BOUNDARY_BYTES = 4096
+
+
+def grew_from(source: Path, target: Path, size: int) -> bool:
+    """Whether `source` still holds, just before `size`, the bytes `target` ends with: appended to, not rewritten."""
+    start = max(0, size - BOUNDARY_BYTES)
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as src, open(target, "rb") as dst:
+        src.seek(start)
+        dst.seek(start)
+        return src.read(size - start) == dst.read(size - start)
+
+
+def append_tail(source: Path, target: Path, offset: int) -> tuple[int, int]:
+    """`source`'s bytes from `offset` on, appended to `target`; the stamp of what was read."""
+    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as src, open(target, "ab") as dst:
+        st = os.fstat(src.fileno())
+        src.seek(offset)
+        size = offset + dst.write(src.read(st.st_size - offset))
+    return (size, st.st_mtime_ns) if size == st.st_size else (size, -2)
+
+
+def seed(out: Path, slot: Path) -> dict[str, tuple[int, int]]:
+    """The staging folder made to hold what the output folder holds (a resumed evaluation's episodes)."""
+    empty(slot)
+    for rel, stamp in snapshot(out).items():
+        if rel in PARENT_FILES:
+            continue
+        if stamp == DIRECTORY:
+            (slot / rel).mkdir(parents=True, exist_ok=True)
+        else:
+            copy_file(out / rel, slot / rel)
+    return snapshot(slot)
+
+
+def start(job: Job, sandbox: Sandbox, env: dict[str, str], readable: list[Path], writable: Iterable[Path],
+          network: bool, stderr: IO[str]) -> WarmChild | None:
+    """A child forked by this job's warm server (started now if none is running), or None: use a cold one."""
+    if sandbox.kind not in ("bwrap", "none") or not wanted(job):
+        return None
+    forwarding = Path(job.forward_socket).parent if job.forward_socket else None
+    others = [p for p in writable if Path(p) not in (job.out, forwarding)]
+    if forwarding is not None:  # every evaluation's forwarder socket folder is made in this one (token-guarded)
+        readable = [*readable, forwarding.parent]
+    key = server_key(job, sandbox, env, readable, others, network)
+    folder = folder_of(job, key)
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = open(folder / "lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # another evaluation holds this server: a cold child, not a wait
+        lock.close()
+        return None
+    slot = folder / "slot"
+    try:
+        if not slot.is_dir():  # new, or removed under a running server (whose sandbox shows the old one)
+            stop(folder)
+            slot.mkdir()
+        seen = seed(job.out, slot)
+        conn = connect(folder) or launch(job, sandbox, env, readable, [slot, *others], network, folder, key)
+        child = request(conn, job, slot, env, stderr, folder)
+    except (OSError, ValueError, TimeoutError) as e:
+        (folder / "server.log").open("a").write(f"{time.ctime()}: no warm child: {type(e).__name__}: {e}\n")
+        lock.close()
+        return None
+    if child is None:
+        lock.close()
+        return None
+    conn_, stdin, stdout, pid = child
+    return WarmChild(conn_, stdin, stdout, pid, lock, slot, job.out, seen)
+
+
+def address(folder: Path) -> str:
+    """The server's socket: an abstract name (no file to replace, no path length limit), which a candidate in
+    a sandbox with a network namespace of its own cannot even reach."""
+    return f"\0autoenv-warm-{folder.name}"
+
+
+def connect(folder: Path) -> socket.socket | None:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(address(folder))
+    except OSError:  # no server (never started, idle, or gone)
+        conn.close()
+        return None
+    return conn
+
+
+def launch(job: Job, sandbox: Sandbox, env: dict[str, str], readable: list[Path], writable: list[Path],
+           network: bool, folder: Path, key: str) -> socket.socket:
+    """Start this key's server, detached, in the sandbox; stop the candidate's servers of older keys."""
+    stop_others(folder)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address(folder))  # taken: a server of this key is starting or running, not answering (OSError)
+    listener.listen(8)
+    token = secrets.token_hex(16)
+    (folder / "token").write_text(token)
+    os.chmod(folder / "token", 0o600)
+    read_end, write_end = os.pipe()
+    os.write(write_end, token.encode())
+    os.close(write_end)
+    cmd = sandbox.wrap([sys.executable, "-m", SERVER_MODULE, str(listener.fileno()), str(read_end),
+                        str(job.runtime.warm_seconds), "1" if sandbox.kind == "bwrap" else "0"],
+                       readable=readable, writable=writable, network=network, persist=True)
+    with open(folder / "server.log", "a") as log:
+        log.write(f"{time.ctime()}: starting the warm server for {job.candidate_dir} (key {key[:16]})\n")
+        log.flush()
+        subprocess.Popen(cmd, pass_fds=(listener.fileno(), read_end), stdin=subprocess.DEVNULL, stdout=log,
+                         stderr=subprocess.STDOUT, env={k: v for k, v in env.items() if k != TOKEN_VAR},
+                         cwd=job.candidate_dir, start_new_session=True)
+    os.close(read_end)
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(address(folder))
+    listener.close()
+    return conn
+
+
+def request(conn: socket.socket, job: Job, slot: Path, env: dict[str, str], stderr: IO[str], folder: Path
+            ) -> tuple[socket.socket, IO[str], IO[str], int] | None:
+    """Ask the server for a child running `job` with its output in `slot`; None if it does not start one."""
+    staged = job.model_copy(update={"out_dir": str(slot)})
+    staged.write(slot / "job.json")
+    child_in, stdin_w = os.pipe()
+    stdout_r, child_out = os.pipe()
+    message = {"token": (folder / "token").read_text().strip(), "job": str(slot / "job.json"), "env": env,
+               "cwd": job.candidate_dir}
+    try:
+        socket.send_fds(conn, [json.dumps(message).encode() + b"\n"], [child_in, child_out, stderr.fileno()])
+    finally:
+        os.close(child_in)
+        os.close(child_out)
+    conn.settimeout(REPLY_SECONDS)
+    reply = b""
+    try:
+        while b"\n" not in reply:
+            more = conn.recv(256)
+            if not more:
+                break
+            reply += more
+    except OSError:
+        reply = b""
+    words = reply.decode(errors="replace").split()
+    if len(words) < 2 or words[0] != "started":
+        os.close(stdin_w)
+        os.close(stdout_r)
+        conn.close()
+        return None
+    conn.settimeout(None)
+    return conn, os.fdopen(stdin_w, "w"), os.fdopen(stdout_r, "r"), int(words[1])
+
+
+def stop_others(folder: Path) -> None:
+    """Servers of this candidate under another key (older code, other settings) stop now, not after their idle."""
+    prefix = folder.name.split("-")[0]
+    for other in folder.parent.glob(f"{prefix}-*"):
+        if other != folder:
+            stop(other)
+
+
+def stop(folder: Path) -> bool:
+    """Ask the server in `folder` to exit (it does between evaluations). False if none answered."""
+    conn = connect(folder)
+    if conn is None:
+        return False
+    with conn:
+        try:
+            token = (folder / "token").read_text().strip()
+            conn.settimeout(STOP_SECONDS)
+            conn.sendall(json.dumps({"token": token, "stop": True}).encode() + b"\n")
+            conn.recv(64)
+        except OSError:
+            pass
+    return True
+
+
+def stop_all() -> int:
+    """Every warm server of this user's cache asked to exit; how many answered."""
+    root = cache_root() / "warm"
+    return sum(stop(folder) for folder in sorted(root.iterdir())) if root.is_dir() else 0
