@@ -66,8 +66,11 @@ def forward_folder() -> Path | None:
 
 
 def source_stamp() -> list:
-    """What the server's code is: every AutoEnv module's size and mtime, and verifiers' version."""
+    """What the server's code is: every AutoEnv module's size and mtime, verifiers' version, and the venv's
+    site-packages folders' mtimes (an install that adds, removes or upgrades a package changes them: the server
+    may have imported the old one)."""
     stamp: list = [sys.executable, importlib.metadata.version("verifiers")]
+    stamp += [[p, os.stat(p).st_mtime_ns] for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)]
     for path in sorted((PROJECT / "autoenv").rglob("*.py")):
         st = path.stat()
         stamp.append([str(path.relative_to(PROJECT)), st.st_size, st.st_mtime_ns])

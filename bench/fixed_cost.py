@@ -9,7 +9,11 @@ Same candidate, job and seed, side by side in one run, for each clean example:
 (c) `autoenv eval --offline` through the CLI on a scratch run repository whose candidate is
     already installed (a loop's usual case), at the smallest budget (1 task x 2 rollouts x
     2 models): preflight, install check, gates, smoke, rollouts, statistics, offline judge,
-    ledger, git note. With rollouts this few, its wall time is the evaluation's fixed cost.
+    ledger, git note, with a cold child (AUTOENV_WARM=0). With rollouts this few, its wall
+    time is the evaluation's fixed cost;
+(d) the same with the warm child as shipped (autoenv.warmchild: the run's server started by
+    an evaluation before the timed ones, each timed evaluation's child forked by it), and the
+    gates stage's own time in (d), from the evaluation's output.
 
 Then the parts of that fixed cost a warm child (a fork server with verifiers already
 imported) or a deferred plot would save, each a fresh interpreter, side by side in the
@@ -31,6 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from autoenv import warmchild
 from autoenv.config import load_config
 from autoenv.demo import make_run_repo
 from autoenv.gates.rules import audit_plan
@@ -66,13 +71,17 @@ def children(example: str, per_stage: bool) -> float:
         return time.perf_counter() - started
 
 
-def shipped(root: Path) -> float:
+def shipped(root: Path, warm: bool, cache: Path) -> tuple[float, float]:
+    """Wall seconds of one `autoenv eval --offline --force`, and its gates stage's seconds as it printed them."""
+    env = {**os.environ, "NO_COLOR": "1", "AUTOENV_WARM": "1" if warm else "0", "AUTOENV_CACHE": str(cache)}
     started = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "autoenv.cli", "eval", "--offline", "--force"], cwd=root,
-                            capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+                            capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - started
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    return seconds
+    assert ("warm child: forked" in result.stdout) == warm, result.stdout[-2000:]
+    gates = re.search(r"✓ check \+ probe \(([\d.]+) s\)", result.stdout)
+    return seconds, float(gates.group(1)) if gates else float("nan")
 
 
 def smallest_budget() -> str:
@@ -118,18 +127,27 @@ def main() -> None:
     if args.imports_only:
         return
     print(f"median of {args.repeat} runs, {os.cpu_count()} cores; stages: import check, audit, 1 x 2 x 2 rollouts + smoke")
-    print(f"{'example':<12} {'(a) a child per stage s':>24} {'(b) one child s':>16} {'b/a':>6} {'(c) autoenv eval s':>19}")
+    print(f"{'example':<12} {'(a) a child per stage s':>24} {'(b) one child s':>16} {'b/a':>6} "
+          f"{'(c) eval, cold s':>17} {'(d) eval, warm s':>17} {'d/c':>5} {'(d) gates s':>12}")
     for example in args.examples:
-        a, b, c = [], [], []
+        a, b, c, d, g = [], [], [], [], []
         with tempfile.TemporaryDirectory(prefix="autoenv-bench-") as tmp:
-            root = make_run_repo(example, Path(tmp) / "run", smallest_budget())
-            shipped(root)  # installs the candidate; later runs find it installed, as a loop does
-            for _ in range(args.repeat):
-                a.append(children(example, per_stage=True))
-                b.append(children(example, per_stage=False))
-                c.append(shipped(root))
-        ma, mb, mc = (statistics.median(x) for x in (a, b, c))
-        print(f"{example:<12} {ma:>24.1f} {mb:>16.1f} {mb / ma:>6.2f} {mc:>19.1f}", flush=True)
+            root, cache = make_run_repo(example, Path(tmp) / "run", smallest_budget()), Path(tmp) / "cache"
+            os.environ["AUTOENV_CACHE"] = str(cache)  # this bench's warm servers only, stopped at the end
+            try:
+                shipped(root, warm=True, cache=cache)  # installs the candidate and starts the server, as a loop does
+                for _ in range(args.repeat):
+                    a.append(children(example, per_stage=True))
+                    b.append(children(example, per_stage=False))
+                    c.append(shipped(root, warm=False, cache=cache)[0])
+                    seconds, gates = shipped(root, warm=True, cache=cache)
+                    d.append(seconds)
+                    g.append(gates)
+            finally:
+                warmchild.stop_all()
+        ma, mb, mc, md, mg = (statistics.median(x) for x in (a, b, c, d, g))
+        print(f"{example:<12} {ma:>24.1f} {mb:>16.1f} {mb / ma:>6.2f} {mc:>17.1f} {md:>17.1f} {md / mc:>5.2f} "
+              f"{mg:>12.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,7 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
     endpoint = await Endpoint(Policies(OracleBook(tasks_all, answer_format), seed=job.seed)).start()
     os.environ[LOCAL_KEY_VAR] = "local"
     semaphore = asyncio.Semaphore(job.max_concurrent)
+    turn = asyncio.Semaphore(job.max_concurrent)  # a probe's turn to start: after a tool hung, the rest are not played
     lock = asyncio.Lock()
     records: list[dict] = []
     rescored: list[bool] = []
@@ -81,6 +82,15 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
     policy = reference["policy"] if reference else None
 
     async def play(probe: str, task, probed: str | None) -> None:
+        async with turn:
+            if hung_tools:  # each further rollout would wait out the same limit: the probe is untested, said why
+                records.append(skipped(probe, task, f"not played: {hung_tools[0]}, and the rollouts after it would "
+                                                    "each wait that long"))
+                emit("probe", probe=probe)
+                return
+            await play_one(probe, task, probed)
+
+    async def play_one(probe: str, task, probed: str | None) -> None:
         ctx = vf.ModelContext(model=probe, client=vf.EvalClientConfig(base_url=endpoint.base_url, api_key_var=LOCAL_KEY_VAR),
                               sampling=vf.SamplingConfig())
         seat_env: Any = envs[probed]
