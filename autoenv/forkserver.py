@@ -25,6 +25,7 @@ exits after IDLE_SECONDS without a request.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hmac
 import importlib
@@ -76,9 +77,15 @@ def read_request(conn: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(data), fds
 
 
+CHILD_NAME = b"autoenv-child"  # the fork's process name (its command line stays the server's)
+PR_SET_NAME = 15
+
+
 def run_fork(request: dict, fds: list[int], closing: list[int]) -> int:
     """In the fork: become the evaluation's child (autoenv.child) with the harness's descriptors."""
     os.setsid()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, ctypes.c_char_p(CHILD_NAME), 0, 0, 0)
     for fd in closing:
         os.close(fd)
     for target, fd in enumerate(fds):

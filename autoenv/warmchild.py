@@ -48,7 +48,8 @@ WARM_VAR = "AUTOENV_WARM"
 SERVER_MODULE = "autoenv.forkserver"
 REPLY_SECONDS = 180.0  # the server's import on a loaded machine, before it answers the first request
 STOP_SECONDS = 5.0
-PARENT_FILES = {"job.json", "worker.stderr"}  # the harness's own files in the output folder
+PARENT_FILES = {"job.json", "worker.stderr", "run.log"}  # the harness's own files in the output folder
+NOT_SEEDED = ("previous", "judge")  # earlier evaluations' archives and the judge's files: never the child's to read
 
 
 def wanted(job: Job) -> bool:
@@ -224,7 +225,7 @@ def seed(out: Path, slot: Path) -> dict[str, tuple[int, int]]:
     """The staging folder made to hold what the output folder holds (a resumed evaluation's episodes)."""
     empty(slot)
     for rel, stamp in snapshot(out).items():
-        if rel in PARENT_FILES:
+        if rel in PARENT_FILES or rel.split(os.sep)[0] in NOT_SEEDED:
             continue
         if stamp == DIRECTORY:
             (slot / rel).mkdir(parents=True, exist_ok=True)

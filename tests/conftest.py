@@ -187,6 +187,21 @@ def freeze_worker(job: Path) -> list[int]:
     return pids
 
 
+def freeze_warm_worker(candidate_dir: Path) -> list[int]:
+    """freeze_worker for a child forked by the warm server (autoenv.forkserver): its command line is the server's,
+    its name `autoenv-child` and its working folder the candidate's."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            named = Path(f"/proc/{pid}/comm").read_text().strip() == "autoenv-child"
+            if named and os.readlink(f"/proc/{pid}/cwd") == str(candidate_dir):
+                os.kill(int(pid), signal.SIGSTOP)
+                pids.append(int(pid))
+        except OSError:
+            pass
+    return pids
+
+
 def kill_pids(pids: list[int]) -> None:
     """SIGKILL what is left of `pids` (processes this test stopped); gone ones are skipped."""
     for pid in pids:

@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import autoenv, freeze_worker, head, kill_pids, ledger, small_config
+from conftest import autoenv, freeze_warm_worker, freeze_worker, head, kill_pids, ledger, small_config
+
+from autoenv import warmchild
 
 from autoenv.demo import make_run_repo
 from autoenv.pipeline import unfinished_run
@@ -35,11 +37,23 @@ def stored(out: Path) -> int:
     return sum(sum(finished_episodes(out / role).values()) for role in ("target", "strong"))
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
-def test_a_stopped_evaluation_rerun_reuses_the_finished_rollouts(tmp_path, stop):
+@pytest.mark.parametrize("stop, child", [(signal.SIGINT, "cold"), (signal.SIGTERM, "warm")])
+def test_a_stopped_evaluation_rerun_reuses_the_finished_rollouts(tmp_path, stop, child, monkeypatch):
+    """Cold, and with the child forked by the warm server (autoenv.warmchild), whose episodes reach outputs/ from
+    its staging folder while it runs and when it is killed."""
     root = make_run_repo("arithmetic", tmp_path / "run", slow_config())
     commit = head(root)
     out = root / "outputs" / commit
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("AUTOENV_CACHE", str(cache))
+    monkeypatch.setenv("AUTOENV_WARM", "1" if child == "warm" else "0")
+    try:
+        resumed(root, commit, out, stop)
+    finally:
+        warmchild.stop_all()
+
+
+def resumed(root: Path, commit: str, out: Path, stop: signal.Signals) -> None:
     env = {**os.environ, "NO_COLOR": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "autoenv.cli", "eval", "--offline"], cwd=root, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -49,7 +63,8 @@ def test_a_stopped_evaluation_rerun_reuses_the_finished_rollouts(tmp_path, stop)
     assert proc.poll() is None, proc.communicate()
     # the child is stopped first: under load the rest of the rollouts could otherwise finish before the signal is
     # handled (a wall-clock race); stopped, it is in the middle of them until the harness kills it
-    frozen = freeze_worker(out / "job.json")
+    warm = os.environ["AUTOENV_WARM"] == "1"
+    frozen = freeze_warm_worker(root / "candidate") if warm else freeze_worker(out / "job.json")
     assert frozen, "no worker process names the job"
     proc.send_signal(stop)
     try:
@@ -62,6 +77,7 @@ def test_a_stopped_evaluation_rerun_reuses_the_finished_rollouts(tmp_path, stop)
     tasks = (out / "tasks.json").read_text()
     result = autoenv("eval", "--offline", cwd=root)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert ("warm child: forked" in result.stdout) == warm
     (entry,) = ledger(root)  # one entry for the one evaluation
     assert entry["reused_rollouts"] == kept and 6 <= kept < TOTAL
     assert re.search(rf"(?m)^reused_rollouts:\s+{kept}$", result.stdout)
