@@ -26,13 +26,14 @@ def with_runtime(cfg, body: str) -> Path:
 def test_shipped_runtime_is_subprocess_with_the_inprocess_harness(cfg):
     config = load_config(cfg())
     assert (config.runtime.type, config.runtime.harness) == ("subprocess", "inprocess")
-    assert config.runtime.job() == {"type": "subprocess", "harness": "inprocess", "settings": {}}
+    assert config.runtime.job() == {"type": "subprocess", "harness": "inprocess", "settings": {}, "warm_seconds": 600}
 
 
 def test_docker_settings_pass_through_to_the_job(cfg):
     path = with_runtime(cfg, '[runtime]\ntype = "docker"\nharness = "stock"\n[runtime.docker]\nimage = "python:3.12-slim"\ncpu = 2.0\n')
     job = load_config(path).runtime.job()
-    assert job == {"type": "docker", "harness": "stock", "settings": {"image": "python:3.12-slim", "cpu": 2.0}}
+    assert job == {"type": "docker", "harness": "stock", "settings": {"image": "python:3.12-slim", "cpu": 2.0},
+                   "warm_seconds": 600}
     assert runtime.seat_runtime(job) == {"type": "docker", "image": "python:3.12-slim", "cpu": 2.0}
 
 
