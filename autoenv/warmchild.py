@@ -31,6 +31,7 @@ import os
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -103,6 +104,7 @@ class WarmChild:
         self.returncode: int | None = None
         self._lock, self.slot, self.out, self._seen = lock, slot, out, seen
         self._reply = b""
+        self.unpublished: dict[str, str] = {}
 
     def kill(self) -> None:
         if self.returncode is None:
@@ -138,14 +140,21 @@ class WarmChild:
             if before == stamp or rel in PARENT_FILES:
                 continue
             target = self.out / rel
-            if stamp == DIRECTORY:
-                target.mkdir(parents=True, exist_ok=True)
-            elif before not in (None, DIRECTORY) and stamp[0] > before[0] and target.is_file() \
-                    and target.stat().st_size == before[0] and grew_from(self.slot / rel, target, before[0]):
-                stamp = append_tail(self.slot / rel, target, before[0])
-            else:
-                copy_file(self.slot / rel, target)
+            try:
+                if stamp == DIRECTORY:
+                    target.mkdir(parents=True, exist_ok=True)
+                elif stamp[0] > MAX_PUBLISHED_BYTES:
+                    raise OSError(f"{stamp[0]} bytes, over the {MAX_PUBLISHED_BYTES} a file may have")
+                elif before not in (None, DIRECTORY) and stamp[0] > before[0] and target.is_file() \
+                        and target.stat().st_size == before[0] and grew_from(self.slot, rel, target, before[0]):
+                    stamp = append_tail(self.slot, rel, target, before[0])
+                else:
+                    copy_file(self.slot, rel, target)
+            except OSError as e:  # swapped for a link or a fifo, removed meanwhile, too large: not published
+                self.unpublished[rel] = str(e)
             self._seen[rel] = stamp
+        if self.unpublished:
+            (self.out / UNPUBLISHED).write_text(json.dumps(self.unpublished, indent=1))
 
     def release(self) -> None:
         """After the child has ended: its files published, the staging folder emptied, the server free."""
@@ -158,6 +167,8 @@ class WarmChild:
 
 
 DIRECTORY = (-1, -1)
+MAX_PUBLISHED_BYTES = 2 << 30  # a sparse file of a terabyte costs the child nothing and a copy everything
+UNPUBLISHED = "unpublished.json"  # what the child wrote that was not copied, and why
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:
@@ -175,14 +186,59 @@ def snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return found
 
 
-def copy_file(source: Path, target: Path) -> None:
-    """`source` (never through a link) to `target`, replaced whole."""
+def open_beneath(root: Path, rel: str) -> int:
+    """A descriptor of `root`/`rel` reached one folder at a time without following a link at any step, and only if
+    it is a regular file: the child may swap a folder for a link to elsewhere between a snapshot and the copy."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        *folders, name = Path(rel).parts
+        for part in folders:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        found = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(os.fstat(found).st_mode):
+        os.close(found)
+        raise OSError(f"{rel} is not a regular file")
+    return found
+
+
+def copy_file(slot: Path, rel: str, target: Path) -> None:
+    """The staged `rel` (never through a link) to `target`, replaced whole."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
     partial = target.with_name(f".{target.name}.partial")
-    with os.fdopen(fd, "rb") as src, open(partial, "wb") as dst:
+    with os.fdopen(open_beneath(slot, rel), "rb") as src, open(partial, "wb") as dst:
         shutil.copyfileobj(src, dst)
     os.replace(partial, target)
+
+
+BOUNDARY_BYTES = 4096
+
+
+def grew_from(slot: Path, rel: str, target: Path, size: int) -> bool:
+    """Whether the staged `rel` still holds, just before `size`, the bytes `target` ends with: appended to, not
+    rewritten."""
+    start = max(0, size - BOUNDARY_BYTES)
+    try:
+        fd = open_beneath(slot, rel)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as src, open(target, "rb") as dst:
+        src.seek(start)
+        dst.seek(start)
+        return src.read(size - start) == dst.read(size - start)
+
+
+def append_tail(slot: Path, rel: str, target: Path, offset: int) -> tuple[int, int]:
+    """The staged `rel`'s bytes from `offset` on, appended to `target`; the stamp of what was read."""
+    fd = open_beneath(slot, rel)
+    with os.fdopen(fd, "rb") as src, open(target, "ab") as dst:
+        st = os.fstat(src.fileno())
+        src.seek(offset)
+        size = offset + dst.write(src.read(st.st_size - offset))
+    return (size, st.st_mtime_ns) if size == st.st_size else (size, -2)
 
 
 def empty(slot: Path) -> None:
@@ -195,32 +251,6 @@ def empty(slot: Path) -> None:
             entry.unlink(missing_ok=True)
 
 
-BOUNDARY_BYTES = 4096
-
-
-def grew_from(source: Path, target: Path, size: int) -> bool:
-    """Whether `source` still holds, just before `size`, the bytes `target` ends with: appended to, not rewritten."""
-    start = max(0, size - BOUNDARY_BYTES)
-    try:
-        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    with os.fdopen(fd, "rb") as src, open(target, "rb") as dst:
-        src.seek(start)
-        dst.seek(start)
-        return src.read(size - start) == dst.read(size - start)
-
-
-def append_tail(source: Path, target: Path, offset: int) -> tuple[int, int]:
-    """`source`'s bytes from `offset` on, appended to `target`; the stamp of what was read."""
-    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as src, open(target, "ab") as dst:
-        st = os.fstat(src.fileno())
-        src.seek(offset)
-        size = offset + dst.write(src.read(st.st_size - offset))
-    return (size, st.st_mtime_ns) if size == st.st_size else (size, -2)
-
-
 def seed(out: Path, slot: Path) -> dict[str, tuple[int, int]]:
     """The staging folder made to hold what the output folder holds (a resumed evaluation's episodes)."""
     empty(slot)
@@ -230,7 +260,7 @@ def seed(out: Path, slot: Path) -> dict[str, tuple[int, int]]:
         if stamp == DIRECTORY:
             (slot / rel).mkdir(parents=True, exist_ok=True)
         else:
-            copy_file(out / rel, slot / rel)
+            copy_file(out, rel, slot / rel)
     return snapshot(slot)
 
 
@@ -295,8 +325,9 @@ def launch(job: Job, sandbox: Sandbox, env: dict[str, str], readable: list[Path]
     listener.bind(address(folder))  # taken: a server of this key is starting or running, not answering (OSError)
     listener.listen(8)
     token = secrets.token_hex(16)
-    (folder / "token").write_text(token)
-    os.chmod(folder / "token", 0o600)
+    (folder / "token").unlink(missing_ok=True)
+    with os.fdopen(os.open(folder / "token", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(token)
     read_end, write_end = os.pipe()
     os.write(write_end, token.encode())
     os.close(write_end)

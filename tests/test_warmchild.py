@@ -199,7 +199,7 @@ def test_publish_copies_what_the_child_wrote_appends_what_grew_and_follows_no_li
     seen = warmchild.seed(out, slot)
     assert (slot / "target" / "traces.jsonl").read_text() == "one\n"
     child = warmchild.WarmChild.__new__(warmchild.WarmChild)
-    child.slot, child.out, child._seen = slot, out, seen
+    child.slot, child.out, child._seen, child.unpublished = slot, out, seen, {}
     with open(slot / "target" / "traces.jsonl", "a") as f:
         f.write("two\n")
     (slot / "gates").mkdir()
@@ -211,6 +211,16 @@ def test_publish_copies_what_the_child_wrote_appends_what_grew_and_follows_no_li
     assert (out / "target" / "traces.jsonl").read_text() == "one\ntwo\n"
     assert (out / "gates" / "audit.json").read_text() == "{}"
     assert not (out / "planted").exists() and (out / "run.log").read_text() == "the harness's log"
+    # a folder swapped for a link to elsewhere after the snapshot: the copy does not follow it
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "audit.json").write_text("not for the record")
+    (slot / "gates" / "audit.json").write_text('{"a": 1}')
+    (slot / "gates").rename(tmp_path / "moved")
+    (slot / "gates").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OSError):
+        warmchild.open_beneath(slot, "gates/audit.json")
+    (slot / "gates").unlink()
+    (tmp_path / "moved").rename(slot / "gates")
     (slot / "gates" / "audit.json").write_text("[]")  # rewritten, same size: copied whole
     os.utime(slot / "gates" / "audit.json", ns=(1, 1))
     child.publish()
