@@ -11,11 +11,14 @@ time:
    outside its pid namespace; the candidate's processes are inside it) sends the
    token it was started with, the child's job file, environment and working folder,
    and its stdin, stdout and stderr as file descriptors;
-2. the server forks; the fork takes those descriptors, that environment and folder, and
+2. it checks that no module it imported has changed on disk since it started (an install
+   upgraded a package): if one has, it answers `stale` and exits, and the harness starts a
+   new server;
+3. the server forks; the fork takes those descriptors, that environment and folder, and
    runs autoenv.child's stage loop: the candidate is imported there, once, as in a cold
    child, and writes only to the job's output folder (the one folder the sandbox lets it
    write besides its private /tmp and $HOME);
-3. when the fork ends, or the harness says `kill` or hangs up, every other process in the
+4. when the fork ends, or the harness says `kill` or hangs up, every other process in the
    sandbox is killed (a candidate's daemon does not outlive its evaluation), /tmp and $HOME
    are emptied, and the harness gets the exit status.
 
@@ -133,8 +136,31 @@ def empty(folder: Path) -> None:
             entry.unlink(missing_ok=True)
 
 
-def serve_one(conn: socket.socket, listener: socket.socket, token: str, sandboxed: bool) -> bool:
-    """One request served; True when it asked the server to stop."""
+def imported() -> dict[str, int]:
+    """The file of every module the server has imported, with its mtime: the code every fork inherits."""
+    stamps = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if path:
+            with contextlib.suppress(OSError):
+                stamps[path] = os.stat(path).st_mtime_ns
+    return stamps
+
+
+def changed(stamps: dict[str, int]) -> str | None:
+    """A module file replaced or removed since the server imported it (an install upgraded a package), or None."""
+    for path, mtime in stamps.items():
+        try:
+            if os.stat(path).st_mtime_ns != mtime:
+                return path
+        except OSError:
+            return path
+    return None
+
+
+def serve_one(conn: socket.socket, listener: socket.socket, token: str, sandboxed: bool, stamps: dict[str, int]
+              ) -> bool:
+    """One request served; True when the server should exit (asked to stop, or its imported code changed)."""
     request, fds = read_request(conn)
     if not hmac.compare_digest(str(request.get("token", "")), token) or len(fds) != 3:
         for fd in fds:
@@ -143,6 +169,13 @@ def serve_one(conn: socket.socket, listener: socket.socket, token: str, sandboxe
             conn.sendall(b"stopping\n")
             return True
         return False
+    stale = changed(stamps)
+    if stale:  # a fork would run the old code: the harness starts a new server
+        for fd in fds:
+            os.close(fd)
+        print(f"stale: {stale} changed since the server started", flush=True)
+        conn.sendall(b"stale\n")
+        return True
     pid = os.fork()
     if pid == 0:  # the fork: never returns into the server's loop
         code = 1
@@ -200,6 +233,7 @@ def main(argv: list[str]) -> int:
     started = time.time()
     import verifiers.v1  # noqa: F401 (deferred to here, the point of the server: paid once, not per evaluation)
 
+    stamps = imported()
     print(f"ready in {time.time() - started:.2f} s", flush=True)
     while True:
         ready, _, _ = select.select([listener], [], [], idle)
@@ -210,7 +244,7 @@ def main(argv: list[str]) -> int:
             if not from_outside(conn, sandboxed):  # a candidate's process, or another user's
                 continue
             try:
-                if serve_one(conn, listener, token, sandboxed):
+                if serve_one(conn, listener, token, sandboxed, stamps):
                     return 0
             except (OSError, ValueError, json.JSONDecodeError) as e:
                 print(f"request refused: {type(e).__name__}: {e}", flush=True)

@@ -68,11 +68,10 @@ def forward_folder() -> Path | None:
 
 
 def source_stamp() -> list:
-    """What the server's code is: every AutoEnv module's size and mtime, verifiers' version, and the venv's
-    site-packages folders' mtimes (an install that adds, removes or upgrades a package changes them: the server
-    may have imported the old one)."""
+    """What the server's code is: every AutoEnv module's size and mtime, and verifiers' version. (A package the
+    server imported that an install replaced since is the server's own to notice: autoenv.forkserver answers
+    `stale` and exits, and a new server starts.)"""
     stamp: list = [sys.executable, importlib.metadata.version("verifiers")]
-    stamp += [[p, os.stat(p).st_mtime_ns] for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)]
     for path in sorted((PROJECT / "autoenv").rglob("*.py")):
         st = path.stat()
         stamp.append([str(path.relative_to(PROJECT)), st.st_size, st.st_mtime_ns])
@@ -288,13 +287,16 @@ def start(job: Job, sandbox: Sandbox, env: dict[str, str], readable: list[Path],
             stop(folder)
             slot.mkdir()
         seen = seed(job.out, slot)
-        conn = connect(folder) or launch(job, sandbox, env, readable, [slot, *others], network, folder, key)
-        child = request(conn, job, slot, env, stderr, folder)
+        conn = connect(folder)
+        child = request(conn, job, slot, env, stderr, folder) if conn is not None else STALE
+        if child == STALE:  # none running, or one whose imported code was replaced since it started: a new one
+            conn = launch(job, sandbox, env, readable, [slot, *others], network, folder, key)
+            child = request(conn, job, slot, env, stderr, folder)
     except (OSError, ValueError, TimeoutError) as e:
         (folder / "server.log").open("a").write(f"{time.ctime()}: no warm child: {type(e).__name__}: {e}\n")
         lock.close()
         return None
-    if child is None:
+    if not isinstance(child, tuple):
         lock.close()
         return None
     conn_, stdin, stdout, pid = child
@@ -322,7 +324,16 @@ def launch(job: Job, sandbox: Sandbox, env: dict[str, str], readable: list[Path]
     """Start this key's server, detached, in the sandbox; stop the candidate's servers of older keys."""
     stop_others(folder)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(address(folder))  # taken: a server of this key is starting or running, not answering (OSError)
+    deadline = time.monotonic() + STOP_SECONDS
+    while True:  # a server that has just said `stale` or `stopping` holds the name until its process is gone
+        try:
+            listener.bind(address(folder))
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                listener.close()
+                raise
+            time.sleep(0.05)
     listener.listen(8)
     token = secrets.token_hex(16)
     (folder / "token").unlink(missing_ok=True)
@@ -347,9 +358,13 @@ def launch(job: Job, sandbox: Sandbox, env: dict[str, str], readable: list[Path]
     return conn
 
 
+STALE = "stale"
+
+
 def request(conn: socket.socket, job: Job, slot: Path, env: dict[str, str], stderr: IO[str], folder: Path
-            ) -> tuple[socket.socket, IO[str], IO[str], int] | None:
-    """Ask the server for a child running `job` with its output in `slot`; None if it does not start one."""
+            ) -> tuple[socket.socket, IO[str], IO[str], int] | str | None:
+    """Ask the server for a child running `job` with its output in `slot`; None if it does not start one, STALE if
+    it has exited because code it imported has changed on disk."""
     staged = job.model_copy(update={"out_dir": str(slot)})
     staged.write(slot / "job.json")
     child_in, stdin_w = os.pipe()
@@ -376,7 +391,7 @@ def request(conn: socket.socket, job: Job, slot: Path, env: dict[str, str], stde
         os.close(stdin_w)
         os.close(stdout_r)
         conn.close()
-        return None
+        return STALE if words[:1] == [STALE] else None
     conn.settimeout(None)
     return conn, os.fdopen(stdin_w, "w"), os.fdopen(stdout_r, "r"), int(words[1])
 

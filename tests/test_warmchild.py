@@ -135,7 +135,7 @@ def test_warm_seconds_zero_or_the_variable_means_a_cold_child(monkeypatch):
     assert not warmchild.wanted(job.model_copy(update={"forward_socket": "/elsewhere/fw-1/forwarder.sock"}))
 
 
-def server(sandboxed: bool, token: str) -> tuple[subprocess.Popen, str]:
+def server(sandboxed: bool, token: str, env: dict | None = None) -> tuple[subprocess.Popen, str]:
     """A fork server started by hand, outside any sandbox, told whether it is in one."""
     name = f"\0autoenv-warm-test-{uuid.uuid4().hex}"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -146,7 +146,7 @@ def server(sandboxed: bool, token: str) -> tuple[subprocess.Popen, str]:
     os.close(write_end)
     proc = subprocess.Popen([sys.executable, "-m", "autoenv.forkserver", str(listener.fileno()), str(read_end), "60",
                              "1" if sandboxed else "0"], pass_fds=(listener.fileno(), read_end),
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, env=env)
     os.close(read_end)
     listener.close()
     return proc, name
@@ -184,6 +184,31 @@ def test_a_request_without_the_token_is_refused():
     try:
         assert ask(name, {"token": "guessed", "stop": True}) == b""
         assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_server_whose_imported_code_changed_says_stale_and_exits(tmp_path):
+    """An install that replaced a module the server imported (here: a sitecustomize it imported at start) must not be
+    forked from: the server answers `stale` and exits, and the harness starts a new one."""
+    (tmp_path / "sitecustomize.py").write_text("IMPORTED_AT_START = True\n")
+    token = secrets.token_hex(8)
+    proc, name = server(False, token, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    try:
+        assert ask(name, {"token": token, "stop": False, "probe": True}) == b""  # no descriptors: not a request
+        os.utime(tmp_path / "sitecustomize.py", ns=(1, 1))
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(120)
+            conn.connect(name)
+            read_end, write_end = os.pipe()
+            socket.send_fds(conn, [json.dumps({"token": token, "job": "/nowhere", "env": {}, "cwd": "/"}).encode()
+                                   + b"\n"], [read_end, write_end, write_end])
+            os.close(read_end)
+            os.close(write_end)
+            assert conn.recv(64) == b"stale\n"
+        assert proc.wait(timeout=60) == 0
+        assert "sitecustomize.py changed since the server started" in proc.stdout.read()
     finally:
         proc.kill()
         proc.wait()
