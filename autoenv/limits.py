@@ -375,6 +375,9 @@ def _limited(fn: Callable[..., Any], kind: str, seconds: float, stage: str, sour
             raise
 
     limited._autoenv_limited = True  # type: ignore[attr-defined]
+    # the signature verifiers reads on every call (which arguments to pass), computed once: the same one
+    # inspect.signature finds through __wrapped__, without unwrapping and rebuilding it each time
+    limited.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
     return limited
 
 
