@@ -25,9 +25,11 @@ instead of one per reward call: the hop cost more than a fast reward (~0.1 ms a 
 of probe replies). Inside the batch each limited call runs in the worker's event loop, one reply
 after another, registered with its start; the caller watches every registered call against its
 own limit and, on a breach, names it exactly as a lone call would be named (`Breached` carries
-the message), abandons the worker and scores the rest itself, call by call. A reward that was
-ever slower than INLINE_FAST_SECONDS is not batched again (a batch runs its replies one after
-another, where lone calls of a slow reward waiting on I/O overlap).
+the message), abandons the worker and scores the rest itself, call by call. Only rewards that
+compute fast are batched: a reward that once awaited (a suspended coroutine) or ran long (its calls
+in one batch together: a blocking wait, say) is not batched again, and the batch hands the rest
+back, since it runs its replies one after another where lone calls overlap their waits (a
+model-graded reward's HTTP round trips).
 """
 
 from __future__ import annotations
@@ -48,8 +50,11 @@ from typing import Any
 
 HOOKS = ("reward", "metric")
 _breached: dict[str, str] = {}
-INLINE_FAST_SECONDS = 0.05
-"""A limited call slower than this (once) takes its own worker hop from then on, never a batch's."""
+INLINE_BATCH_SECONDS = 0.25
+"""A hook whose calls in one watched batch took this long together (a blocking wait a call at a time, say) takes
+a worker hop of its own for each call from then on, never a batch's: what a slow reward loses to a batch (which
+runs its replies one after another) is bounded by this, once. Well above what a machine's load adds to a batch of
+fast rewards (a few ms), which would only cost the batch's saving."""
 WATCH_POLL_SECONDS = 0.05
 """How often the caller of a watched batch looks at the calls it runs (a breach is named this late at most)."""
 _slow: set[str] = set()
@@ -196,17 +201,23 @@ class _Watch:
 
     def __init__(self) -> None:
         self.calls: dict[int, _Call] = {}
+        self.spent: dict[str, float] = {}
         self.stopped = False
 
     async def run(self, fn: Callable[[], Any], what: str, seconds: float, key: str) -> Any:
         call = _Call(what, seconds, key)
         self.calls[id(call)] = call
+        suspended: list[bool] = []  # the loop runs this only if the call's coroutine gave it control (an await)
+        mark = asyncio.get_running_loop().call_soon(suspended.append, True)
         try:
             value = fn()
             return (await value) if inspect.iscoroutine(value) else value
         finally:
+            mark.cancel()
             del self.calls[id(call)]
-            if time.monotonic() - call.started > INLINE_FAST_SECONDS:
+            wall = time.monotonic() - call.started
+            self.spent[key] = spent = self.spent.get(key, 0.0) + wall
+            if suspended or spent > INLINE_BATCH_SECONDS:
                 _slow.add(key)
 
 
@@ -279,7 +290,8 @@ def fresh_breaches(fresh: dict[str, str]) -> Iterator[None]:
 
 
 def batchable(hooks: Iterable[Any]) -> bool:
-    """Whether these bound hooks may run inside a watched batch: each one limited (limit_hooks), none ever slow."""
+    """Whether these bound hooks may run inside a watched batch: each one limited (limit_hooks), none of them ever
+    seen waiting or running long inside one."""
     return all(getattr(fn, "_autoenv_limited", False) and _key(fn.__self__, fn.__name__) not in _slow
                for fn in hooks)
 

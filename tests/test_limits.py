@@ -133,6 +133,46 @@ def test_a_call_stuck_inside_a_watched_batch_is_named_as_a_lone_call_is(tmp_path
         asyncio.run(task.score("b"))
 
 
+def test_a_reward_that_waits_is_not_batched_again(tmp_path):
+    """A batch runs its replies one after another: a reward that awaits (a grader's HTTP round trip) or blocks
+    keeps lone calls, whose waits overlap; one that only computes stays batched."""
+    from autoenv.limits import batchable, limit_hooks, run_watched
+
+    class Waits:
+        data = None
+
+        async def computes(self):
+            return sum(range(100))
+        computes.reward = True  # type: ignore[attr-defined]
+
+        async def awaits(self):
+            await asyncio.sleep(0)
+            return 1.0
+        awaits.reward = True  # type: ignore[attr-defined]
+
+        async def blocks(self):
+            time.sleep(0.3)
+            return 1.0
+        blocks.reward = True  # type: ignore[attr-defined]
+
+        async def naps(self):
+            time.sleep(0.1)
+            return 1.0
+        naps.reward = True  # type: ignore[attr-defined]
+
+    limit_hooks(Waits, 5, "audit", str(tmp_path))
+    task = Waits()
+    hooks = [task.computes, task.awaits, task.blocks, task.naps]
+    assert all(batchable([hook]) for hook in hooks)
+
+    async def batch():
+        return [await hook() for hook in hooks[:3]] + [await task.naps() for _ in range(4)]
+
+    assert asyncio.run(run_watched(batch)) == [4950, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    # blocks: 0.3 s in one call; naps: 0.1 s a call, 0.4 s over the batch
+    assert [batchable([hook]) for hook in hooks] == [True, False, False, False]
+
+
 def hostile_candidate(tmp_path: Path, where: str) -> Path:
     """examples/arithmetic whose `where` (a line of its taskset.py) is followed by a sleep of an hour."""
     target = tmp_path / "candidate"

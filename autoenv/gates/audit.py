@@ -271,20 +271,21 @@ async def score_batch(vf, task, replies: list[Reply], source: str | None = None)
         async with gate:
             return await score_in_process(vf, task, reply, scaffold)
 
-    if task.config.judges or not batchable([*task.hooks("reward"), *task.hooks("metric")]):
+    hooks = [*task.hooks("reward"), *task.hooks("metric")]
+    if task.config.judges or not batchable(hooks):
         return list(await asyncio.gather(*(one(reply) for reply in replies)))
     scored: list[tuple] = []
 
     async def batch() -> None:
         for reply in replies:
-            if watch_stopped():
+            if watch_stopped() or not batchable(hooks):  # given up on, or a reward turned out to wait
                 return
             result = await score_in_process(vf, task, reply, scaffold)
             scored.append(result)
 
     try:
         await run_watched(batch, source)
-        return scored
+        return scored + list(await asyncio.gather(*(one(reply) for reply in replies[len(scored):])))
     except Breached as e:
         # the replies after the stuck one as lone calls, as they would have run beside it (a call that hangs in
         # one of them is cut at its own limit); then the stuck one, which says it breached (autoenv.limits)
