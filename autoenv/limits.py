@@ -180,20 +180,21 @@ async def run_limited_async(fn: Callable[[], Any], seconds: float, what: str, so
 
 class Breached(Exception):
     """Calls of a watched batch (run_watched) ran past their limits: `fresh` maps each one's hook key to its
-    message (the one a lone call would have raised); the batch's worker is abandoned. The hooks count as breached
-    (`breaches()`, "not called again") once the caller has called them again under `fresh_breaches(fresh)`, which
-    raises that message: the units that ran beside the stuck one in a lone-call run can be scored first."""
+    message (the one a lone call would have raised), `unit` is the batch's unit (watch_unit) they were made in;
+    the batch's worker is abandoned. The hooks count as breached (`breaches()`, "not called again") once the
+    caller has called them again under `fresh_breaches(fresh)`, which raises that message: the units that ran
+    beside the stuck one in a lone-call run can be scored first."""
 
-    def __init__(self, fresh: dict[str, str]) -> None:
+    def __init__(self, fresh: dict[str, str], unit: int) -> None:
         super().__init__("; ".join(fresh.values()))
-        self.fresh = fresh
+        self.fresh, self.unit = fresh, unit
 
 
 class _Call:
-    __slots__ = ("what", "seconds", "key", "started")
+    __slots__ = ("what", "seconds", "key", "unit", "started")
 
-    def __init__(self, what: str, seconds: float, key: str) -> None:
-        self.what, self.seconds, self.key, self.started = what, seconds, key, time.monotonic()
+    def __init__(self, what: str, seconds: float, key: str, unit: int) -> None:
+        self.what, self.seconds, self.key, self.unit, self.started = what, seconds, key, unit, time.monotonic()
 
 
 class _Watch:
@@ -203,9 +204,10 @@ class _Watch:
         self.calls: dict[int, _Call] = {}
         self.spent: dict[str, float] = {}
         self.stopped = False
+        self.unit = 0
 
     async def run(self, fn: Callable[[], Any], what: str, seconds: float, key: str) -> Any:
-        call = _Call(what, seconds, key)
+        call = _Call(what, seconds, key, self.unit)
         self.calls[id(call)] = call
         suspended: list[bool] = []  # the loop runs this only if the call's coroutine gave it control (an await)
         mark = asyncio.get_running_loop().call_soon(suspended.append, True)
@@ -268,13 +270,21 @@ async def run_watched(fn: Callable[[], Awaitable[Any]], source: str | None = Non
     watch.stopped = True
     where = stuck_at(worker.thread, worker.loop, source)
     raise Breached({call.key: f"{call.what} did not return within {call.seconds:g} s"
-                    + (f" (stuck at {where})" if where else "") for call in overdue})
+                    + (f" (stuck at {where})" if where else "") for call in overdue}, min(c.unit for c in overdue))
 
 
 def watch_stopped() -> bool:
     """Inside a watched batch: whether its caller has given up on it (a call breached its limit)."""
     watch = _watch.get()
     return watch is not None and watch.stopped
+
+
+def watch_unit(unit: int) -> None:
+    """Inside a watched batch: the calls made from here on belong to `unit` (a reply's index), which a Breached
+    names."""
+    watch = _watch.get()
+    if watch is not None:
+        watch.unit = unit
 
 
 @contextmanager
@@ -290,10 +300,10 @@ def fresh_breaches(fresh: dict[str, str]) -> Iterator[None]:
 
 
 def batchable(hooks: Iterable[Any]) -> bool:
-    """Whether these bound hooks may run inside a watched batch: each one limited (limit_hooks), none of them ever
-    seen waiting or running long inside one."""
-    return all(getattr(fn, "_autoenv_limited", False) and _key(fn.__self__, fn.__name__) not in _slow
-               for fn in hooks)
+    """Whether these bound hooks may run inside a watched batch: each one limited (limit_hooks) in a worker (not
+    bound to the caller's loop by verifiers' `runtime`), none of them ever seen waiting or running long in one."""
+    return all(getattr(fn, "_autoenv_limited", False) and not getattr(fn, "_autoenv_runtime", True)
+               and _key(fn.__self__, fn.__name__) not in _slow for fn in hooks)
 
 
 def _key(task: Any, name: str) -> str:
@@ -387,6 +397,7 @@ def _limited(fn: Callable[..., Any], kind: str, seconds: float, stage: str, sour
             raise
 
     limited._autoenv_limited = True  # type: ignore[attr-defined]
+    limited._autoenv_runtime = uses_runtime  # type: ignore[attr-defined]
     # the signature verifiers reads on every call (which arguments to pass), computed once: the same one
     # inspect.signature finds through __wrapped__, without unwrapping and rebuilding it each time
     limited.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]

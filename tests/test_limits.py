@@ -104,22 +104,23 @@ def test_a_watched_batch_runs_its_calls_in_one_hop_and_passes_values_through(tmp
 
 
 def test_a_call_stuck_inside_a_watched_batch_is_named_as_a_lone_call_is(tmp_path):
-    from autoenv.limits import Breached, breaches, fresh_breaches, run_watched, watch_stopped
+    from autoenv.limits import Breached, breaches, fresh_breaches, run_watched, watch_stopped, watch_unit
 
     task, source = limited_task(tmp_path, "hostile_watched_hang", 0.5)
     done = []
 
     async def batch():
-        for reply in ("a", "hang", "b"):
+        for i, reply in enumerate(("a", "hang", "b")):
             if watch_stopped():
                 return
+            watch_unit(i)
             done.append(await task.score(reply))
 
     started = time.time()
     with pytest.raises(Breached) as caught:
         asyncio.run(run_watched(batch, str(source)))
     assert time.time() - started < slack(3, cap=3)  # one limit, not the batch's
-    assert done == [1.0]
+    assert done == [1.0] and caught.value.unit == 1
     (message,) = caught.value.fresh.values()
     assert message.startswith("reward 'score' on task idx 7 in the audit stage did not return within 0.5 s")
     assert "stuck at hostile_watched_hang.py:8 in score" in message
@@ -160,8 +161,13 @@ def test_a_reward_that_waits_is_not_batched_again(tmp_path):
             return 1.0
         naps.reward = True  # type: ignore[attr-defined]
 
+        async def in_runtime(self, runtime=None):
+            return 1.0
+        in_runtime.reward = True  # type: ignore[attr-defined]
+
     limit_hooks(Waits, 5, "audit", str(tmp_path))
     task = Waits()
+    assert not batchable([task.in_runtime])  # verifiers' runtime: limited in the caller's loop, never batched
     hooks = [task.computes, task.awaits, task.blocks, task.naps]
     assert all(batchable([hook]) for hook in hooks)
 

@@ -74,6 +74,7 @@ from autoenv.limits import (
     run_limited,
     run_watched,
     watch_stopped,
+    watch_unit,
 )
 from autoenv.messages import Reply
 from autoenv.scripts import script_kind
@@ -277,11 +278,11 @@ async def score_batch(vf, task, replies: list[Reply], source: str | None = None)
     scored: list[tuple] = []
 
     async def batch() -> None:
-        for reply in replies:
+        for i, reply in enumerate(replies):
             if watch_stopped() or not batchable(hooks):  # given up on, or a reward turned out to wait
                 return
-            result = await score_in_process(vf, task, reply, scaffold)
-            scored.append(result)
+            watch_unit(i)
+            scored.append(await score_in_process(vf, task, reply, scaffold))
 
     try:
         await run_watched(batch, source)
@@ -289,11 +290,10 @@ async def score_batch(vf, task, replies: list[Reply], source: str | None = None)
     except Breached as e:
         # the replies after the stuck one as lone calls, as they would have run beside it (a call that hangs in
         # one of them is cut at its own limit); then the stuck one, which says it breached (autoenv.limits)
-        done = scored[:len(scored)]
-        rest = list(await asyncio.gather(*(one(reply) for reply in replies[len(done) + 1:])))
+        rest = list(await asyncio.gather(*(one(reply) for reply in replies[e.unit + 1:])))
         with fresh_breaches(e.fresh):
-            stuck = await score_in_process(vf, task, replies[len(done)], scaffold)
-        return [*done, stuck, *rest]
+            stuck = await score_in_process(vf, task, replies[e.unit], scaffold)
+        return [*scored[:e.unit], stuck, *rest]
 
 
 async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
