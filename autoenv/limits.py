@@ -19,23 +19,45 @@ later calls fail at once with the same message.
 Rewards that take verifiers' `runtime` are bound to the child's own event loop; they
 are limited with `asyncio.wait_for` in that loop instead (an `await` that never returns
 is stopped, a blocking call is not).
+
+A batch of scoring (the audit's replies to one task, `run_watched`) takes one worker hop in all
+instead of one per reward call: the hop cost more than a fast reward (~0.1 ms a call, thousands
+of probe replies). Inside the batch each limited call runs in the worker's event loop, one reply
+after another, registered with its start; the caller watches every registered call against its
+own limit and, on a breach, names it exactly as a lone call would be named (`Breached` carries
+the message), abandons the worker and scores the rest itself, call by call. Only rewards that
+compute fast are batched: a reward that once awaited (a suspended coroutine) or ran long (its calls
+in one batch together: a blocking wait, say) is not batched again, and the batch hands the rest
+back, since it runs its replies one after another where lone calls overlap their waits (a
+model-graded reward's HTTP round trips).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import queue
 import sys
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 HOOKS = ("reward", "metric")
 _breached: dict[str, str] = {}
+INLINE_BATCH_SECONDS = 0.25
+"""A hook whose calls in one watched batch took this long together (a blocking wait a call at a time, say) takes
+a worker hop of its own for each call from then on, never a batch's: what a slow reward loses to a batch (which
+runs its replies one after another) is bounded by this, once. Well above what a machine's load adds to a batch of
+fast rewards (a few ms), which would only cost the batch's saving."""
+WATCH_POLL_SECONDS = 0.05
+"""How often the caller of a watched batch looks at the calls it runs (a breach is named this late at most)."""
+_slow: set[str] = set()
 
 
 class TimeLimitExceeded(Exception):
@@ -156,6 +178,138 @@ async def run_limited_async(fn: Callable[[], Any], seconds: float, what: str, so
     return _outcome(worker, box, returned, what, seconds, source)
 
 
+class Breached(Exception):
+    """Calls of a watched batch (run_watched) ran past their limits: `fresh` maps each one's hook key to its
+    message (the one a lone call would have raised), `unit` is the batch's unit (watch_unit) they were made in;
+    the batch's worker is abandoned. The hooks count as breached (`breaches()`, "not called again") once the
+    caller has called them again under `fresh_breaches(fresh)`, which raises that message: the units that ran
+    beside the stuck one in a lone-call run can be scored first."""
+
+    def __init__(self, fresh: dict[str, str], unit: int) -> None:
+        super().__init__("; ".join(fresh.values()))
+        self.fresh, self.unit = fresh, unit
+
+
+class _Call:
+    __slots__ = ("what", "seconds", "key", "unit", "started")
+
+    def __init__(self, what: str, seconds: float, key: str, unit: int) -> None:
+        self.what, self.seconds, self.key, self.unit, self.started = what, seconds, key, unit, time.monotonic()
+
+
+class _Watch:
+    """The limited calls of one watched batch in flight, as its worker runs them (read by the caller's thread)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[int, _Call] = {}
+        self.spent: dict[str, float] = {}
+        self.stopped = False
+        self.unit = 0
+
+    async def run(self, fn: Callable[[], Any], what: str, seconds: float, key: str) -> Any:
+        call = _Call(what, seconds, key, self.unit)
+        self.calls[id(call)] = call
+        suspended: list[bool] = []  # the loop runs this only if the call's coroutine gave it control (an await)
+        mark = asyncio.get_running_loop().call_soon(suspended.append, True)
+        try:
+            value = fn()
+            return (await value) if inspect.iscoroutine(value) else value
+        finally:
+            mark.cancel()
+            del self.calls[id(call)]
+            wall = time.monotonic() - call.started
+            self.spent[key] = spent = self.spent.get(key, 0.0) + wall
+            if suspended or spent > INLINE_BATCH_SECONDS:
+                _slow.add(key)
+
+
+_watch: contextvars.ContextVar[_Watch | None] = contextvars.ContextVar("autoenv_limits_watch", default=None)
+_fresh: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("autoenv_limits_fresh", default=None)
+
+
+async def run_watched(fn: Callable[[], Awaitable[Any]], source: str | None = None) -> Any:
+    """`await fn()` in one worker's event loop, the limited calls it makes run there too, each watched from here
+    against its own limit; its value, its exception, or Breached (its worker abandoned) once a call ran past its
+    limit. `fn` should stop early when `watch_stopped()` turns true (the caller has given up on it)."""
+    watch = _Watch()
+
+    async def watched() -> Any:
+        _watch.set(watch)  # this task's context only: the worker's later calls do not see it
+        return await fn()
+
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    box: dict[str, Any] = {}
+
+    def settle() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def finished() -> None:
+        try:
+            loop.call_soon_threadsafe(settle)
+        except RuntimeError:  # the caller's loop closed while an abandoned batch was stuck: nobody waits
+            pass
+
+    worker = _take()
+    worker.run(watched, box, finished)
+    overdue: list[_Call] = []
+    while not done.done():
+        now = time.monotonic()
+        calls = list(watch.calls.copy().values())
+        overdue = [c for c in calls if now - c.started >= c.seconds]
+        if overdue:
+            break
+        try:
+            await asyncio.wait_for(asyncio.shield(done),
+                                   min([c.started + c.seconds - now for c in calls] + [WATCH_POLL_SECONDS]))
+        except asyncio.TimeoutError:
+            pass
+    if done.done():
+        return _outcome(worker, box, True, "", 0.0, source)
+    watch.stopped = True
+    where = stuck_at(worker.thread, worker.loop, source)
+    raise Breached({call.key: f"{call.what} did not return within {call.seconds:g} s"
+                    + (f" (stuck at {where})" if where else "") for call in overdue}, min(c.unit for c in overdue))
+
+
+def watch_stopped() -> bool:
+    """Inside a watched batch: whether its caller has given up on it (a call breached its limit)."""
+    watch = _watch.get()
+    return watch is not None and watch.stopped
+
+
+def watch_unit(unit: int) -> None:
+    """Inside a watched batch: the calls made from here on belong to `unit` (a reply's index), which a Breached
+    names."""
+    watch = _watch.get()
+    if watch is not None:
+        watch.unit = unit
+
+
+@contextmanager
+def fresh_breaches(fresh: dict[str, str]) -> Iterator[None]:
+    """Calls of these hooks made here raise their breach message at once (and mark the hook breached), not
+    "...; not called again": the unit (a reply) whose call breached inside a watched batch, scored again outside
+    it, reads as it would have read alone."""
+    token = _fresh.set(fresh)
+    try:
+        yield
+    finally:
+        _fresh.reset(token)
+
+
+def batchable(hooks: Iterable[Any]) -> bool:
+    """Whether these bound hooks may run inside a watched batch: each one limited (limit_hooks) in a worker (not
+    bound to the caller's loop by verifiers' `runtime`), none of them ever seen waiting or running long in one."""
+    return all(getattr(fn, "_autoenv_limited", False) and not getattr(fn, "_autoenv_runtime", True)
+               and _key(fn.__self__, fn.__name__) not in _slow for fn in hooks)
+
+
+def _key(task: Any, name: str) -> str:
+    return f"{type(task).__qualname__}.{name}"
+
+
 def stuck_at(thread: threading.Thread, loop: asyncio.AbstractEventLoop | None, source: str | None) -> str | None:
     """The innermost line of the candidate's code the thread is in (a blocking call), or that
     its event loop's coroutines wait in (an await that never returns)."""
@@ -218,17 +372,23 @@ def _limited(fn: Callable[..., Any], kind: str, seconds: float, stage: str, sour
 
     @functools.wraps(fn)
     async def limited(self: Any, *args: Any, **kwargs: Any) -> Any:
-        key = f"{type(self).__qualname__}.{fn.__name__}"
-        if key in _breached:
+        key = _key(self, fn.__name__)
+        fresh = (_fresh.get() or {}).get(key)
+        if key in _breached and fresh is None:
             raise TimeLimitExceeded(f"{_breached[key]}; not called again")
         idx = getattr(getattr(self, "data", None), "idx", None)
         what = f"{label} on task idx {idx} in the {stage} stage"
+        watch = _watch.get()
         try:
+            if fresh is not None:  # this call breached inside a watched batch: it says so here
+                raise TimeLimitExceeded(fresh)
             if uses_runtime:
                 try:
                     value = await asyncio.wait_for(fn(self, *args, **kwargs), seconds)
                 except asyncio.TimeoutError:
                     raise TimeLimitExceeded(f"{what} did not return within {seconds:g} s") from None
+            elif watch is not None:  # inside a watched batch, already in a worker: its caller keeps the limit
+                value = await watch.run(lambda: fn(self, *args, **kwargs), what, seconds, key)
             else:
                 value = await run_limited_async(lambda: fn(self, *args, **kwargs), seconds, what, source)
             return real_number(value, what) if kind == "reward" else value
@@ -237,6 +397,10 @@ def _limited(fn: Callable[..., Any], kind: str, seconds: float, stage: str, sour
             raise
 
     limited._autoenv_limited = True  # type: ignore[attr-defined]
+    limited._autoenv_runtime = uses_runtime  # type: ignore[attr-defined]
+    # the signature verifiers reads on every call (which arguments to pass), computed once: the same one
+    # inspect.signature finds through __wrapped__, without unwrapping and rebuilding it each time
+    limited.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
     return limited
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import shutil
@@ -60,6 +61,122 @@ def test_results_and_errors_pass_through():
     assert run_limited(lambda: twice(4), 5, "twice") == 8
     with pytest.raises(ZeroDivisionError):
         run_limited(lambda: 1 / 0, 5, "divide")
+
+
+def limited_task(tmp_path: Path, name: str, seconds: float):
+    """A task class of the candidate's (its module under tmp_path) whose reward blocks for an hour on reply
+    "hang" and whose metric echoes the reply, both limited as the audit limits them; and that source folder."""
+    from autoenv.limits import limit_hooks
+
+    source = tmp_path / "hostile"
+    source.mkdir()
+    (source / f"{name}.py").write_text(
+        "import time\n"
+        "class Data:\n"
+        "    idx = 7\n"
+        "class Task:\n"
+        "    data = Data()\n"
+        "    async def score(self, reply):\n"
+        "        if reply == 'hang':\n"
+        "            time.sleep(3600)\n"
+        "        return 1.0\n"
+        "    score.reward = True\n"
+        "    async def echo(self, reply):\n"
+        "        return reply\n"
+        "    echo.metric = True\n")
+    sys.path.insert(0, str(source))
+    task_cls = importlib.import_module(name).Task
+    limit_hooks(task_cls, seconds, "audit", str(source))
+    return task_cls(), source
+
+
+def test_a_watched_batch_runs_its_calls_in_one_hop_and_passes_values_through(tmp_path):
+    from autoenv.limits import batchable, run_watched
+
+    task, source = limited_task(tmp_path, "hostile_watched_ok", 5)
+    assert batchable([task.score, task.echo])
+
+    async def batch():
+        return [(await task.score(str(i)), await task.echo(str(i))) for i in range(3)]
+
+    assert asyncio.run(run_watched(batch, str(source))) == [(1.0, "0"), (1.0, "1"), (1.0, "2")]
+    assert not batchable([lambda: None])  # not limited: never run inside a batch
+
+
+def test_a_call_stuck_inside_a_watched_batch_is_named_as_a_lone_call_is(tmp_path):
+    from autoenv.limits import Breached, breaches, fresh_breaches, run_watched, watch_stopped, watch_unit
+
+    task, source = limited_task(tmp_path, "hostile_watched_hang", 0.5)
+    done = []
+
+    async def batch():
+        for i, reply in enumerate(("a", "hang", "b")):
+            if watch_stopped():
+                return
+            watch_unit(i)
+            done.append(await task.score(reply))
+
+    started = time.time()
+    with pytest.raises(Breached) as caught:
+        asyncio.run(run_watched(batch, str(source)))
+    assert time.time() - started < slack(3, cap=3)  # one limit, not the batch's
+    assert done == [1.0] and caught.value.unit == 1
+    (message,) = caught.value.fresh.values()
+    assert message.startswith("reward 'score' on task idx 7 in the audit stage did not return within 0.5 s")
+    assert "stuck at hostile_watched_hang.py:8 in score" in message
+    assert message not in breaches()  # not yet: the replies beside the stuck one are scored first, as lone calls
+    assert asyncio.run(task.score("b")) == 1.0
+    with fresh_breaches(caught.value.fresh):  # the stuck reply scored again reads as the breach itself
+        with pytest.raises(TimeLimitExceeded) as again:
+            asyncio.run(task.score("hang"))
+    assert str(again.value) == message and message in breaches()
+    with pytest.raises(TimeLimitExceeded, match="; not called again$"):  # every later call: at once
+        asyncio.run(task.score("b"))
+
+
+def test_a_reward_that_waits_is_not_batched_again(tmp_path):
+    """A batch runs its replies one after another: a reward that awaits (a grader's HTTP round trip) or blocks
+    keeps lone calls, whose waits overlap; one that only computes stays batched."""
+    from autoenv.limits import batchable, limit_hooks, run_watched
+
+    class Waits:
+        data = None
+
+        async def computes(self):
+            return sum(range(100))
+        computes.reward = True  # type: ignore[attr-defined]
+
+        async def awaits(self):
+            await asyncio.sleep(0)
+            return 1.0
+        awaits.reward = True  # type: ignore[attr-defined]
+
+        async def blocks(self):
+            time.sleep(0.3)
+            return 1.0
+        blocks.reward = True  # type: ignore[attr-defined]
+
+        async def naps(self):
+            time.sleep(0.1)
+            return 1.0
+        naps.reward = True  # type: ignore[attr-defined]
+
+        async def in_runtime(self, runtime=None):
+            return 1.0
+        in_runtime.reward = True  # type: ignore[attr-defined]
+
+    limit_hooks(Waits, 5, "audit", str(tmp_path))
+    task = Waits()
+    assert not batchable([task.in_runtime])  # verifiers' runtime: limited in the caller's loop, never batched
+    hooks = [task.computes, task.awaits, task.blocks, task.naps]
+    assert all(batchable([hook]) for hook in hooks)
+
+    async def batch():
+        return [await hook() for hook in hooks[:3]] + [await task.naps() for _ in range(4)]
+
+    assert asyncio.run(run_watched(batch)) == [4950, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    # blocks: 0.3 s in one call; naps: 0.1 s a call, 0.4 s over the batch
+    assert [batchable([hook]) for hook in hooks] == [True, False, False, False]
 
 
 def hostile_candidate(tmp_path: Path, where: str) -> Path:

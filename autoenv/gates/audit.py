@@ -54,6 +54,7 @@ from autoenv.gates.probes import (
 from autoenv.gates.rollout_probes import hung_tools, infer_oracle_rollouts, probe_rollouts
 from autoenv.gates.scoring import (
     NO_ORACLE,
+    Scaffold,
     reward_record,
     same_rewards,
     score_in_process,
@@ -64,7 +65,17 @@ from autoenv.gates.scoring import (
 from autoenv.gates.seats import seat_reference
 from autoenv.job import Job
 from autoenv.judge_routing import grader_outage
-from autoenv.limits import TimeLimitExceeded, breaches, run_limited
+from autoenv.limits import (
+    Breached,
+    TimeLimitExceeded,
+    batchable,
+    breaches,
+    fresh_breaches,
+    run_limited,
+    run_watched,
+    watch_stopped,
+    watch_unit,
+)
 from autoenv.messages import Reply
 from autoenv.scripts import script_kind
 from autoenv.tasks import load_tasks, seat_names
@@ -227,7 +238,7 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
                 emit("probe", probe=probe)
                 continue
             tried: dict[str, tuple[float, dict]] = {}
-            scored = await score_batch(vf, task, list(replies.values()))
+            scored = await score_batch(vf, task, list(replies.values()), job.candidate_dir)
             for (strategy, reply), (trace, error) in zip(replies.items(), scored):
                 if probe == "oracle" and error is None:
                     again, _ = await score_in_process(vf, task, reply)
@@ -250,15 +261,39 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
     return records, (deterministic if checked else None)
 
 
-async def score_batch(vf, task, replies: list[Reply]) -> list[tuple]:
-    """Each reply scored on `task`, SCORE_BATCH at a time, in order: a many-strategy probe's replies to one task
-    wait on their reward workers together instead of one after another (each call keeps its own time limit)."""
+async def score_batch(vf, task, replies: list[Reply], source: str | None = None) -> list[tuple]:
+    """Each reply scored on `task`, in order. All of them in one worker hop where the task's rewards allow it
+    (autoenv.limits.run_watched: each call keeps its own limit); else SCORE_BATCH at a time, each reward call in
+    a worker of its own, so a many-strategy probe's replies wait on their reward workers together."""
+    scaffold = Scaffold(vf, task)
     gate = asyncio.Semaphore(SCORE_BATCH)
 
     async def one(reply: Reply) -> tuple:
         async with gate:
-            return await score_in_process(vf, task, reply)
-    return list(await asyncio.gather(*(one(reply) for reply in replies)))
+            return await score_in_process(vf, task, reply, scaffold)
+
+    hooks = [*task.hooks("reward"), *task.hooks("metric")]
+    if task.config.judges or not batchable(hooks):
+        return list(await asyncio.gather(*(one(reply) for reply in replies)))
+    scored: list[tuple] = []
+
+    async def batch() -> None:
+        for i, reply in enumerate(replies):
+            if watch_stopped() or not batchable(hooks):  # given up on, or a reward turned out to wait
+                return
+            watch_unit(i)
+            scored.append(await score_in_process(vf, task, reply, scaffold))
+
+    try:
+        await run_watched(batch, source)
+        return scored + list(await asyncio.gather(*(one(reply) for reply in replies[len(scored):])))
+    except Breached as e:
+        # the replies after the stuck one as lone calls, as they would have run beside it (a call that hangs in
+        # one of them is cut at its own limit); then the stuck one, which says it breached (autoenv.limits)
+        rest = list(await asyncio.gather(*(one(reply) for reply in replies[e.unit + 1:])))
+        with fresh_breaches(e.fresh):
+            stuck = await score_in_process(vf, task, replies[e.unit], scaffold)
+        return [*scored[:e.unit], stuck, *rest]
 
 
 async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:

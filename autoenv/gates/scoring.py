@@ -38,18 +38,34 @@ def reward_record(trace, probe: str, task, reply_text: str, error: str | None = 
             "reply_chars": len(reply_text)}
 
 
-async def score_in_process(vf, task, reply) -> tuple:
-    """Score `reply` as the single assistant turn of `task`; returns (trace, error)."""
-    from verifiers.v1.graph import MessageNode  # deferred: verifiers is imported only inside the child
+class Scaffold:
+    """What every reply's trace on one task shares: the prompt's nodes, the trace's task (its key and content hash
+    computed once) and the agent record. Built once per task instead of once per reply (a probe scores up to ~24
+    replies a task); each trace gets shallow copies of these, so scoring one reply cannot change another's."""
 
-    nodes: list[Any] = []
-    for message in task_messages(task):
-        cls = vf.SystemMessage if message["role"] == "system" else vf.UserMessage
-        nodes.append(MessageNode(message=cls(content=message["content"]), parent=len(nodes) - 1 if nodes else None))
-    assistant = vf.AssistantMessage(content=reply.content)
-    nodes.append(MessageNode(message=assistant, parent=len(nodes) - 1 if nodes else None, sampled=True))
-    trace = vf.Trace(task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
-                     agent=vf.AgentInfo(config=vf.AgentConfig()), nodes=nodes)
+    def __init__(self, vf, task) -> None:
+        from verifiers.v1.graph import MessageNode  # deferred: verifiers is imported only inside the child
+
+        self.nodes: list[Any] = []
+        for message in task_messages(task):
+            cls = vf.SystemMessage if message["role"] == "system" else vf.UserMessage
+            self.nodes.append(MessageNode(message=cls(content=message["content"]),
+                                          parent=len(self.nodes) - 1 if self.nodes else None))
+        self.task = vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash)
+        self.agent = vf.AgentInfo(config=vf.AgentConfig())
+        self.node_type = MessageNode
+
+    def trace(self, vf, reply) -> Any:
+        nodes = [node.model_copy() for node in self.nodes]
+        assistant = vf.AssistantMessage(content=reply.content)
+        nodes.append(self.node_type(message=assistant, parent=len(nodes) - 1 if nodes else None, sampled=True))
+        return vf.Trace(task=self.task.model_copy(), agent=self.agent.model_copy(), nodes=nodes)
+
+
+async def score_in_process(vf, task, reply, scaffold: Scaffold | None = None) -> tuple:
+    """Score `reply` as the single assistant turn of `task`; returns (trace, error). `scaffold` (the task's, built
+    once) saves rebuilding the prompt's part of the trace for each of a task's replies."""
+    trace = (scaffold or Scaffold(vf, task)).trace(vf, reply)
     try:
         await task.score(trace)
     except Exception as e:
