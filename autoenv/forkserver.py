@@ -35,7 +35,6 @@ import importlib
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import struct
@@ -127,13 +126,23 @@ def reap() -> None:
             return
 
 
-def empty(folder: Path) -> None:
-    """The private tmpfs folders back to empty: nothing one evaluation leaves is seen by the next."""
-    for entry in list(folder.iterdir()) if folder.is_dir() else []:
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
+def empty(folder: Path, device: int | None = None) -> None:
+    """A private tmpfs folder (/tmp, $HOME) back to what the sandbox started with: everything on that tmpfs goes,
+    nothing on another file system is touched (the Python install, the venv, caches and the staging folder are
+    mounted into $HOME or /tmp, and their files are not the evaluation's to delete)."""
+    device = os.lstat(folder).st_dev if device is None else device
+    for entry in os.scandir(folder):
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if st.st_dev != device:  # a mount point: left alone, with all below it
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                empty(Path(entry.path), device)
+                os.rmdir(entry.path)  # fails, harmlessly, where a mount point lies below
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass
 
 
 def imported() -> dict[str, int]:

@@ -214,6 +214,24 @@ def test_a_server_whose_imported_code_changed_says_stale_and_exits(tmp_path):
         proc.wait()
 
 
+@needs_sandbox
+def test_emptying_the_private_tmp_leaves_what_is_mounted_into_it(tmp_path):
+    """The sweep empties the sandbox's own /tmp and $HOME; the folders mounted into them (the staging folder, the
+    Python install, caches) are on other file systems and keep every file."""
+    staged = tmp_path / "staged"
+    (staged / "target").mkdir(parents=True)
+    (staged / "target" / "traces.jsonl").write_text("an episode not yet published\n")
+    script = ("import os, pathlib; from autoenv.forkserver import empty; "
+              "os.makedirs('/tmp/left/deep'); open('/tmp/left/deep/f', 'w').write('x'); open('/tmp/top', 'w').write('x'); "
+              "empty(pathlib.Path('/tmp')); print(sorted(os.listdir('/tmp')), sorted(os.listdir('/tmp/mnt/staged')))")
+    inside = choose().wrap([sys.executable, "-c", script], readable=[], writable=[])
+    inside = inside[:inside.index("--")] + ["--bind", str(staged), "/tmp/mnt/staged"] + inside[inside.index("--"):]
+    result = subprocess.run(inside, capture_output=True, text=True, timeout=120, cwd=str(Path(__file__).parent.parent))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["['mnt']", "['target']"]  # /tmp/mnt stays only as the mount's parent
+    assert (staged / "target" / "traces.jsonl").read_text() == "an episode not yet published\n"
+
+
 def test_publish_copies_what_the_child_wrote_appends_what_grew_and_follows_no_link(tmp_path):
     out, slot = tmp_path / "out", tmp_path / "slot"
     out.mkdir()
