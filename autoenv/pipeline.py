@@ -72,6 +72,7 @@ from autoenv.record import (
 from autoenv.report import GATES_FILE, check_fix, render, render_gates, write_report
 from autoenv.rescore import Source, find_source, run_rescore
 from autoenv.rescore_table import paired
+from autoenv.review import figures
 from autoenv.review.plot import plot_run
 from autoenv.review.run import Project, run_so_far
 from autoenv.rollouts import Worker, WorkerResult
@@ -226,6 +227,7 @@ def run_stages(ctx: Context) -> Outcome:
                 worker = stack.enter_context(start_worker(ctx))
                 inspect(ctx, worker)
             stage_name = "gates"
+            figures.prewarm()  # the run plot's matplotlib, imported while the child plays the probes
             with timed(ctx, "gates"), display.stage("check + probe", "dataset, determinism, oracle and exploits; no model"):
                 ctx.gates = gates(ctx, worker)
             if not ctx.gates.passed:
