@@ -149,10 +149,13 @@ class WarmChild:
                     stamp = append_tail(self.slot, rel, target, before[0])
                 else:
                     copy_file(self.slot, rel, target)
-            except OSError as e:  # swapped for a link or a fifo, removed meanwhile, too large: not published
+                self.unpublished.pop(rel, None)
+            except FileNotFoundError:  # gone since the snapshot (a file written, then renamed): the next one sees
+                continue
+            except OSError as e:  # swapped for a link or a fifo, too large: not published
                 self.unpublished[rel] = str(e)
             self._seen[rel] = stamp
-        if self.unpublished:
+        if self.unpublished or (self.out / UNPUBLISHED).is_file():
             (self.out / UNPUBLISHED).write_text(json.dumps(self.unpublished, indent=1))
 
     def release(self) -> None:
