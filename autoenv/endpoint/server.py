@@ -175,7 +175,7 @@ class Endpoint:
             return error_response(e.status, str(e))
         except Exception as e:  # a candidate's oracle hook raised: report it, keep serving
             return error_response(500, f"the policy failed: {type(e).__name__}: {e}")
-        usage = self._usage(chat.messages, reply)
+        usage = self._usage(model, chat.messages, reply)
         self.counts["tokens"] += usage["total_tokens"]
         if fault == "cut" and not body.get("stream"):
             if request.transport is not None:
@@ -186,13 +186,14 @@ class Endpoint:
             return await self._stream(request, model, reply, usage if include_usage else None, cut=fault == "cut")
         return web.json_response(_completion(model, reply, usage))
 
-    def _usage(self, messages: list[dict], reply: Reply) -> dict:
+    def _usage(self, model: str, messages: list[dict], reply: Reply) -> dict:
         """OpenAI-style usage; with a prompt cache, the tokens of the longest prefix of `messages` sent
-        before are reported as cached (inside or apart from `prompt_tokens`)."""
+        before to the same model are reported as cached (inside or apart from `prompt_tokens`): a provider
+        caches per model, so one model's requests never make another's cached."""
         counts = [_tokens(message_text(m.get("content"))) for m in messages]
         prompt, cached = sum(counts), 0
         if self.prompt_cache:
-            digest = hashlib.sha256()
+            digest = hashlib.sha256(model.encode() + b"\0")
             for i, message in enumerate(messages):
                 digest.update(json.dumps(message, sort_keys=True, default=str).encode())
                 key = digest.hexdigest()
