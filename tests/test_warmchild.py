@@ -51,28 +51,6 @@ def processes_naming(marker: str) -> list[int]:
     return found
 
 
-@pytest.mark.e2e
-def test_a_warm_evaluation_concludes_what_a_cold_one_does(run_repo, warm_cache):
-    root = run_repo("arithmetic")
-    warm = autoenv("eval", "--offline", cwd=root, env=warm_cache)
-    assert warm.returncode == 0, warm.stdout[-3000:] + warm.stderr[-3000:]
-    assert WARM_NOTE in warm.stdout  # the first evaluation starts the server and is forked by it too
-    (folder,) = (Path(warm_cache["AUTOENV_CACHE"]) / "warm").iterdir()
-    with open(folder / "lock", "w") as held:  # another evaluation holds the server: a cold child, not a wait
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        cold = autoenv("eval", "--offline", "--force", cwd=root, env=warm_cache)
-    again = autoenv("eval", "--offline", "--force", cwd=root, env=warm_cache)
-    assert again.returncode == 0 and cold.returncode == 0, again.stdout[-2000:] + cold.stdout[-2000:]
-    assert WARM_NOTE in again.stdout and WARM_NOTE not in cold.stdout
-    first, second, third = ledger(root)
-    assert outcomes(second) == outcomes(third)  # re-evaluations, cold then warm: compared with the first alike
-    assert outcomes(first)["gates"] == outcomes(second)["gates"]
-    out = root / "outputs" / first["commit"]
-    assert (out / "gates" / "audit.json").is_file() and (out / "target" / "traces.jsonl").is_file()
-    assert json.loads((out / "job.json").read_text())["out_dir"] == str(out)  # the record names the real folder
-    assert list((folder / "slot").iterdir()) == []  # between evaluations the staging folder is empty
-
-
 DAEMON = '''
 import os, subprocess, sys
 _marker = "{marker}"
@@ -85,41 +63,55 @@ print("DAEMON STARTED", file=sys.stderr, flush=True)
 '''
 
 
+def left_behind(root: Path, commit: str, marker: str) -> str:
+    """What the candidate's import said of an earlier evaluation's file, after checking that its daemon is gone."""
+    said = (root / "outputs" / commit / "worker.stderr").read_text()
+    assert "DAEMON STARTED" in said, said[-2000:]  # the attempt was made ...
+    assert processes_naming(marker) == []  # ... and nothing of it is left once the evaluation has returned
+    return "yes" if "TMP LEFTOVER: yes" in said else "no"
+
+
 @needs_sandbox
 @pytest.mark.e2e
-def test_nothing_a_candidate_leaves_outlives_its_evaluation(run_repo, warm_cache):
-    """A daemon in its own session and a file in /tmp, left by the candidate's import: the next evaluation, forked
-    by the same server, finds neither."""
+def test_a_warm_evaluation_concludes_what_a_cold_one_does_and_leaves_nothing_behind(run_repo, warm_cache):
+    """Warm, cold (the server held by another evaluation), warm again on one run, with a candidate whose import
+    leaves a daemon in a session of its own and a file in /tmp: the same conclusions, and the next evaluation
+    forked by the same server finds neither. Then new settings: a new server, the old one stopped."""
     marker = f"autoenv-daemon-{uuid.uuid4().hex}"
     root = run_repo("arithmetic")
     module = root / "candidate" / "candidate_env" / "__init__.py"
     module.write_text(module.read_text() + DAEMON.format(marker=marker))
     commit = commit_all(root, "a candidate that leaves a daemon and a file behind")
-    for round_ in (1, 2):
-        result = autoenv("eval", "--offline", "--force", cwd=root, env=warm_cache)
-        assert result.returncode == 0 and WARM_NOTE in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
-        said = (root / "outputs" / commit / "worker.stderr").read_text()
-        assert "DAEMON STARTED" in said, said[-2000:]  # the attempt was made ...
-        assert "TMP LEFTOVER: no" in said and "TMP LEFTOVER: yes" not in said, (round_, said[-2000:])
-        assert processes_naming(marker) == []  # ... and nothing of it is left once the evaluation has returned
+    warm = autoenv("eval", "--offline", cwd=root, env=warm_cache)
+    assert warm.returncode == 0, warm.stdout[-3000:] + warm.stderr[-3000:]
+    assert WARM_NOTE in warm.stdout  # the first evaluation starts the server and is forked by it too
+    assert left_behind(root, commit, marker) == "no"
+    (folder,) = (Path(warm_cache["AUTOENV_CACHE"]) / "warm").iterdir()
+    with open(folder / "lock", "w") as held:  # another evaluation holds the server: a cold child, not a wait
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        cold = autoenv("eval", "--offline", "--force", cwd=root, env=warm_cache)
+    again = autoenv("eval", "--offline", "--force", cwd=root, env=warm_cache)
+    assert again.returncode == 0 and cold.returncode == 0, again.stdout[-2000:] + cold.stdout[-2000:]
+    assert WARM_NOTE in again.stdout and WARM_NOTE not in cold.stdout
+    assert left_behind(root, commit, marker) == "no"  # forked by the server whose first child wrote the file
+    first, second, third = ledger(root)
+    assert outcomes(second) == outcomes(third)  # re-evaluations, cold then warm: compared with the first alike
+    assert outcomes(first)["gates"] == outcomes(second)["gates"]
+    out = root / "outputs" / commit
+    assert (out / "gates" / "audit.json").is_file() and (out / "target" / "traces.jsonl").is_file()
+    assert json.loads((out / "job.json").read_text())["out_dir"] == str(out)  # the record names the real folder
+    assert list((folder / "slot").iterdir()) == []  # between evaluations the staging folder is empty
 
-
-@pytest.mark.e2e
-def test_new_settings_start_a_new_server_and_stop_the_old_one(run_repo, warm_cache):
-    root = run_repo("arithmetic")
-    assert WARM_NOTE in autoenv("eval", "--offline", cwd=root, env=warm_cache).stdout
-    (old,) = (Path(warm_cache["AUTOENV_CACHE"]) / "warm").iterdir()
-    assert warmchild.connect(old) is not None
+    assert warmchild.connect(folder) is not None
     config = root / "config.toml"
     config.write_text(config.read_text().replace("warm_seconds = 600", "warm_seconds = 300"))
     commit_all(root, "a shorter idle time for the warm server")
     assert WARM_NOTE in autoenv("eval", "--offline", cwd=root, env=warm_cache).stdout
-    folders = set((Path(warm_cache["AUTOENV_CACHE"]) / "warm").iterdir())
-    assert len(folders) == 2
+    assert len(set((Path(warm_cache["AUTOENV_CACHE"]) / "warm").iterdir())) == 2
     deadline = time.monotonic() + 60  # the old server exits on the stop it was sent: wait for that event
-    while warmchild.connect(old) is not None and time.monotonic() < deadline:
+    while warmchild.connect(folder) is not None and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert warmchild.connect(old) is None
+    assert warmchild.connect(folder) is None
 
 
 def test_warm_seconds_zero_or_the_variable_means_a_cold_child(monkeypatch):
