@@ -152,11 +152,11 @@ def _outcome(worker: _Worker, box: dict[str, Any], returned: bool, what: str, se
     return box.get("value")
 
 
-async def run_limited_async(fn: Callable[[], Any], seconds: float, what: str, source: str | None = None) -> Any:
-    """run_limited awaited from an event loop: the caller's loop waits on the worker without a thread of its own."""
-    box: dict[str, Any] = {}
+def _awaitable_end() -> tuple[asyncio.Future[None], Callable[[], None]]:
+    """A future of the running loop, and the callback a worker calls from its thread when its call has ended
+    (which settles the future in that loop)."""
     loop = asyncio.get_running_loop()
-    done = loop.create_future()
+    done: asyncio.Future[None] = loop.create_future()
 
     def settle() -> None:
         if not done.done():
@@ -168,6 +168,13 @@ async def run_limited_async(fn: Callable[[], Any], seconds: float, what: str, so
         except RuntimeError:  # the caller's loop closed while an abandoned call was stuck: nobody waits
             pass
 
+    return done, finished
+
+
+async def run_limited_async(fn: Callable[[], Any], seconds: float, what: str, source: str | None = None) -> Any:
+    """run_limited awaited from an event loop: the caller's loop waits on the worker without a thread of its own."""
+    box: dict[str, Any] = {}
+    done, finished = _awaitable_end()
     worker = _take()
     worker.run(fn, box, finished)
     try:
@@ -237,20 +244,8 @@ async def run_watched(fn: Callable[[], Awaitable[Any]], source: str | None = Non
         _watch.set(watch)  # this task's context only: the worker's later calls do not see it
         return await fn()
 
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
     box: dict[str, Any] = {}
-
-    def settle() -> None:
-        if not done.done():
-            done.set_result(None)
-
-    def finished() -> None:
-        try:
-            loop.call_soon_threadsafe(settle)
-        except RuntimeError:  # the caller's loop closed while an abandoned batch was stuck: nobody waits
-            pass
-
+    done, finished = _awaitable_end()
     worker = _take()
     worker.run(watched, box, finished)
     overdue: list[_Call] = []
