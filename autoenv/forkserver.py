@@ -44,6 +44,7 @@ import traceback
 from pathlib import Path
 
 from autoenv import child  # the stages' code, never the candidate's
+from autoenv.warmchild import empty
 
 REQUEST_BYTES = 1 << 20
 REQUEST_SECONDS = 10.0
@@ -131,25 +132,6 @@ def reap() -> None:
             return
         if pid == 0:
             return
-
-
-def empty(folder: Path, device: int | None = None) -> None:
-    """A private tmpfs folder (/tmp, $HOME) back to what the sandbox started with: everything on that tmpfs goes,
-    nothing on another file system is touched (the Python install, the venv, caches and the staging folder are
-    mounted into $HOME or /tmp, and their files are not the evaluation's to delete)."""
-    device = os.lstat(folder).st_dev if device is None else device
-    for entry in os.scandir(folder):
-        try:
-            st = entry.stat(follow_symlinks=False)
-            if st.st_dev != device:  # a mount point: left alone, with all below it
-                continue
-            if entry.is_dir(follow_symlinks=False):
-                empty(Path(entry.path), device)
-                os.rmdir(entry.path)  # fails, harmlessly, where a mount point lies below
-            else:
-                os.unlink(entry.path)
-        except OSError:
-            pass
 
 
 def imported() -> dict[str, int]:

@@ -243,14 +243,24 @@ def append_tail(slot: Path, rel: str, target: Path, offset: int) -> tuple[int, i
     return (size, st.st_mtime_ns) if size == st.st_size else (size, -2)
 
 
-def empty(slot: Path) -> None:
-    """The staging folder emptied, never removed: the server's sandbox shows this very folder (a new one at the
-    same path would not be the one it sees)."""
-    for entry in list(slot.iterdir()):
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
+def empty(folder: Path, device: int | None = None) -> None:
+    """`folder` emptied, never removed, and nothing on another file system touched. The staging folder: the server's
+    sandbox shows this very folder (a new one at the same path would not be the one it sees). The sandbox's private
+    /tmp and $HOME (autoenv.forkserver): the Python install, the venv, caches and the staging folder are mounted into
+    them, and their files are not the evaluation's to delete."""
+    device = os.lstat(folder).st_dev if device is None else device
+    for entry in os.scandir(folder):
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if st.st_dev != device:  # a mount point: left alone, with all below it
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                empty(Path(entry.path), device)
+                os.rmdir(entry.path)  # fails, harmlessly, where a mount point lies below
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass
 
 
 def seed(out: Path, slot: Path) -> dict[str, tuple[int, int]]:
