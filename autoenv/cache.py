@@ -17,9 +17,9 @@ import dataclasses
 import hashlib
 import json
 
-from autoenv.config import Config
+from autoenv.core.config import Config
 from autoenv.gitrepo import Head, Repo
-from autoenv.record import Entry
+from autoenv.core.record import Entry
 from autoenv.verdict import same_run
 
 REUSABLE = ("baseline", "keep", "discard", "inconclusive")

@@ -8,7 +8,7 @@ share the process, so the install check, the gates and the rollouts pay for one
 interpreter and one verifiers import instead of three, while the candidate stays out of
 the harness's own process. A child whose parent died stops itself.
 
-Events are `AUTOENV-EVENT {json}` lines on stdout (autoenv.events); verifiers' logging
+Events are `AUTOENV-EVENT {json}` lines on stdout (autoenv.core.events); verifiers' logging
 goes to the stage's log file.
 """
 
@@ -26,12 +26,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from autoenv.endpoint.server import Endpoint
-from autoenv.events import emit
+from autoenv.core.events import emit
 from autoenv.exports import inspect_module
 from autoenv.forwarder import relay
 from autoenv.gates.audit import audit
 from autoenv.gates.derived import derive
-from autoenv.job import Job
+from autoenv.core.job import Job
 from autoenv.judge_routing import GraderPolicies, route_judges
 from autoenv.rescore_stage import rescore
 from autoenv.worker import run as rollouts

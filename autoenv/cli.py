@@ -16,15 +16,17 @@ import signal
 import sys
 from pathlib import Path
 
-from autoenv import __version__, display, vendor
+from autoenv import __version__, vendor
+
+from autoenv.core import display
 from autoenv.cache import resolve
 from autoenv.commands import audit_only, recompute, rejudge, verify
-from autoenv.config import AGENT_KINDS, CONFIG_NAME, load_config
+from autoenv.core.config import AGENT_KINDS, CONFIG_NAME, load_config
 from autoenv.demo import make_run_repo
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults, load_oracle, serve_forever
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.export.check import run_checks
 from autoenv.export.grpo import export_grpo
 from autoenv.export.openenv import export_openenv
@@ -37,9 +39,9 @@ from autoenv.lifecycle import new_run, rebase_rules
 from autoenv.model.cli import add_commands as add_model_commands
 from autoenv.model.cli import setup_model
 from autoenv.model.demo import real_model_demo
-from autoenv.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
+from autoenv.core.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
 from autoenv.pipeline import EvalOptions, EvaluationCrashed, evaluate
-from autoenv.record import ROLES, Entry
+from autoenv.core.record import ROLES, Entry
 from autoenv.review.cli import add_commands as add_review_commands
 from autoenv.rollouts import warm
 from autoenv.sandbox import choose

@@ -15,23 +15,23 @@ import json
 import shutil
 from pathlib import Path
 
-from autoenv import display
-from autoenv.config import CONFIG_NAME, load_config, with_env
-from autoenv.errors import AutoEnvError
-from autoenv.formats import stamp
+from autoenv.core import display
+from autoenv.core.config import CONFIG_NAME, load_config, with_env
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.formats import stamp
 from autoenv.gates.derived_rules import run_derived
 from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.gitrepo import Repo
 from autoenv.install import inspect_candidate, install_candidate
 from autoenv.integrity import check as check_integrity
 from autoenv.integrity import rebuild
-from autoenv.job import Job
+from autoenv.core.job import Job
 from autoenv.judge.render import render as judge_render
 from autoenv.ledger import read_entries
 from autoenv.ledger import verify as verify_ledger
-from autoenv.paths import spec_warnings
+from autoenv.core.paths import spec_warnings
 from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, config_job, judge, record, verdict
-from autoenv.record import ROLES, CandidateInfo, Entry, GateReport
+from autoenv.core.record import ROLES, CandidateInfo, Entry, GateReport
 from autoenv.report import GATES_FILE, render, render_gates, write_report
 from autoenv.rollouts import Worker
 from autoenv.runbase import RulesCheck

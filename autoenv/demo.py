@@ -15,9 +15,9 @@ from pathlib import Path
 
 import git
 
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.lifecycle import new_run
-from autoenv.paths import EXAMPLES, PROJECT, examples
+from autoenv.core.paths import EXAMPLES, PROJECT, examples
 
 ORACLE_METHOD = re.compile(r"(?m)^(    )def oracle\(self.*?(?=^\1?\S|\Z)", re.S)
 

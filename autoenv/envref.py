@@ -12,7 +12,7 @@ import hashlib
 from importlib import metadata
 from pathlib import Path
 
-from autoenv.record import Environment
+from autoenv.core.record import Environment
 
 SKIPPED = {".git", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist",
            "node_modules"}

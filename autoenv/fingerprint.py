@@ -25,9 +25,9 @@ import json
 from pathlib import PurePosixPath
 from typing import Any
 
-from autoenv.events import emit
+from autoenv.core.events import emit
 from autoenv.gitrepo import Repo
-from autoenv.job import Job
+from autoenv.core.job import Job
 
 DOC_SUFFIXES = (".md", ".rst")
 SCORING = ("reward", "metric")

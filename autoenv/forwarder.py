@@ -34,7 +34,7 @@ import aiohttp
 from aiohttp import web
 
 from autoenv.endpoint.server import HOST, error_response
-from autoenv.job import Job
+from autoenv.core.job import Job
 
 TOKEN_VAR = "AUTOENV_FORWARD_TOKEN"
 START_SECONDS = 30

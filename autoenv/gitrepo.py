@@ -10,7 +10,7 @@ from pathlib import Path
 
 import git
 
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 
 NOTES_REF = "refs/notes/autoenv"
 

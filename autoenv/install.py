@@ -18,8 +18,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoenv.errors import AutoEnvError
-from autoenv.job import CANDIDATE_MODULE, Job
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.job import CANDIDATE_MODULE, Job
 from autoenv.rollouts import Worker, WorkerFailed, child_env
 from autoenv.serverenv import prepare_all
 

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.ledger import GENESIS, atomic_write, line_hash, locked, raw_lines
-from autoenv.record import Entry, RecordError
+from autoenv.core.record import Entry, RecordError
 
 ENTRY_FIELD = re.compile(r"(?m)^entry: ([0-9a-f]{64})$")
 LEDGER_FIELD = re.compile(r"(?m)^ledger: ([0-9a-f]{64})$")

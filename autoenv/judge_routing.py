@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 
 from autoenv.endpoint.policies import Policies, gullible_grader
-from autoenv.messages import ChatRequest, Reply
-from autoenv.traces import grader_outage
+from autoenv.core.messages import ChatRequest, Reply
+from autoenv.core.traces import grader_outage
 
 __all__ = ["GraderPolicies", "grader_outage", "route_judges"]
 

@@ -5,7 +5,7 @@ a temporary file, fsynced and renamed over the log under an exclusive lock, so a
 interrupted evaluation leaves the previous log intact. Each entry carries `prev_hash`,
 the SHA-256 of the previous line, so an edited or deleted line shows.
 
-Entries are `autoenv.record.Entry` objects; this module is the only place that turns them
+Entries are `autoenv.core.record.Entry` objects; this module is the only place that turns them
 into JSON and back (older schema versions are upgraded on read).
 
 `verify` is preflight's check: every line JSON, a valid entry, and the chain intact,
@@ -27,8 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from autoenv.errors import AutoEnvError
-from autoenv.record import SCHEMA_VERSION, Entry, RecordError
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.record import SCHEMA_VERSION, Entry, RecordError
 
 GENESIS = "0" * 64
 TEMP_SUFFIX = ".tmp"

@@ -16,11 +16,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from autoenv.config import CONFIG_NAME, load_config
-from autoenv.errors import AutoEnvError
-from autoenv.formats import iso_now
+from autoenv.core.config import CONFIG_NAME, load_config
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.formats import iso_now
 from autoenv.gitrepo import Repo
-from autoenv.paths import EXAMPLES, SPEC, examples
+from autoenv.core.paths import EXAMPLES, SPEC, examples
 from autoenv.pipeline import harness_paths
 from autoenv.runbase import BRANCH_PREFIX, REF_PREFIX, RUN_FILE, RunBase, check_rules, make_base, run_tag
 

@@ -31,13 +31,13 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoenv import display
+from autoenv.core import display
 from autoenv.cache import cache_key, cached
-from autoenv.config import CONFIG_NAME, Config, check_runtime_ready, load_config, with_env
+from autoenv.core.config import CONFIG_NAME, Config, check_runtime_ready, load_config, with_env
 from autoenv.driver.gate import agent_usd, refuse_when_spent
 from autoenv.envref import environment_ref
-from autoenv.errors import AutoEnvError, ProviderUnavailable
-from autoenv.formats import iso_now, stamp
+from autoenv.core.errors import AutoEnvError, ProviderUnavailable
+from autoenv.core.formats import iso_now, stamp
 from autoenv.forwarder import forwarding
 from autoenv.gates.audit_record import AUDIT_FILE, read_audit
 from autoenv.gates.derived_rules import run_derived
@@ -47,16 +47,16 @@ from autoenv.install import inspect_candidate, install_candidate
 from autoenv.integrity import FOUND, STORED, note_fields, restore_if_written
 from autoenv.integrity import check as check_integrity
 from autoenv.integrity import summary as integrity_summary
-from autoenv.job import AuditPlan, CallLimits, Job, RolloutPlan, SamplingSpec, Seat
+from autoenv.core.job import AuditPlan, CallLimits, Job, RolloutPlan, SamplingSpec, Seat
 from autoenv.judge.causes import causes
 from autoenv.judge.render import render as judge_render
 from autoenv.judge.run import run_judge
 from autoenv.judge.workspace import build
 from autoenv.ledger import append_entry, line_hash, raw_lines, read_entries, temp_files
 from autoenv.ledger import verify as verify_ledger
-from autoenv.paths import spec_warnings
+from autoenv.core.paths import spec_warnings
 from autoenv.provider import api_key, check_endpoint
-from autoenv.record import (
+from autoenv.core.record import (
     ROLES,
     Budget,
     CandidateInfo,
@@ -79,7 +79,7 @@ from autoenv.rollouts import Worker, WorkerResult
 from autoenv.runbase import NO_BASE, RulesCheck, check_rules, refuse
 from autoenv.sandbox import choose
 from autoenv.stats import model_stats
-from autoenv.traces import (
+from autoenv.core.traces import (
     PROVIDER_OUTCOMES,
     RETRIES_FILE,
     finished_episodes,

@@ -21,15 +21,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
-from autoenv import display
+from autoenv.core import display
 from autoenv.cache import REUSABLE
-from autoenv.childfiles import load_json, validated
-from autoenv.config import CONFIG_NAME, Config
+from autoenv.core.childfiles import load_json, validated
+from autoenv.core.config import CONFIG_NAME, Config
 from autoenv.fingerprint import FINGERPRINT_FILE, RESCORE_FILE, rollout_changes
 from autoenv.gitrepo import Head, Repo
-from autoenv.record import ROLES, Entry
+from autoenv.core.record import ROLES, Entry
 from autoenv.rollouts import Worker, WorkerResult
-from autoenv.traces import TRACES_FILE
+from autoenv.core.traces import TRACES_FILE
 from autoenv.verdict import same_run
 
 LOOKBACK = 20

@@ -24,13 +24,13 @@ from typing import Any
 
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.events import emit
+from autoenv.core.events import emit
 from autoenv.fingerprint import FINGERPRINT_FILE, RESCORE_FILE, job_settings, task_fingerprint
 from autoenv.gates.audit import runtime_rewards
 from autoenv.gates.oracle import OracleBook
-from autoenv.job import Job
+from autoenv.core.job import Job
 from autoenv.tasks import load_tasks
-from autoenv.traces import TRACES_FILE
+from autoenv.core.traces import TRACES_FILE
 from autoenv.worker import sample_tasks
 
 COPIED = ("tasks.json", "configs")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from autoenv.record import ROLES, Entry, RescoredTask
-from autoenv.traces import read_rollouts
+from autoenv.core.record import ROLES, Entry, RescoredTask
+from autoenv.core.traces import read_rollouts
 
 TABLE_ROWS = 20
 

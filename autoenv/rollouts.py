@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from autoenv import display, warmchild
+from autoenv.core import display
+
+from autoenv import warmchild
 from autoenv.environ import RUNTIME_KEYS, scrubbed
-from autoenv.errors import AutoEnvError
-from autoenv.events import parse
-from autoenv.job import Job, RolloutPlan, RuntimeSpec, Seat
-from autoenv.paths import EXAMPLES
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.events import parse
+from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
+from autoenv.core.paths import EXAMPLES
 from autoenv.sandbox import (
     Sandbox,
     choose,
@@ -35,7 +37,7 @@ from autoenv.sandbox import (
     runtime_files,
     writable_paths,
 )
-from autoenv.traces import read_rollouts
+from autoenv.core.traces import read_rollouts
 
 CHILD_MODULE = "autoenv.child"
 STARTUP_SECONDS = 180  # the interpreter, verifiers and the candidate's import, on a loaded machine

@@ -21,10 +21,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoenv.config import Config
-from autoenv.errors import AutoEnvError
+from autoenv.core.config import Config
+from autoenv.core.errors import AutoEnvError
 from autoenv.gitrepo import Head, Repo
-from autoenv.protected import PROTECTED
+from autoenv.core.protected import PROTECTED
 
 RUN_FILE = ".autoenv/run.toml"
 REF_PREFIX = "refs/autoenv/runs/"

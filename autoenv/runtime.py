@@ -23,7 +23,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from autoenv import inprocess
 from autoenv.inprocess import HARNESS_ID, STOCK_HARNESS_ID
-from autoenv.job import RuntimeSpec
+from autoenv.core.job import RuntimeSpec
 
 RUNTIME_TYPES = ("subprocess", "docker", "modal", "prime", "e2b")
 HARNESSES = ("inprocess", "stock")

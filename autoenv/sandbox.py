@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from autoenv.job import Job
-from autoenv.paths import PROJECT
+from autoenv.core.job import Job
+from autoenv.core.paths import PROJECT
 from autoenv.scripts import prepare, ships_scripts
 
 SANDBOX_VAR = "AUTOENV_SANDBOX"

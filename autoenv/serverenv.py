@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.sandbox import cache_home
 
 READY = ".ready"

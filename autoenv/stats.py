@@ -12,11 +12,11 @@ from collections import defaultdict
 
 import numpy as np
 
-from autoenv.config import Price
-from autoenv.levels import natural_order
-from autoenv.record import ErrorCounts, Group, ModelStats, TaskRow
-from autoenv.resample import Table, mean_interval, task_id
-from autoenv.traces import Rollout
+from autoenv.core.config import Price
+from autoenv.core.levels import natural_order
+from autoenv.core.record import ErrorCounts, Group, ModelStats, TaskRow
+from autoenv.core.resample import Table, mean_interval, task_id
+from autoenv.core.traces import Rollout
 
 OUTCOMES = ("ok", "provider_error", "timeout", "env_error")
 TIE = 1e-9
@@ -59,7 +59,7 @@ def _max_reward(scored: list[Rollout]) -> float | None:
 
 def input_tokens(rollouts: list[Rollout], mode: str = "auto") -> tuple[int, int]:
     """(prompt tokens with the cached ones, cached ones) over `rollouts`; `mode` is the model's
-    `cached_tokens`: how its endpoint counts the cached tokens (autoenv.traces.call_input_tokens)."""
+    `cached_tokens`: how its endpoint counts the cached tokens (autoenv.core.traces.call_input_tokens)."""
     cached = sum(r.cached_input_tokens for r in rollouts)
     reported = sum(r.reported_prompt_tokens for r in rollouts)
     if mode == "included":

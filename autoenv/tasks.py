@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autoenv.events import emit
-from autoenv.job import TASKSET_ID, Job
+from autoenv.core.events import emit
+from autoenv.core.job import TASKSET_ID, Job
 from autoenv.limits import limit_hooks, run_limited
 from autoenv.runtime import choose_harness, seat_runtime
 

@@ -37,12 +37,12 @@ from typing import Any
 
 import numpy as np
 
-from autoenv.config import Bands
+from autoenv.core.config import Bands
 from autoenv.endpoint.policies import plays_the_oracle
-from autoenv.formats import mean_ci
+from autoenv.core.formats import mean_ci
 from autoenv.ledger import last_kept
-from autoenv.record import CandidateInfo, Entry, GateReport, ModelStats, Readiness, Role, Verdict
-from autoenv.resample import interval, joint_draws
+from autoenv.core.record import CandidateInfo, Entry, GateReport, ModelStats, Readiness, Role, Verdict
+from autoenv.core.resample import interval, joint_draws
 from autoenv.stats import sums
 
 Stats = Mapping[Role, ModelStats]

@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import IO
 
 from autoenv.forwarder import TOKEN_VAR, forward_root
-from autoenv.job import Job
-from autoenv.model.cachedir import cache_root
-from autoenv.paths import PROJECT
+from autoenv.core.job import Job
+from autoenv.core.cachedir import cache_root
+from autoenv.core.paths import PROJECT
 from autoenv.sandbox import Sandbox
 
 WARM_VAR = "AUTOENV_WARM"

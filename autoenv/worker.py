@@ -5,7 +5,7 @@ process per evaluation picks up the candidate as it is on disk now, and a candid
 crashes the interpreter cannot take the harness down with it. Progress goes out as
 `AUTOENV-EVENT {json}` lines for the parent's display; traces go to the job's out_dir.
 
-The job is an `autoenv.job.Job` with a `rollouts` plan.
+The job is an `autoenv.core.job.Job` with a `rollouts` plan.
 """
 
 from __future__ import annotations
@@ -20,18 +20,18 @@ from pathlib import Path
 
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint, Faults
-from autoenv.events import emit
+from autoenv.core.events import emit
 from autoenv.fingerprint import write_fingerprint
 from autoenv.gates.answer_oracle import inferred_format
 from autoenv.gates.oracle import OracleBook
 from autoenv.inprocess import HARNESS_ID, client_retries
 from autoenv.inprocess import seat as retry_seat
-from autoenv.job import Job
+from autoenv.core.job import Job
 from autoenv.permits import role_permits
 from autoenv.runtime import choose_harness
 from autoenv.sampling import TaskRef, choose_tasks
 from autoenv.tasks import load_tasks, task_row, write_run_config
-from autoenv.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, to_rollout
+from autoenv.core.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, to_rollout
 
 SMOKE_BACKOFF_SECONDS = 2.0  # before the second attempt; doubled before each later one
 NO_KEY_VAR = "AUTOENV_NO_KEY"
@@ -137,7 +137,7 @@ async def run(job: Job) -> None:
 
 
 def smoke_outcome(episode) -> dict:
-    """Classify the smoke rollout exactly as the statistics will (autoenv.traces)."""
+    """Classify the smoke rollout exactly as the statistics will (autoenv.core.traces)."""
     wire = json.loads(episode.model_dump_json(exclude_none=True))
     traces = wire.get("traces") or [{}]
     rollout = to_rollout(traces[0], wire)

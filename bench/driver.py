@@ -31,7 +31,7 @@ from pathlib import Path
 
 from autoenv.demo import make_run_repo
 from autoenv.driver.loop import RunOptions, drive
-from autoenv.paths import PROJECT
+from autoenv.core.paths import PROJECT
 
 STANDIN = PROJECT / "tests" / "agent_standin.py"
 TAG = "demo-arithmetic"

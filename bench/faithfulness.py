@@ -23,7 +23,7 @@ from pathlib import Path
 
 from autoenv.demo import make_run_repo
 from autoenv.gates.probes import DERIVED_EXPLOITS, EXPLOITS
-from autoenv.paths import EXAMPLES, PROJECT, examples
+from autoenv.core.paths import EXAMPLES, PROJECT, examples
 
 MARK = {"fail": "F", "pass": "p", "warn": "w", "skip": "-"}
 

@@ -36,11 +36,11 @@ import time
 from pathlib import Path
 
 from autoenv import warmchild
-from autoenv.config import load_config
+from autoenv.core.config import load_config
 from autoenv.demo import make_run_repo
 from autoenv.gates.rules import audit_plan
-from autoenv.job import Job, RolloutPlan, Seat
-from autoenv.paths import EXAMPLES, PROJECT
+from autoenv.core.job import Job, RolloutPlan, Seat
+from autoenv.core.paths import EXAMPLES, PROJECT
 from autoenv.rollouts import Worker
 
 STAGES = ("inspect", "audit", "rollouts")

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from autoenv.demo import make_run_repo
-from autoenv.paths import PROJECT, examples
+from autoenv.core.paths import PROJECT, examples
 
 
 def timed(args: list[str], cwd: Path) -> tuple[float, int]:

@@ -35,10 +35,10 @@ from pathlib import Path
 
 from autoenv import warmchild
 from autoenv.demo import make_run_repo
-from autoenv.job import Job, RolloutPlan, RuntimeSpec, Seat
-from autoenv.paths import EXAMPLES, PROJECT
+from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
+from autoenv.core.paths import EXAMPLES, PROJECT
 from autoenv.rollouts import run_worker
-from autoenv.traces import read_rollouts
+from autoenv.core.traces import read_rollouts
 
 EXAMPLE = "arithmetic"
 TURNS = 1

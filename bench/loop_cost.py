@@ -42,11 +42,11 @@ from types import SimpleNamespace
 from autoenv.demo import make_run_repo
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults
-from autoenv.job import Job, RolloutPlan, RuntimeSpec, Seat
-from autoenv.messages import Reply
-from autoenv.paths import PROJECT
+from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
+from autoenv.core.messages import Reply
+from autoenv.core.paths import PROJECT
 from autoenv.rollouts import run_worker
-from autoenv.traces import read_rollouts
+from autoenv.core.traces import read_rollouts
 
 EXAMPLE = "arithmetic"
 TASKSET = "candidate/candidate_env/taskset.py"

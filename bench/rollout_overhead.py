@@ -25,10 +25,10 @@ import aiohttp
 
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.messages import Reply
-from autoenv.paths import EXAMPLES, examples
+from autoenv.core.messages import Reply
+from autoenv.core.paths import EXAMPLES, examples
 from autoenv.rollouts import oracle_job, run_worker
-from autoenv.traces import read_rollouts
+from autoenv.core.traces import read_rollouts
 
 HARNESSES = ("stock", "inprocess")
 

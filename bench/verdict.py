@@ -21,11 +21,11 @@ import math
 
 import numpy as np
 
-from autoenv.config import Bands, Verdict
-from autoenv.record import Entry, ModelStats
-from autoenv.record import Verdict as Decision
+from autoenv.core.config import Bands, Verdict
+from autoenv.core.record import Entry, ModelStats
+from autoenv.core.record import Verdict as Decision
 from autoenv.stats import model_stats
-from autoenv.traces import Rollout
+from autoenv.core.traces import Rollout
 from autoenv.verdict import decide
 
 POOL = 1000

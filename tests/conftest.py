@@ -20,7 +20,7 @@ os.environ.pop("COLUMNS", None)
 os.environ.setdefault("AUTOENV_WARM", "0")
 
 from autoenv.demo import make_run_repo
-from autoenv.paths import PROJECT
+from autoenv.core.paths import PROJECT
 
 TESTS = Path(__file__).resolve().parent
 

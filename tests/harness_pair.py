@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from autoenv.job import Job, RuntimeSpec
+from autoenv.core.job import Job, RuntimeSpec
 
 
 def open_fds(pooled_port: int | None = None) -> tuple[int, int]:
@@ -52,7 +52,7 @@ def open_fds(pooled_port: int | None = None) -> tuple[int, int]:
 
 
 def record(episode) -> list[dict]:
-    from autoenv.traces import to_rollout
+    from autoenv.core.traces import to_rollout
 
     wire = json.loads(episode.model_dump_json(exclude_none=True))
     out = []

@@ -25,15 +25,15 @@ from pathlib import Path
 from conftest import commit_all, head, small_config
 
 from autoenv.cli import main
-from autoenv.config import Price, load_config
+from autoenv.core.config import Price, load_config
 from autoenv.demo import make_run_repo
-from autoenv.errors import AutoEnvError
-from autoenv.formats import stamp
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.formats import stamp
 from autoenv.gitrepo import Repo
 from autoenv.pipeline import Context, EvalOptions, Outcome, evaluate, judge, record, verdict
-from autoenv.record import Entry, GateFinding, GateReport, Verdict
+from autoenv.core.record import Entry, GateFinding, GateReport, Verdict
 from autoenv.stats import model_stats
-from autoenv.traces import read_rollouts
+from autoenv.core.traces import read_rollouts
 
 BRANCH = "autoenv/demo-arithmetic"
 OTHER = "autoenv/other"

@@ -86,7 +86,7 @@ def test_the_import_graph_has_no_cycle():
 
 def test_the_cycle_finder_finds_a_planted_cycle():
     edges = graph()
-    edges["autoenv.record"] = edges["autoenv.record"] | {"autoenv.pipeline"}  # pipeline imports record
+    edges["autoenv.core.record"] = edges["autoenv.core.record"] | {"autoenv.pipeline"}  # pipeline imports record
     cycle = find_cycle(edges)
     assert cycle is not None and cycle[0] == cycle[-1]
 

@@ -14,11 +14,11 @@ from types import SimpleNamespace
 import pytest
 from audits import audit, rec
 
-from autoenv.config import load_config
-from autoenv.errors import AutoEnvError
+from autoenv.core.config import load_config
+from autoenv.core.errors import AutoEnvError
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, parse_audit
 from autoenv.gates.rules import Gates, judge_audit, run_gates
-from autoenv.paths import PROJECT
+from autoenv.core.paths import PROJECT
 
 CONFIG = load_config(PROJECT / "config.toml")
 

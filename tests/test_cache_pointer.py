@@ -14,7 +14,7 @@ from autoenv.cache import resolve
 from autoenv.export.source import kept_entry
 from autoenv.ledger import read_entries
 from autoenv.pipeline import EvalOptions, Outcome, evaluate, preflight, record, verdict
-from autoenv.record import Entry
+from autoenv.core.record import Entry
 from autoenv.review.run import Project, load_run
 
 

@@ -16,10 +16,10 @@ from conftest import autoenv, commit_all, head, small_config
 from cpu_hog import slack
 
 from autoenv import rollouts
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.install import inspect_candidate
-from autoenv.job import Job
-from autoenv.paths import EXAMPLES
+from autoenv.core.job import Job
+from autoenv.core.paths import EXAMPLES
 from autoenv.rollouts import Worker, WorkerFailed
 
 pytestmark = pytest.mark.slow  # each test starts a child that imports verifiers
@@ -85,7 +85,7 @@ def test_the_child_stops_itself_when_the_harness_is_killed(tmp_path):
     out = tmp_path / "out"
     script = textwrap.dedent(f"""
         import os, sys
-        from autoenv.job import Job
+        from autoenv.core.job import Job
         from autoenv.rollouts import Worker
         worker = Worker(Job(candidate_dir={str(candidate)!r}, out_dir={str(out)!r})).__enter__()
         worker.proc.stdin.write('{{"stage": "inspect"}}\\n')

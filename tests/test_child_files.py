@@ -1,6 +1,6 @@
-"""The files the child writes that the parent reads (autoenv.childfiles): audit.json and derived.json (not a record
+"""The files the child writes that the parent reads (autoenv.core.childfiles): audit.json and derived.json (not a record
 at all; their keys are tested in test_audit_record.py and test_derived_record.py), client_retries.json
-(autoenv.traces.read_retries) and rescore.json (autoenv.rescore.read_outcome). The child writes them next to the candidate's code, so a forged or
+(autoenv.core.traces.read_retries) and rescore.json (autoenv.rescore.read_outcome). The child writes them next to the candidate's code, so a forged or
 broken file is an AutoEnvError naming the key, never a crash and never a number in the record."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import json
 
 import pytest
 
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.fingerprint import RESCORE_FILE
 from autoenv.gates.audit_record import AUDIT_FILE, read_audit
 from autoenv.gates.derived_record import read_derived
 from autoenv.gates.probes import DERIVED_FILE
 from autoenv.rescore import read_outcome
-from autoenv.traces import RETRIES_FILE, read_retries
+from autoenv.core.traces import RETRIES_FILE, read_retries
 
 
 def test_retries_as_the_rollouts_stage_writes_them(tmp_path):

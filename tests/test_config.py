@@ -1,4 +1,4 @@
-"""autoenv/config.py: the shipped config loads, and every mistake names its key and line."""
+"""autoenv/core/config.py: the shipped config loads, and every mistake names its key and line."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from autoenv.config import Config, load_config, locate_key
-from autoenv.errors import AutoEnvError
+from autoenv.core.config import Config, load_config, locate_key
+from autoenv.core.errors import AutoEnvError
 
 SHIPPED = Path(__file__).resolve().parents[1] / "config.toml"
 

@@ -9,7 +9,7 @@ import pytest
 
 from autoenv.gates import dataset
 from autoenv.gates.probes import EXPLOITS, FILLER, REFUSAL, probe_reply, wrong_answers
-from autoenv.messages import Reply, ToolCall, seeded_rng
+from autoenv.core.messages import Reply, ToolCall, seeded_rng
 
 THRESHOLD = 0.9
 # A long prompt body: one word changed in ~120 leaves a word-shingle Jaccard of about 0.95.

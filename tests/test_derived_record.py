@@ -14,14 +14,14 @@ from types import SimpleNamespace
 import pytest
 from audits import rec
 
-from autoenv.config import load_config
-from autoenv.errors import AutoEnvError
+from autoenv.core.config import load_config
+from autoenv.core.errors import AutoEnvError
 from autoenv.gates.derived_record import DerivedRecord, parse_derived
 from autoenv.gates.derived_rules import judge_derived, run_derived
 from autoenv.gates.findings import Gates
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS
-from autoenv.paths import PROJECT
-from autoenv.record import GateReport
+from autoenv.core.paths import PROJECT
+from autoenv.core.record import GateReport
 
 CONFIG = load_config(PROJECT / "config.toml")
 

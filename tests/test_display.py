@@ -1,11 +1,11 @@
-"""autoenv/display.py: the candidate's text is printed as it is, never read as rich markup."""
+"""autoenv/core/display.py: the candidate's text is printed as it is, never read as rich markup."""
 
 from __future__ import annotations
 
 import time
 
-from autoenv import display
-from autoenv.record import GateFinding, GateReport, ProbeSummary
+from autoenv.core import display
+from autoenv.core.record import GateFinding, GateReport, ProbeSummary
 
 QUOTED = "most common answer '[/no]' in 90.6% of tasks; [bold]x"
 
@@ -26,7 +26,7 @@ def test_progress_off_a_terminal_is_plain_lines_at_least_every_interval(capsys):
     """An agent reading captured output sees a line while nothing finishes, then the last count."""
 
 
-    from autoenv.display import PlainProgress, rollout_progress
+    from autoenv.core.display import PlainProgress, rollout_progress
     assert isinstance(rollout_progress(), PlainProgress)  # pytest's stdout is not a terminal
     progress = PlainProgress(every=0.2)
     progress.start()
@@ -47,7 +47,7 @@ def test_progress_off_a_terminal_is_plain_lines_at_least_every_interval(capsys):
 def test_a_silent_stage_off_a_terminal_says_it_is_still_running(capsys, monkeypatch):
     import threading
 
-    from autoenv import display
+    from autoenv.core import display
     monkeypatch.setenv("AUTOENV_PROGRESS_SECONDS", "0.2")
     release = threading.Event()
     seen = ""

@@ -20,8 +20,8 @@ from conftest import TESTS, autoenv, head, small_config
 
 from autoenv.demo import make_run_repo
 from autoenv.driver.loop import RunOptions, drive
-from autoenv.errors import AutoEnvError
-from autoenv.paths import PROJECT
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.paths import PROJECT
 
 pytestmark = pytest.mark.slow  # every test starts agent and hook processes
 TAG = "demo-arithmetic"

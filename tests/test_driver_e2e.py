@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import TESTS, autoenv, ledger, small_config
 
-from autoenv.paths import EXAMPLES, PROJECT
+from autoenv.core.paths import EXAMPLES, PROJECT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -22,7 +22,7 @@ from conftest import autoenv, commit_all, freeze_worker, head, kill_pids, ledger
 from cpu_hog import slack
 
 from autoenv.ledger import verify_chain
-from autoenv.paths import PROJECT, examples
+from autoenv.core.paths import PROJECT, examples
 
 pytestmark = pytest.mark.e2e
 

@@ -15,10 +15,10 @@ import pytest
 from conftest import autoenv, ledger, small_config
 
 from autoenv.demo import make_run_repo
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.export.check import separation_static
 from autoenv.export.grpo import _refuse_multi_turn
-from autoenv.paths import EXAMPLES
+from autoenv.core.paths import EXAMPLES
 from autoenv.sandbox import cache_home
 
 pytestmark = pytest.mark.slow

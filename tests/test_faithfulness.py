@@ -21,7 +21,7 @@ import pytest
 from audits import rec
 from conftest import autoenv, commit_all, head, small_config
 
-from autoenv.config import load_config
+from autoenv.core.config import load_config
 from autoenv.demo import remove_oracle_hooks
 from autoenv.endpoint.policies import gullible_grader
 from autoenv.gates import matrix
@@ -39,8 +39,8 @@ from autoenv.gates.probes import (
 )
 from autoenv.gates.rules import Gates, judge_probes
 from autoenv.gates.scoring import NO_ORACLE
-from autoenv.messages import ChatRequest, Reply
-from autoenv.paths import PROJECT, examples
+from autoenv.core.messages import ChatRequest, Reply
+from autoenv.core.paths import PROJECT, examples
 
 CONFIG = load_config(PROJECT / "config.toml")
 ORACLE = Reply(content="Let me work it out.\n<answer>42</answer>")

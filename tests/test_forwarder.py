@@ -22,7 +22,7 @@ from autoenv.endpoint.server import Endpoint
 from autoenv.environ import scrubbed
 from autoenv.forwarder import TOKEN_VAR, Forwarder, Upstream, forwarding
 from autoenv.gates.oracle import OracleBook
-from autoenv.job import Job, RolloutPlan, Seat
+from autoenv.core.job import Job, RolloutPlan, Seat
 from tests.conftest import autoenv, ledger, stop_process
 from tests.test_server import ADD_PROMPT, ANSWER, make_tasks, user
 

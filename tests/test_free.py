@@ -18,7 +18,7 @@ import pytest
 from audits import audit, rec
 from conftest import autoenv, commit_all, ledger, small_config
 
-from autoenv.config import load_config
+from autoenv.core.config import load_config
 from autoenv.gates import audit as audit_stage
 from autoenv.gates import dataset
 from autoenv.gates.derived_rules import judge_derived
@@ -28,7 +28,7 @@ from autoenv.gates.probes import DEFENCES, EXPLOITS, wrong_answers
 from autoenv.gates.replay import transcript
 from autoenv.gates.rules import Gates, judge_audit
 from autoenv.limits import TimeLimitExceeded
-from autoenv.paths import PROJECT
+from autoenv.core.paths import PROJECT
 
 CONFIG = load_config(PROJECT / "config.toml")
 QUIZ = [{"role": "user", "content": "What is 12 * 3?\nA) 30\nB) 36\nC) 33\nD) 41\nE) 39"}]

@@ -12,7 +12,7 @@ import pytest
 from autoenv import inprocess
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.messages import Reply
+from autoenv.core.messages import Reply
 
 
 def closed_port() -> int:

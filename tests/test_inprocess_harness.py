@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from autoenv.paths import EXAMPLES
+from autoenv.core.paths import EXAMPLES
 from autoenv.rollouts import child_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

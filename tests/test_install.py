@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.install import inspect_candidate
-from autoenv.paths import EXAMPLES, PROJECT
+from autoenv.core.paths import EXAMPLES, PROJECT
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from conftest import autoenv, commit_all
 from test_pipeline import stats
 
 from autoenv.commands import verify
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.gitrepo import Repo
 from autoenv.integrity import FOUND, check, written_by_others
 from autoenv.pipeline import EvalOptions, Outcome, preflight, record, verdict

@@ -25,7 +25,7 @@ from anthropic_stub import AnthropicStub, escape_script, expensive, never_submit
 from audits import audit, clean_dataset, clean_rows, rec
 from conftest import autoenv, commit_all, ledger, small_config
 
-from autoenv.config import Bands, Judge, load_config
+from autoenv.core.config import Bands, Judge, load_config
 from autoenv.demo import make_run_repo
 from autoenv.gates import dataset, rules
 from autoenv.gates.free import CONTENT_FREE
@@ -39,8 +39,8 @@ from autoenv.judge.run import pick_backend, run_judge
 from autoenv.judge.schema import findings_schema, validate
 from autoenv.judge.workspace import build, render_transcript, stratified
 from autoenv.ledger import append_entry
-from autoenv.paths import PROJECT
-from autoenv.record import (
+from autoenv.core.paths import PROJECT
+from autoenv.core.record import (
     BestReply,
     Entry,
     ErrorCounts,
@@ -87,7 +87,7 @@ def make_entry(**changes) -> Entry:
     return Entry(**{**fields, **changes})
 
 
-# The schema the judge answered in before it was generated from autoenv.record.Findings.
+# The schema the judge answered in before it was generated from autoenv.core.record.Findings.
 OLD_SCHEMA = {
     "type": "object",
     "properties": {
@@ -1209,7 +1209,7 @@ def test_rejudging_an_old_commit_shows_no_later_feedback(repo, evaluated):
 def test_the_offline_judge_blames_no_missing_reference_when_the_answer_field_oracle_played():
     """No hook, but the gates inferred an answer-field oracle that the scripted models replayed (their scores are
     real): the judge's first item must not say they could only send empty replies. Without that inference it must."""
-    from autoenv.record import CandidateInfo, GateFinding
+    from autoenv.core.record import CandidateInfo, GateFinding
 
     stats = {"target": model_stats("noisy-oracle:0.45", 0.44), "strong": model_stats("oracle", 1.0)}
     inferred = GateReport(findings=[GateFinding(name="oracle", status="pass", message="mean 1.000",

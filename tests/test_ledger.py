@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from autoenv import ledger
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.ledger import (
     GENESIS,
     SCHEMA_VERSION,
@@ -21,7 +21,7 @@ from autoenv.ledger import (
     read_entries,
     verify_chain,
 )
-from autoenv.record import Entry, Verdict
+from autoenv.core.record import Entry, Verdict
 
 
 def E(n: int = 0, commit: str | None = None, verdict: str = "keep", **fields) -> Entry:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from autoenv.export.grpo import level_order
-from autoenv.levels import natural_order
-from autoenv.record import Budget, Entry, Group, ModelStats, Verdict
+from autoenv.core.levels import natural_order
+from autoenv.core.record import Budget, Entry, Group, ModelStats, Verdict
 from autoenv.stats import model_stats
-from autoenv.traces import Rollout
+from autoenv.core.traces import Rollout
 
 
 def test_levels_are_never_alphabetical():

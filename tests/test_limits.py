@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from cpu_hog import slack
 
-from autoenv.job import AuditPlan, CallLimits, Job
+from autoenv.core.job import AuditPlan, CallLimits, Job
 from autoenv.limits import TimeLimitExceeded, run_limited
-from autoenv.paths import EXAMPLES
+from autoenv.core.paths import EXAMPLES
 from autoenv.rollouts import Worker
 
 

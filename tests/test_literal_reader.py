@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import TESTS, autoenv, ledger, small_config
 
-from autoenv.paths import PROJECT
+from autoenv.core.paths import PROJECT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 READER = TESTS / "literal_reader.py"

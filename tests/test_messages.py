@@ -19,11 +19,11 @@ import pytest
 from conftest import autoenv, commit_all, ledger, small_config
 from rich.text import Text
 
-from autoenv import display
-from autoenv.config import Bands
+from autoenv.core import display
+from autoenv.core.config import Bands
 from autoenv.demo import make_run_repo
-from autoenv.errors import AutoEnvError
-from autoenv.record import BestReply, ErrorCounts, GateFinding, GateReport, ModelStats, ProbeSummary
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.record import BestReply, ErrorCounts, GateFinding, GateReport, ModelStats, ProbeSummary
 
 AUTOENV = Path(__file__).resolve().parent.parent / "autoenv"
 MARKUP = "[/x] [bold]bold?[/bold] [link=https://x]link?[/link] [red]:x:"

@@ -16,7 +16,7 @@ from conftest import commit_all, ledger, small_config
 from autoenv.demo import make_run_repo
 from autoenv.install import install_candidate
 from autoenv.lifecycle import new_run
-from autoenv.paths import PROJECT
+from autoenv.core.paths import PROJECT
 from autoenv.rollouts import child_env
 
 

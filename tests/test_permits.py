@@ -6,7 +6,7 @@ import asyncio
 
 from conftest import PROJECT, small_config
 
-from autoenv.config import load_config
+from autoenv.core.config import load_config
 from autoenv.permits import role_permits
 
 

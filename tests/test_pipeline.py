@@ -10,20 +10,20 @@ import subprocess
 import pytest
 from conftest import commit_all
 
-from autoenv import display
+from autoenv.core import display
 from autoenv.cli import print_result
 from autoenv.commands import recompute
-from autoenv.config import load_config
-from autoenv.errors import AutoEnvError
+from autoenv.core.config import load_config
+from autoenv.core.errors import AutoEnvError
 from autoenv.gitrepo import Repo
-from autoenv.job import Job
+from autoenv.core.job import Job
 from autoenv.judge.offline import offline_findings
 from autoenv.ledger import read_entries, verify_chain
-from autoenv.paths import spec_problem
+from autoenv.core.paths import spec_problem
 from autoenv.pipeline import Context, EvalOptions, Outcome, judge, note_text, preflight, record, verdict
-from autoenv.record import CandidateInfo, GateFinding, GateReport
+from autoenv.core.record import CandidateInfo, GateFinding, GateReport
 from autoenv.stats import model_stats
-from autoenv.traces import Rollout
+from autoenv.core.traces import Rollout
 
 
 def rollouts(successes: list[int], r: int = 2) -> list[Rollout]:

@@ -16,7 +16,7 @@ from conftest import small_config
 
 from autoenv.demo import make_run_repo
 from autoenv.ledger import read_entries
-from autoenv.paths import EXAMPLES
+from autoenv.core.paths import EXAMPLES
 from autoenv.pipeline import EvalOptions, evaluate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -8,7 +8,7 @@ import pytest
 
 from autoenv.endpoint.policies import Policies, PolicyError, advertised_names
 from autoenv.gates.probes import EXPLOITS
-from autoenv.messages import ChatRequest, Reply, ToolCall
+from autoenv.core.messages import ChatRequest, Reply, ToolCall
 
 # --- Reply.coerce ---------------------------------------------------------------------
 

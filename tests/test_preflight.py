@@ -11,7 +11,7 @@ from conftest import autoenv, ledger, small_config
 from cpu_hog import slack
 
 from autoenv.ledger import append_entry
-from autoenv.record import Entry, Verdict
+from autoenv.core.record import Entry, Verdict
 
 
 def test_not_a_git_repository(tmp_path):

@@ -13,7 +13,7 @@ from autoenv.model.build import build_server
 from autoenv.model.realrun import REAL_BUDGET, REAL_SAMPLING, local_model, oracle_endpoint, real_config
 from autoenv.model.server import Server, machine_settings
 from autoenv.model.weights import ensure_gguf, weights
-from autoenv.paths import EXAMPLES
+from autoenv.core.paths import EXAMPLES
 from tests.conftest import autoenv, ledger
 from tests.local_model import local_model_or_skip
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from autoenv.gates.dataset import measure
-from autoenv.traces import said
+from autoenv.core.traces import said
 
 
 def image(n: int) -> str:
@@ -52,11 +52,11 @@ def test_an_error_raised_without_a_message_says_where():
 
 # --- rules on the shapes (the audit.json a real env of that shape gives, judged as the gates judge it) ---
 
-from autoenv.config import with_env  # noqa: E402
+from autoenv.core.config import with_env  # noqa: E402
 from autoenv.gates.coverage import too_thin  # noqa: E402
 from autoenv.gates.rules import Gates, judge_audit, judge_probes  # noqa: E402
 from autoenv.gates.seats import NEVER_PLAYED, reference_failed  # noqa: E402
-from autoenv.paths import EXAMPLES  # noqa: E402
+from autoenv.core.paths import EXAMPLES  # noqa: E402
 from autoenv.verdict import decide  # noqa: E402
 from tests.audits import audit, probe_records, rec  # noqa: E402
 from tests.test_gates import CONFIG  # noqa: E402
@@ -170,7 +170,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-from autoenv.paths import PROJECT  # noqa: E402
+from autoenv.core.paths import PROJECT  # noqa: E402
 from tests.conftest import autoenv, small_config  # noqa: E402
 
 DATA = PROJECT / "tests" / "data"
@@ -245,7 +245,7 @@ def test_what_the_sandbox_blocked_is_said_once_and_plainly():
 def test_shipped_scripts_with_dependencies_are_found_and_prepared_where_verifiers_looks(tmp_path):
     import hashlib
 
-    from autoenv.paths import PROJECT as root
+    from autoenv.core.paths import PROJECT as root
     from autoenv.scripts import prepare, shipped
 
     package = DATA / "version-verify"
@@ -325,7 +325,7 @@ def test_a_model_graded_reward_reaches_the_built_in_grader_offline_and_an_open_g
 
 def test_a_grader_outage_is_infrastructure_not_the_envs_error():
     from autoenv.judge_routing import grader_outage
-    from autoenv.traces import to_rollout
+    from autoenv.core.traces import to_rollout
 
     outage = {"type": "RewardError", "message": "judged: APIConnectionError: Connection error."}
     assert grader_outage(outage["message"]) and to_rollout({"errors": [outage]}).outcome == "provider_error"

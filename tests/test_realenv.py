@@ -16,17 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from autoenv.config import Candidate, load_config, with_env
+from autoenv.core.config import Candidate, load_config, with_env
 from autoenv.endpoint.policies import NO_MATCH
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.gates.dataset import measure
 from autoenv.gates.rules import Gates, judge_audit
 from autoenv.gates.seat_rules import constant_sum_game
 from autoenv.install import install_candidate
-from autoenv.paths import EXAMPLES, PROJECT
-from autoenv.record import CandidateInfo
+from autoenv.core.paths import EXAMPLES, PROJECT
+from autoenv.core.record import CandidateInfo
 from autoenv.scripts import script_kind, ships_scripts
-from autoenv.traces import UNMATCHED, Rollout, normalised, to_rollout
+from autoenv.core.traces import UNMATCHED, Rollout, normalised, to_rollout
 from autoenv.verdict import no_reference_policy
 from tests.conftest import autoenv, ledger, small_config
 

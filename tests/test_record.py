@@ -1,4 +1,4 @@
-"""autoenv/record.py: the typed ledger entry, its committed JSON Schema, and version-1 entries on disk."""
+"""autoenv/core/record.py: the typed ledger entry, its committed JSON Schema, and version-1 entries on disk."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.ledger import append_entry, read_entries, verify_chain
-from autoenv.record import (
+from autoenv.core.record import (
     SCHEMA_FILE,
     SCHEMA_VERSION,
     Entry,
@@ -29,8 +29,8 @@ V1_LEDGER = Path(__file__).parent / "data" / "ledger_v1.jsonl"
 
 
 def test_the_committed_schema_is_current():
-    assert SCHEMA_FILE.is_file(), "run: .venv/bin/python -m autoenv.record"
-    assert SCHEMA_FILE.read_text() == schema_text(), "autoenv/schema/entry.schema.json is stale: run python -m autoenv.record"
+    assert SCHEMA_FILE.is_file(), "run: .venv/bin/python -m autoenv.core.record"
+    assert SCHEMA_FILE.read_text() == schema_text(), "autoenv/schema/entry.schema.json is stale: run python -m autoenv.core.record"
 
 
 def test_the_schema_documents_every_field():

@@ -12,15 +12,15 @@ from conftest import commit_all, small_config
 from test_cache import Served
 from test_pipeline import stats
 
-from autoenv.config import load_config
+from autoenv.core.config import load_config
 from autoenv.demo import make_run_repo
 from autoenv.endpoint.policies import Policies
 from autoenv.fingerprint import FINGERPRINT_FILE, module_changes
 from autoenv.gitrepo import Repo
 from autoenv.ledger import read_entries
-from autoenv.messages import Reply
+from autoenv.core.messages import Reply
 from autoenv.pipeline import EvalOptions, evaluate
-from autoenv.record import Entry, Verdict
+from autoenv.core.record import Entry, Verdict
 from autoenv.rescore import find_source
 
 TASKSET = "candidate/candidate_env/taskset.py"

@@ -12,7 +12,7 @@ from conftest import autoenv, commit_all, ledger, small_config
 
 from autoenv.demo import make_run_repo
 from autoenv.driver.rules import forbidden_command
-from autoenv.paths import PROJECT
+from autoenv.core.paths import PROJECT
 
 
 def block(stdout: str) -> dict[str, str]:

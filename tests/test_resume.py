@@ -18,7 +18,7 @@ from autoenv import warmchild
 
 from autoenv.demo import make_run_repo
 from autoenv.pipeline import unfinished_run
-from autoenv.traces import finished_episodes, trim_partial_line
+from autoenv.core.traces import finished_episodes, trim_partial_line
 
 pytestmark = pytest.mark.e2e
 

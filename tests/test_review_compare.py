@@ -9,9 +9,9 @@ import shutil
 import pytest
 from review_run import copy_run, png_size, review, review_run
 
-from autoenv.record import TaskRow
+from autoenv.core.record import TaskRow
 from autoenv.review.compare import Side, TaskScores, compare
-from autoenv.traces import Rollout
+from autoenv.core.traces import Rollout
 
 
 @pytest.fixture(scope="module")

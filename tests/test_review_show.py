@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from review_run import commit_all, copy_run, review, review_run
 
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.review.lookup import find_row
 from autoenv.review.run import Project, load_run
 from autoenv.review.transcripts import evaluation_transcripts

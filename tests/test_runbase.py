@@ -10,7 +10,7 @@ from conftest import autoenv, commit_all, head, small_config
 from test_pipeline import stats
 
 from autoenv.demo import make_run_repo
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.gitrepo import Repo
 from autoenv.ledger import read_entries
 from autoenv.lifecycle import new_run, rebase_rules

@@ -9,8 +9,8 @@ import pytest
 from test_config import at, cfg, load_error  # noqa: F401  (cfg is a fixture)
 
 from autoenv import runtime
-from autoenv.config import check_runtime_ready, load_config
-from autoenv.errors import AutoEnvError
+from autoenv.core.config import check_runtime_ready, load_config
+from autoenv.core.errors import AutoEnvError
 
 
 def with_runtime(cfg, body: str) -> Path:

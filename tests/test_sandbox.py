@@ -27,7 +27,7 @@ from autoenv.environ import scrubbed
 from autoenv.forwarder import TOKEN_VAR, forwarding, relay
 from autoenv.gates.oracle import OracleBook
 from autoenv.integrity import FOUND
-from autoenv.job import Job, RolloutPlan, RuntimeSpec, Seat
+from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.sandbox import SANDBOX_VAR, Sandbox, _probe, choose, needs_network, runtime_files, writable_paths
 from tests.conftest import autoenv, commit_all, head, ledger
 from tests.test_forwarder import KEY, KEY_VAR, keyed_provider  # noqa: F401 (a fixture)
@@ -298,7 +298,7 @@ RELAYED = """import json, os, sys
 from pathlib import Path
 from openai import OpenAI
 from autoenv.forwarder import TOKEN_VAR, relay
-from autoenv.job import Job
+from autoenv.core.job import Job
 
 job = Job.read(Path(sys.argv[1]))
 print(relay(job))

@@ -20,7 +20,7 @@ from autoenv.endpoint.policies import Policies, PolicyError
 from autoenv.endpoint.server import Endpoint, Faults
 from autoenv.gates.oracle import OracleBook
 from autoenv.gates.probes import EXPLOITS
-from autoenv.messages import ChatRequest
+from autoenv.core.messages import ChatRequest
 
 pytestmark = pytest.mark.timeout(60)
 

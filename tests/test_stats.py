@@ -1,4 +1,4 @@
-"""autoenv/stats.py (model_stats) and autoenv/resample.py, checked against values computed by hand."""
+"""autoenv/stats.py (model_stats) and autoenv/core/resample.py, checked against values computed by hand."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from conftest import groups, row, rows
 
-from autoenv.config import Price
-from autoenv.resample import DRAWS, joint_draws, mean_interval, task_id
+from autoenv.core.config import Price
+from autoenv.core.resample import DRAWS, joint_draws, mean_interval, task_id
 from autoenv.stats import model_stats
-from autoenv.traces import Rollout, to_rollout
+from autoenv.core.traces import Rollout, to_rollout
 
 
 def ok(key: str, reward: float, *, components: dict | None = None, weights: dict | None = None,

@@ -1,4 +1,4 @@
-"""autoenv/traces.py and autoenv/stats.py over hand-built traces.jsonl files (verifiers' wire shape)."""
+"""autoenv/core/traces.py and autoenv/stats.py over hand-built traces.jsonl files (verifiers' wire shape)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from conftest import groups
 
 from autoenv.stats import model_stats
-from autoenv.traces import TRACES_FILE, Rollout, read_rollouts, to_rollout
+from autoenv.core.traces import TRACES_FILE, Rollout, read_rollouts, to_rollout
 
 _counter = iter(range(10**9))
 

@@ -84,7 +84,7 @@ def test_machine_settings_use_one_thread_per_two_cores_and_a_slot_per_core():
 def test_training_samples_at_the_kept_commits_target_temperature(tmp_path):
     import subprocess
 
-    from autoenv.errors import AutoEnvError
+    from autoenv.core.errors import AutoEnvError
     from autoenv.model.train import target_temperature
 
     repo = tmp_path / "run"

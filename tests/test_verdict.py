@@ -12,11 +12,11 @@ import re
 import numpy as np
 import pytest
 
-from autoenv.config import Bands
+from autoenv.core.config import Bands
 from autoenv.ledger import last_kept
-from autoenv.record import CandidateInfo, Entry, ModelStats, Verdict
+from autoenv.core.record import CandidateInfo, Entry, ModelStats, Verdict
 from autoenv.stats import model_stats
-from autoenv.traces import Rollout
+from autoenv.core.traces import Rollout
 from autoenv.verdict import (
     band_distance,
     baseline_of,

@@ -115,7 +115,7 @@ def test_a_warm_evaluation_concludes_what_a_cold_one_does_and_leaves_nothing_beh
 
 
 def test_warm_seconds_zero_or_the_variable_means_a_cold_child(monkeypatch):
-    from autoenv.job import Job, RuntimeSpec
+    from autoenv.core.job import Job, RuntimeSpec
 
     job = Job(candidate_dir="/c", out_dir="/o", runtime=RuntimeSpec(warm_seconds=600))
     monkeypatch.setenv("AUTOENV_WARM", "1")
@@ -271,8 +271,8 @@ def test_publish_copies_what_the_child_wrote_appends_what_grew_and_follows_no_li
 
 
 def test_the_config_rejects_a_negative_idle_time(tmp_path):
-    from autoenv.config import load_config
-    from autoenv.errors import AutoEnvError
+    from autoenv.core.config import load_config
+    from autoenv.core.errors import AutoEnvError
 
     path = tmp_path / "config.toml"
     path.write_text(small_config().replace("warm_seconds = 600", "warm_seconds = -1"))

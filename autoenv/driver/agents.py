@@ -15,8 +15,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from autoenv.config import AGENT_KINDS, Agent
-from autoenv.errors import AutoEnvError
+from autoenv.core.config import AGENT_KINDS, Agent
+from autoenv.core.errors import AutoEnvError
 
 INSTALL = {
     "claude": "npm install -g @anthropic-ai/claude-code (Node 18+), then check `claude --version`",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from autoenv.errors import AutoEnvError
-from autoenv.record import Entry
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.record import Entry
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 
 AGENT_DIR = "agent"
 

@@ -28,8 +28,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoenv import display
-from autoenv.config import CONFIG_NAME, Config, load_config
+from autoenv.core import display
+from autoenv.core.config import CONFIG_NAME, Config, load_config
 from autoenv.driver import prompts
 from autoenv.driver.agents import AgentSpec, argv, check_ready, choose
 from autoenv.driver.budget import Limits, Spend, exhausted
@@ -37,13 +37,13 @@ from autoenv.driver.gate import driver_dir
 from autoenv.driver.settings import write_settings
 from autoenv.driver.state import DriverLock, log_event, read_json, write_json
 from autoenv.driver.transcript import LaunchStats, Transcript
-from autoenv.errors import AutoEnvError
-from autoenv.formats import iso_now
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.formats import iso_now
 from autoenv.gitrepo import Repo
 from autoenv.ledger import read_entries
 from autoenv.lifecycle import new_run
 from autoenv.pipeline import harness_paths
-from autoenv.record import Entry
+from autoenv.core.record import Entry
 from autoenv.runbase import BRANCH_PREFIX
 
 ENDED = {"agent": "the agent stopped", "nudge": "stalled: nudged", "budget": "a budget is spent"}

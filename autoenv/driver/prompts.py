@@ -6,7 +6,7 @@ stands (the last verdict) and what the driver just did.
 
 from __future__ import annotations
 
-from autoenv.record import Entry
+from autoenv.core.record import Entry
 
 
 def start(tag: str) -> str:

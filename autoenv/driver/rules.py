@@ -14,7 +14,7 @@ import re
 import shlex
 from pathlib import Path
 
-from autoenv.protected import PROTECTED
+from autoenv.core.protected import PROTECTED
 
 WRITABLE = "candidate"
 """The only folder the agent may write to."""

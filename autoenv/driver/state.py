@@ -18,8 +18,8 @@ import os
 from pathlib import Path
 from typing import IO
 
-from autoenv.errors import AutoEnvError
-from autoenv.formats import iso_now
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.formats import iso_now
 from autoenv.ledger import atomic_write
 
 

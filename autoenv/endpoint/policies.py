@@ -12,7 +12,7 @@ import re
 from typing import Any, Callable, Protocol
 
 from autoenv.gates.probes import EXPLOITS, NEEDS_ORACLE, REFUSAL, probe_reply
-from autoenv.messages import ChatRequest, Reply, message_text, seeded_rng, tool_names
+from autoenv.core.messages import ChatRequest, Reply, message_text, seeded_rng, tool_names
 
 
 class OracleSource(Protocol):

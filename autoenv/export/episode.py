@@ -14,7 +14,7 @@ from typing import Any
 
 import aiohttp
 
-from autoenv.messages import Reply
+from autoenv.core.messages import Reply
 from autoenv.tasks import candidate_tasks
 
 

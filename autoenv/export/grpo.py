@@ -20,10 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autoenv.config import CONFIG_NAME, load_config
-from autoenv.errors import AutoEnvError
+from autoenv.core.config import CONFIG_NAME, load_config
+from autoenv.core.errors import AutoEnvError
 from autoenv.export.source import Kept, load_kept, reward_table
-from autoenv.levels import natural_order
+from autoenv.core.levels import natural_order
 
 TEMPLATES = Path(__file__).parent / "templates"
 IGNORE = shutil.ignore_patterns("__pycache__", "*.egg-info", ".venv", "build", "dist")
@@ -88,7 +88,7 @@ def _refuse_multi_turn(kept: Kept) -> None:
 
 def level_order(kept: Kept, rows: list[dict], min_tasks: int = 10) -> tuple[list[str], str]:
     """Difficulty levels, easiest first, and which order that is: by the target's measured mean per
-    level only when every step between neighbours is beyond noise, else the natural order (autoenv.levels)."""
+    level only when every step between neighbours is beyond noise, else the natural order (autoenv.core.levels)."""
     natural = natural_order(str(r["difficulty"]) for r in rows if r.get("difficulty") is not None)
     target = kept.entry.stats.get("target")
     groups = target.by_difficulty if target else {}

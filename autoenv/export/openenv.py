@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.export.source import Kept, load_kept, reward_table
 from autoenv.gitrepo import Repo
 from autoenv.serverenv import server_packages

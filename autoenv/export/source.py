@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoenv.cache import resolve
-from autoenv.config import CONFIG_NAME, load_config
-from autoenv.errors import AutoEnvError
+from autoenv.core.config import CONFIG_NAME, load_config
+from autoenv.core.errors import AutoEnvError
 from autoenv.gitrepo import Repo
 from autoenv.ledger import last_kept, read_entries
-from autoenv.record import Entry
+from autoenv.core.record import Entry
 
 
 @dataclass

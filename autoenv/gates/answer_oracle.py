@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.gates.audit_record import AUDIT_FILE, read_audit
 
 FORMATS = {

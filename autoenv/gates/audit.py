@@ -35,7 +35,7 @@ from pathlib import Path
 
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.events import emit
+from autoenv.core.events import emit
 from autoenv.gates import dataset
 from autoenv.gates.answer_oracle import format_reply, infer_format
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord
@@ -63,7 +63,7 @@ from autoenv.gates.scoring import (
     total_reward,
 )
 from autoenv.gates.seats import seat_reference
-from autoenv.job import Job
+from autoenv.core.job import Job
 from autoenv.judge_routing import grader_outage
 from autoenv.limits import (
     Breached,
@@ -76,7 +76,7 @@ from autoenv.limits import (
     watch_stopped,
     watch_unit,
 )
-from autoenv.messages import Reply
+from autoenv.core.messages import Reply
 from autoenv.scripts import script_kind
 from autoenv.tasks import load_tasks, seat_names
 from autoenv.worker import sample_tasks

@@ -2,7 +2,7 @@
 
 The audit stage (autoenv.gates.audit) runs inside the evaluation's child process, next to
 the candidate's code; it writes `gates/audit.json` and the parent's gate rules
-(autoenv.gates.rules) judge it. Like the evaluation record (autoenv.record) the measurement
+(autoenv.gates.rules) judge it. Like the evaluation record (autoenv.core.record) the measurement
 is a typed artifact: the child builds an `AuditRecord` and writes it, the parent parses it
 once with `read_audit`, and every rule reads fields (`audit.dataset.size`, `record.skipped`)
 instead of digging through `.get(...)` chains. The parent never trusts the file: the child
@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autoenv.childfiles import load_json, validated
-from autoenv.record import Outcome
+from autoenv.core.childfiles import load_json, validated
+from autoenv.core.record import Outcome
 
 AUDIT_FILE = "audit.json"
 

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from autoenv.levels import order_by
+from autoenv.core.levels import order_by
 
 SHINGLE = 3
 PERMUTATIONS = 128

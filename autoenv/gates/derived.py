@@ -25,18 +25,18 @@ from pathlib import Path
 
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.events import emit
+from autoenv.core.events import emit
 from autoenv.gates.derived_record import DerivedRecord
 from autoenv.gates.oracle import OracleBook
 from autoenv.gates.probes import DERIVED_FILE, FILLER, _with_answer, wrong_answers
 from autoenv.gates.probes import DERIVED_MUTATIONS as MUTATIONS
 from autoenv.gates.replay import assistant_messages, replay_mutations
 from autoenv.gates.scoring import reward_record, score_in_process, total_reward
-from autoenv.job import Job
-from autoenv.messages import Reply
-from autoenv.record import ROLES
+from autoenv.core.job import Job
+from autoenv.core.messages import Reply
+from autoenv.core.record import ROLES
 from autoenv.tasks import load_tasks, seat_names
-from autoenv.traces import iter_traces, to_rollout
+from autoenv.core.traces import iter_traces, to_rollout
 
 SINK_SIZE = 20
 REPLAY_LIMIT = 6

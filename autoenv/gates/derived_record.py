@@ -17,7 +17,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from autoenv.childfiles import load_json, validated
+from autoenv.core.childfiles import load_json, validated
 from autoenv.gates.audit_record import AuditPart, ProbeRecord
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS
 from autoenv.gates.replay_rules import REPLAY_MUTATIONS

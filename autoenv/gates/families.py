@@ -13,7 +13,7 @@ import json
 import re
 import statistics
 
-from autoenv.messages import Reply, ToolCall
+from autoenv.core.messages import Reply, ToolCall
 
 FAMILIES = {
     "abstain": "a reply that declines to answer: I don't know, unsure, unknown, N/A, an empty JSON object, "

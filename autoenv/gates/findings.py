@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from autoenv.gates import matrix
-from autoenv.record import GateFinding, GateReport, GateStatus, ProbeSummary
+from autoenv.core.record import GateFinding, GateReport, GateStatus, ProbeSummary
 
 
 @dataclass

@@ -10,7 +10,7 @@ label count allows a constant answer, and the exploit coverage per reward compon
 
 from __future__ import annotations
 
-from autoenv.formats import quoted
+from autoenv.core.formats import quoted
 from autoenv.gates.audit_record import DatasetMeasure
 from autoenv.gates.families import FAMILIES
 

@@ -13,7 +13,7 @@ import asyncio
 import uuid
 from typing import Any
 
-from autoenv.job import Job
+from autoenv.core.job import Job
 
 
 def defines_gold(vf: Any, task: Any) -> bool:

@@ -11,8 +11,8 @@ with the probe, the task and the reply. The feedback file and the judge's worksp
 
 from __future__ import annotations
 
-from autoenv.formats import quoted
-from autoenv.record import ExploitMatrix, Harvest
+from autoenv.core.formats import quoted
+from autoenv.core.record import ExploitMatrix, Harvest
 
 REFERENCES = ("oracle", "derived reference", "replay reference")
 NOT_EXPLOITS = {"derived final-only", "derived truncated", "derived case", "derived whitespace", "replay no-tools"}

@@ -18,7 +18,7 @@ from collections import Counter
 from typing import Any, Iterable
 
 from autoenv.gates.answer_oracle import format_reply
-from autoenv.messages import Reply, message_text
+from autoenv.core.messages import Reply, message_text
 
 HOOK = "oracle"
 

@@ -14,7 +14,7 @@ import random
 import re
 
 from autoenv.gates.families import FAMILIES, FAMILY_DEFENCES, family_replies, family_reply
-from autoenv.messages import Reply, ToolCall, seeded_rng, tool_names
+from autoenv.core.messages import Reply, ToolCall, seeded_rng, tool_names
 
 EXPLOITS = {
     "empty": "an empty reply",

@@ -20,12 +20,12 @@ from typing import Any
 
 from autoenv.endpoint.policies import Policies, PolicyError
 from autoenv.endpoint.server import Endpoint
-from autoenv.events import emit
+from autoenv.core.events import emit
 from autoenv.gates.oracle import OracleBook
 from autoenv.gates.replay_rules import REPLAY_MUTATIONS
 from autoenv.gates.scoring import reward_record, total_reward
-from autoenv.job import Job
-from autoenv.messages import ChatRequest, Reply, message_text
+from autoenv.core.job import Job
+from autoenv.core.messages import ChatRequest, Reply, message_text
 from autoenv.worker import LOCAL_KEY_VAR
 
 POLICY = "replay"

@@ -22,7 +22,7 @@ from typing import Any
 
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.events import emit
+from autoenv.core.events import emit
 from autoenv.gates.answer_oracle import FORMATS, TRIAL_TASKS
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, ROLLOUT_ONLY, family_replies
 from autoenv.gates.oracle import OracleBook, has_hook
@@ -30,9 +30,9 @@ from autoenv.gates.probes import IN_PROCESS_ONLY, NEEDS_ORACLE
 from autoenv.gates.rejections import rejection
 from autoenv.gates.scoring import NO_ORACLE, reward_record, same_rewards, skipped, task_messages, total_reward
 from autoenv.gates.seats import NEVER_PLAYED, reference_failed, seat_reference, turns
-from autoenv.job import Job
+from autoenv.core.job import Job
 from autoenv.tasks import build_env, write_run_config
-from autoenv.traces import said, to_rollout
+from autoenv.core.traces import said, to_rollout
 from autoenv.worker import LOCAL_KEY_VAR
 
 

@@ -28,16 +28,16 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from autoenv.config import Config
-from autoenv.formats import idx_list, quoted
+from autoenv.core.config import Config
+from autoenv.core.formats import idx_list, quoted
 from autoenv.gates import coverage, free, matrix, ranges, rejections
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, Row, parse_audit, read_audit
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
 from autoenv.gates.findings import Gates
 from autoenv.gates.probes import EXPLOITS
 from autoenv.gates.seat_rules import constant_sum_game, judge_seats
-from autoenv.job import AuditPlan
-from autoenv.record import GateReport
+from autoenv.core.job import AuditPlan
+from autoenv.core.record import GateReport
 from autoenv.rollouts import Worker
 from autoenv.scripts import blocked
 from autoenv.stats import max_reward

@@ -12,7 +12,7 @@ import math
 import traceback
 from typing import Any
 
-from autoenv.traces import said
+from autoenv.core.traces import said
 
 REPLY_PREVIEW = 400
 NO_ORACLE = "needs the oracle's reply, and the candidate has no oracle hook and no inferable answer-field oracle"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from autoenv.formats import quoted
+from autoenv.core.formats import quoted
 from autoenv.gates.audit_record import AuditRecord, Row
 from autoenv.gates.findings import Gates
 

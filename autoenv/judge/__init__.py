@@ -11,12 +11,12 @@ Backends (config.toml [judge] backend; `auto` picks the first available in
 - `offline`: `offline.offline_findings`, deterministic.
 
 The other modules: `workspace` builds the room of copies, `schema` holds the prompt, the
-findings' JSON schema (generated from `autoenv.record.Findings`) and its check, `run`
+findings' JSON schema (generated from `autoenv.core.record.Findings`) and its check, `run`
 picks a backend and falls back, `render` writes the feedback section.
 
 The harness, never the model, writes the feedback file: a judge that fails, times out or
 overspends leaves the offline findings and a line saying what failed.
 
-This package's `__init__` imports nothing: `autoenv.config` imports `registry`, and a
+This package's `__init__` imports nothing: `autoenv.core.config` imports `registry`, and a
 backend's cost is paid only by the process that judges.
 """

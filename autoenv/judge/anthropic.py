@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autoenv.config import Judge
+from autoenv.core.config import Judge
 from autoenv.judge.base import JudgeCall, JudgeFailed
 from autoenv.judge.schema import findings_schema, prompt, validate
-from autoenv.record import JudgeResult
+from autoenv.core.record import JudgeResult
 
 MAX_READ = 20 * 1024
 MAX_RESULT = 24 * 1024  # room for a whole read plus its "read again with offset" hint

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from autoenv.config import Bands, Judge
-from autoenv.record import Entry
+from autoenv.core.config import Bands, Judge
+from autoenv.core.record import Entry
 
 
 class JudgeFailed(Exception):

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from autoenv.formats import idx_list, quoted
+from autoenv.core.formats import idx_list, quoted
 from autoenv.gates.probes import DEFENCES
-from autoenv.record import GateFinding, GateReport
+from autoenv.core.record import GateFinding, GateReport
 
 CAUSE_ORDER = ("padding", "empty", "refusal", "garbage", "echo", "tool-spam", "wrong-answer", "format-only",
                "swap-answer", "abstain", "stub", "stall", "valid-tool-spam", "structural", "typical-value",

@@ -14,11 +14,11 @@ import os
 import shutil
 import subprocess
 
-from autoenv.config import Judge
+from autoenv.core.config import Judge
 from autoenv.environ import scrubbed
 from autoenv.judge.base import JudgeCall, JudgeFailed
 from autoenv.judge.schema import findings_schema, prompt, validate
-from autoenv.record import JudgeResult
+from autoenv.core.record import JudgeResult
 
 KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from autoenv.config import Bands, Judge
-from autoenv.formats import idx_list, quoted
+from autoenv.core.config import Bands, Judge
+from autoenv.core.formats import idx_list, quoted
 from autoenv.gates.probes import DEFENCES
 from autoenv.judge.base import JudgeCall
 from autoenv.judge.causes import causes
-from autoenv.record import (
+from autoenv.core.record import (
     DatasetQuality,
     Entry,
     Findings,

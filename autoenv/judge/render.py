@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autoenv.record import JudgeResult
+from autoenv.core.record import JudgeResult
 
 
 def render(result: JudgeResult) -> str:

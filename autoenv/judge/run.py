@@ -8,11 +8,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from autoenv.config import Bands, Judge
+from autoenv.core.config import Bands, Judge
 from autoenv.judge import registry
 from autoenv.judge.base import JudgeCall, JudgeFailed
 from autoenv.judge.offline import offline_findings
-from autoenv.record import Entry, Findings, JudgeResult
+from autoenv.core.record import Entry, Findings, JudgeResult
 
 
 def pick_backend(requested: str, offline: bool, cfg: Judge) -> str:

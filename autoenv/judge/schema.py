@@ -1,6 +1,6 @@
 """What the judge is asked and the shape of its answer: the prompt, the JSON schema, the check.
 
-The schema is generated from `autoenv.record.Findings`, the type the findings are stored
+The schema is generated from `autoenv.core.record.Findings`, the type the findings are stored
 as, so what the model is told and what the record holds cannot drift apart. It is
 self-contained (every `$ref` inlined): the Claude CLI's `--json-schema` and the Anthropic
 tool's `input_schema` get no `$defs` to resolve. Extra keys are allowed, as they always
@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from autoenv.judge.base import JudgeFailed
-from autoenv.paths import spec_problem
-from autoenv.record import Findings
+from autoenv.core.paths import spec_problem
+from autoenv.core.record import Findings
 
 PROMPT = """You are the judge of an RL training environment built by a coding agent. Your working
 directory is a workspace of copies: README.md lists what is there. Read spec.md, the

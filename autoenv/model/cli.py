@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autoenv import display
-from autoenv.errors import AutoEnvError
+from autoenv.core import display
+from autoenv.core.errors import AutoEnvError
 from autoenv.model.build import build_server
 from autoenv.model.realrun import local_model
 from autoenv.model.train import TrainOptions, train

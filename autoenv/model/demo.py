@@ -5,12 +5,12 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from autoenv import display
+from autoenv.core import display
 from autoenv.demo import make_run_repo
 from autoenv.model.realrun import local_model, oracle_endpoint, real_config
-from autoenv.paths import EXAMPLES
+from autoenv.core.paths import EXAMPLES
 from autoenv.pipeline import EvalOptions, evaluate
-from autoenv.record import Entry
+from autoenv.core.record import Entry
 
 
 def real_model_demo(example: str, model: str = "smollm2", directory: Path | None = None,

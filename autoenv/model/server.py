@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 
 
 def free_port() -> int:

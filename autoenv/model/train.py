@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from autoenv import display
-from autoenv.config import CONFIG_NAME
+from autoenv.core import display
+from autoenv.core.config import CONFIG_NAME
 from autoenv.demo import make_run_repo
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.export.grpo import export_grpo
 from autoenv.export.source import kept_entry
 from autoenv.gitrepo import Repo
-from autoenv.levels import natural_order
+from autoenv.core.levels import natural_order
 from autoenv.model.build import build_server, source_dir
 from autoenv.model.realrun import oracle_endpoint, real_config
 from autoenv.model.server import Server, machine_settings
@@ -39,7 +39,7 @@ from autoenv.model.trainenv import train_python
 from autoenv.model.trainplots import before_after, reward_curve
 from autoenv.model.weights import ensure_gguf, weights
 from autoenv.pipeline import EvalOptions, evaluate
-from autoenv.traces import read_rollouts
+from autoenv.core.traces import read_rollouts
 
 HERE = Path(__file__).resolve().parent
 BOOTSTRAP = 10_000

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autoenv.errors import AutoEnvError
-from autoenv.model.cachedir import cache_root
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.cachedir import cache_root
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from autoenv.errors import AutoEnvError
-from autoenv.levels import natural_order
-from autoenv.record import TaskRow
-from autoenv.resample import interval, joint_draws, task_id
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.levels import natural_order
+from autoenv.core.record import TaskRow
+from autoenv.core.resample import interval, joint_draws, task_id
 from autoenv.review.rows import Row
 from autoenv.review.run import Project
-from autoenv.traces import Rollout, read_rollouts
+from autoenv.core.traces import Rollout, read_rollouts
 
 CONFIDENCE = 0.95
 

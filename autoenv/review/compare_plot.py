@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autoenv.resample import mean_interval
+from autoenv.core.resample import mean_interval
 from autoenv.review import figures
 from autoenv.review.compare import TOO_FEW, Comparison, Difference, Side
 

@@ -20,10 +20,10 @@ import json
 import os
 from pathlib import Path
 
-from autoenv.errors import AutoEnvError
-from autoenv.formats import iso_now, number
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.formats import iso_now, number
 from autoenv.ledger import atomic_write
-from autoenv.levels import natural_order
+from autoenv.core.levels import natural_order
 from autoenv.review.compare import compare, evaluation_side
 from autoenv.review.compare_plot import plot_comparison
 from autoenv.review.markdown import to_html

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.review.rows import Row
 from autoenv.review.run import Project, Run
 

@@ -21,19 +21,19 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from autoenv import display
-from autoenv.config import CONFIG_NAME
+from autoenv.core import display
+from autoenv.core.config import CONFIG_NAME
 from autoenv.endpoint.policies import Policies
-from autoenv.errors import AutoEnvError
+from autoenv.core.errors import AutoEnvError
 from autoenv.install import install_candidate
-from autoenv.job import Job, RolloutPlan, SamplingSpec, Seat
+from autoenv.core.job import Job, RolloutPlan, SamplingSpec, Seat
 from autoenv.pipeline import archive_previous
-from autoenv.record import ROLES, Entry
+from autoenv.core.record import ROLES, Entry
 from autoenv.review.compare import Side, evaluation_side
 from autoenv.review.rows import Row
 from autoenv.review.run import Project
 from autoenv.rollouts import run_worker
-from autoenv.traces import read_rollouts
+from autoenv.core.traces import read_rollouts
 
 SEAT = "target"  # the worker's smoke rollout runs on the seat named target
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autoenv.config import Bands
+from autoenv.core.config import Bands
 from autoenv.review import figures
 from autoenv.review.rows import Point, Row
 from autoenv.review.run import Run

@@ -12,7 +12,7 @@ import datetime as dt
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from autoenv.record import KEPT, Entry, ModelStats
+from autoenv.core.record import KEPT, Entry, ModelStats
 
 SPARKS = "▁▂▃▄▅▆▇█"
 

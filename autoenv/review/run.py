@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autoenv.cache import resolve
-from autoenv.config import CONFIG_NAME, Config, load_config
-from autoenv.errors import AutoEnvError
+from autoenv.core.config import CONFIG_NAME, Config, load_config
+from autoenv.core.errors import AutoEnvError
 from autoenv.gitrepo import Repo
 from autoenv.ledger import chain_breaks, read_entries
-from autoenv.record import Entry
+from autoenv.core.record import Entry
 from autoenv.review.notes import row_from_note
 from autoenv.review.rows import Row, mark_last_kept
 

@@ -13,11 +13,11 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-from autoenv import display
-from autoenv.config import Bands
-from autoenv.formats import mean_ci, number
-from autoenv.levels import natural_order
-from autoenv.record import Entry
+from autoenv.core import display
+from autoenv.core.config import Bands
+from autoenv.core.formats import mean_ci, number
+from autoenv.core.levels import natural_order
+from autoenv.core.record import Entry
 from autoenv.review.compare import TOO_FEW, Comparison, Difference, TaskPair
 from autoenv.review.rows import Row, clip, money, point_text, short_time, sparkline
 from autoenv.review.run import Run

@@ -3,7 +3,7 @@
 A rollout's id is `<role>-<first 8 characters of the trace id>`, the same id the judge
 cites as evidence in the feedback, so `autoenv show <commit> --rollout target-ab12cd34`
 opens what the judge pointed at. Read from verifiers' traces.jsonl as plain JSON (see
-autoenv.traces); the messages are untrusted model output, escaped wherever shown.
+autoenv.core.traces); the messages are untrusted model output, escaped wherever shown.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoenv.errors import AutoEnvError
-from autoenv.messages import Reply, ToolCall, message_text
-from autoenv.record import ROLES
-from autoenv.traces import Rollout, episode_failure, iter_traces, to_rollout
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.messages import Reply, ToolCall, message_text
+from autoenv.core.record import ROLES
+from autoenv.core.traces import Rollout, episode_failure, iter_traces, to_rollout
 
 ID_LENGTH = 8
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import NonNegativeInt, TypeAdapter, ValidationError
 
-from autoenv.childfiles import invalid, load_json
+from autoenv.core.childfiles import invalid, load_json
 
 TRACES_FILE = "traces.jsonl"
 RETRIES_FILE = "client_retries.json"

@@ -4,7 +4,7 @@ Every command reads this record (`autoenv log`, `show`, the verdict's baseline, 
 judge, the feedback file), so it is a typed artifact with a schema rather than a dict
 that each reader digs into: the stages produce these objects, `ledger` alone turns them
 into JSON lines, and `read_entries()` hands them back typed. `schema/entry.schema.json`
-is generated from these models (`python -m autoenv.record`) so tools outside Python can
+is generated from these models (`python -m autoenv.core.record`) so tools outside Python can
 read the ledger; a test keeps it current.
 
 History: version 1 (the first landed harness) stored per-task rows as positional

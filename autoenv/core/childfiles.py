@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from autoenv.errors import AutoEnvError, validation_problems
+from autoenv.core.errors import AutoEnvError, validation_problems
 
 
 def stage_fix(stage: str, folder: str) -> str:

@@ -28,10 +28,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 from rich.text import Text
 
-from autoenv.config import Bands
-from autoenv.errors import AutoEnvError
-from autoenv.formats import mean_ci, number, quoted
-from autoenv.record import GateReport, ModelStats
+from autoenv.core.config import Bands
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.formats import mean_ci, number, quoted
+from autoenv.core.record import GateReport, ModelStats
 
 
 def _plain() -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 EXAMPLES = PROJECT / "examples"
 VENDORED_VERIFIERS = PROJECT / "verifiers"
 DEFAULT_CANDIDATE = PROJECT / "candidate"

@@ -16,8 +16,8 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoenv.errors import AutoEnvError
-from autoenv.job import TASKSET_ID, module_of
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.job import TASKSET_ID, module_of
 from autoenv.judge.registry import CHOICES
 from autoenv.runtime import HARNESSES, RUNTIME_TYPES, readiness_problem, settings_problems
 
