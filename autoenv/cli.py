@@ -19,10 +19,10 @@ from pathlib import Path
 from autoenv import __version__, vendor
 
 from autoenv.core import display
-from autoenv.cache import resolve
+from autoenv.run.cache import resolve
 from autoenv.commands import audit_only, recompute, rejudge, verify
 from autoenv.core.config import AGENT_KINDS, CONFIG_NAME, load_config
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults, load_oracle, serve_forever
@@ -31,11 +31,11 @@ from autoenv.export.check import run_checks
 from autoenv.export.grpo import export_grpo
 from autoenv.export.openenv import export_openenv
 from autoenv.gates.free import coverage_line
-from autoenv.gitrepo import Repo
+from autoenv.run.gitrepo import Repo
 from autoenv.install import install_candidate
 from autoenv.judge.registry import CHOICES
-from autoenv.ledger import read_entries
-from autoenv.lifecycle import new_run, rebase_rules
+from autoenv.run.ledger import read_entries
+from autoenv.run.lifecycle import new_run, rebase_rules
 from autoenv.model.cli import add_commands as add_model_commands
 from autoenv.model.cli import setup_model
 from autoenv.model.demo import real_model_demo

@@ -5,7 +5,7 @@
 - `rejudge` (`autoenv judge <commit>`): the judge stage again on an evaluated commit;
 - `audit_only` (`autoenv check` / `autoenv probe`): the model-free gates on the candidate as
   it is on disk, recording nothing;
-- `verify` (`autoenv verify [--rebuild]`): the ledger against the git notes (autoenv.integrity).
+- `verify` (`autoenv verify [--rebuild]`): the ledger against the git notes (autoenv.run.integrity).
 """
 
 from __future__ import annotations
@@ -21,20 +21,20 @@ from autoenv.core.errors import AutoEnvError
 from autoenv.core.formats import stamp
 from autoenv.gates.derived_rules import run_derived
 from autoenv.gates.rules import audit_plan, run_gates
-from autoenv.gitrepo import Repo
+from autoenv.run.gitrepo import Repo
 from autoenv.install import inspect_candidate, install_candidate
-from autoenv.integrity import check as check_integrity
-from autoenv.integrity import rebuild
+from autoenv.run.integrity import check as check_integrity
+from autoenv.run.integrity import rebuild
 from autoenv.core.job import Job
 from autoenv.judge.render import render as judge_render
-from autoenv.ledger import read_entries
-from autoenv.ledger import verify as verify_ledger
+from autoenv.run.ledger import read_entries
+from autoenv.run.ledger import verify as verify_ledger
 from autoenv.core.paths import spec_warnings
 from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, config_job, judge, record, verdict
 from autoenv.core.record import ROLES, CandidateInfo, Entry, GateReport
 from autoenv.report import GATES_FILE, render, render_gates, write_report
 from autoenv.rollouts import Worker
-from autoenv.runbase import RulesCheck
+from autoenv.run.runbase import RulesCheck
 
 
 def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = None, log_file: Path | None = None,

@@ -1,8 +1,8 @@
 """One evaluation, top to bottom: preflight, install, gates, rollouts, stats, verdict, judge, record.
 
-Preflight compares the protected files with the run's base (autoenv.runbase): a commit
+Preflight compares the protected files with the run's base (autoenv.run.runbase): a commit
 that changed the rules is recorded as `tampered` straight away, without any model call.
-An evaluation whose cache key (autoenv.cache) matches a finished one of the run is
+An evaluation whose cache key (autoenv.run.cache) matches a finished one of the run is
 recorded again from it, `cached_from` that commit, without any model call either. An
 evaluation of the commit that was interrupted (SIGINT, SIGTERM, a killed machine) left its
 finished rollouts in outputs/<commit>/: the rerun continues from them (`--restart`: not).
@@ -32,28 +32,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoenv.core import display
-from autoenv.cache import cache_key, cached
+from autoenv.run.cache import cache_key, cached
 from autoenv.core.config import CONFIG_NAME, Config, check_runtime_ready, load_config, with_env
 from autoenv.driver.gate import agent_usd, refuse_when_spent
-from autoenv.envref import environment_ref
+from autoenv.run.envref import environment_ref
 from autoenv.core.errors import AutoEnvError, ProviderUnavailable
 from autoenv.core.formats import iso_now, stamp
 from autoenv.forwarder import forwarding
 from autoenv.gates.audit_record import AUDIT_FILE, read_audit
 from autoenv.gates.derived_rules import run_derived
 from autoenv.gates.rules import audit_plan, run_gates
-from autoenv.gitrepo import Head, Repo
+from autoenv.run.gitrepo import Head, Repo
 from autoenv.install import inspect_candidate, install_candidate
-from autoenv.integrity import FOUND, STORED, note_fields, restore_if_written
-from autoenv.integrity import check as check_integrity
-from autoenv.integrity import summary as integrity_summary
+from autoenv.run.integrity import FOUND, STORED, note_fields, restore_if_written
+from autoenv.run.integrity import check as check_integrity
+from autoenv.run.integrity import summary as integrity_summary
 from autoenv.core.job import AuditPlan, CallLimits, Job, RolloutPlan, SamplingSpec, Seat
 from autoenv.judge.causes import causes
 from autoenv.judge.render import render as judge_render
 from autoenv.judge.run import run_judge
 from autoenv.judge.workspace import build
-from autoenv.ledger import append_entry, line_hash, raw_lines, read_entries, temp_files
-from autoenv.ledger import verify as verify_ledger
+from autoenv.run.ledger import append_entry, line_hash, raw_lines, read_entries, temp_files
+from autoenv.run.ledger import verify as verify_ledger
 from autoenv.core.paths import spec_warnings
 from autoenv.provider import api_key, check_endpoint
 from autoenv.core.record import (
@@ -76,7 +76,7 @@ from autoenv.review import figures
 from autoenv.review.plot import plot_run
 from autoenv.review.run import Project, run_so_far
 from autoenv.rollouts import Worker, WorkerResult
-from autoenv.runbase import NO_BASE, RulesCheck, check_rules, refuse
+from autoenv.run.runbase import NO_BASE, RulesCheck, check_rules, refuse
 from autoenv.sandbox import choose
 from autoenv.stats import model_stats
 from autoenv.core.traces import (
@@ -731,7 +731,7 @@ def rebased_first(entries: list[Entry], ctx: Context) -> str | None:
 
 
 def reuse(ctx: Context, hit: Entry) -> Entry:
-    """A pointer to the cached evaluation `hit` (autoenv.cache): verdict `cached`, no stats of its own, no model call."""
+    """A pointer to the cached evaluation `hit` (autoenv.run.cache): verdict `cached`, no stats of its own, no model call."""
     source = hit.commit
     with timed(ctx, "cache"), display.stage("cache", f"same candidate tree, spec, config and models as {source[:12]}"):
         display.note("no model called; bash evaluate.sh --force evaluates anyway")

@@ -10,7 +10,7 @@ from autoenv.core.formats import mean_ci, number, quoted
 from autoenv.gates.matrix import markdown as matrix_markdown
 from autoenv.judge.causes import causes
 from autoenv.judge.offline import CHECK_FIXES
-from autoenv.ledger import atomic_write
+from autoenv.run.ledger import atomic_write
 from autoenv.core.levels import order_by
 from autoenv.core.record import Entry, GateFinding, GateReport
 from autoenv.rescore_table import paired_markdown

@@ -4,7 +4,7 @@ Most edits to an environment are to its rewards, and a reward cannot change what
 models reply: the prompts, tools, stop conditions and the env's code are the same. So an
 evaluation whose candidate differs from an earlier finished evaluation of the same run
 (same config.toml, spec.md and models; kept, discarded or inconclusive) only in reward
-and metric functions, the helpers only they reach, and docs (autoenv.fingerprint) scores
+and metric functions, the helpers only they reach, and docs (autoenv.run.fingerprint) scores
 that evaluation's stored rollouts again with the new rewards, in the sandboxed child
 under the same limits (autoenv.rescore_stage), instead of calling any model. The child
 also compares the sampled tasks' fingerprint with the stored one; anything it cannot
@@ -22,11 +22,11 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from autoenv.core import display
-from autoenv.cache import REUSABLE
+from autoenv.run.cache import REUSABLE
 from autoenv.core.childfiles import load_json, validated
 from autoenv.core.config import CONFIG_NAME, Config
-from autoenv.fingerprint import FINGERPRINT_FILE, RESCORE_FILE, rollout_changes
-from autoenv.gitrepo import Head, Repo
+from autoenv.run.fingerprint import FINGERPRINT_FILE, RESCORE_FILE, rollout_changes
+from autoenv.run.gitrepo import Head, Repo
 from autoenv.core.record import ROLES, Entry
 from autoenv.rollouts import Worker, WorkerResult
 from autoenv.core.traces import TRACES_FILE

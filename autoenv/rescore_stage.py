@@ -4,7 +4,7 @@ It runs in the evaluation's sandboxed child instead of the rollouts stage when t
 found an evaluation of the run whose candidate differs only in rewards, metrics and docs
 (autoenv.rescore). It loads the taskset under the same limits as the rollouts (rewards
 bounded by checks.max_reward_seconds), samples the same tasks, and compares the sampled
-tasks' fingerprint (autoenv.fingerprint) with the one stored beside the old rollouts;
+tasks' fingerprint (autoenv.run.fingerprint) with the one stored beside the old rollouts;
 any difference, a reward that needs the rollout's runtime, or a judge that calls a model
 refuses (rescore.json says why) and the harness rolls out instead. Otherwise every
 finished trace is scored again by task.score on the stored transcript, the same replies,
@@ -25,7 +25,7 @@ from typing import Any
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.core.events import emit
-from autoenv.fingerprint import FINGERPRINT_FILE, RESCORE_FILE, job_settings, task_fingerprint
+from autoenv.run.fingerprint import FINGERPRINT_FILE, RESCORE_FILE, job_settings, task_fingerprint
 from autoenv.gates.audit import runtime_rewards
 from autoenv.gates.oracle import OracleBook
 from autoenv.core.job import Job

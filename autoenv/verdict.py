@@ -19,7 +19,7 @@ evaluations share tasks):
   was unavailable (the smoke rollout failed at the provider after its retries: the reason
   starts with "provider unavailable", and the candidate is not blamed);
 - crash: the evaluation failed because of the candidate;
-- tampered: protected files differ from the run's base (autoenv.runbase): no model was
+- tampered: protected files differ from the run's base (autoenv.run.runbase): no model was
   called and the entry is never kept.
 
 The baseline is looked up only within the run (`same_run`): several `autoenv/<tag>`
@@ -40,7 +40,7 @@ import numpy as np
 from autoenv.core.config import Bands
 from autoenv.endpoint.policies import plays_the_oracle
 from autoenv.core.formats import mean_ci
-from autoenv.ledger import last_kept
+from autoenv.run.ledger import last_kept
 from autoenv.core.record import CandidateInfo, Entry, GateReport, ModelStats, Readiness, Role, Verdict
 from autoenv.core.resample import interval, joint_draws
 from autoenv.stats import sums

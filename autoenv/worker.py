@@ -21,7 +21,7 @@ from pathlib import Path
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint, Faults
 from autoenv.core.events import emit
-from autoenv.fingerprint import write_fingerprint
+from autoenv.run.fingerprint import write_fingerprint
 from autoenv.gates.answer_oracle import inferred_format
 from autoenv.gates.oracle import OracleBook
 from autoenv.inprocess import HARNESS_ID, client_retries

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.core.paths import PROJECT
 

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.gates.probes import DERIVED_EXPLOITS, EXPLOITS
 from autoenv.core.paths import EXAMPLES, PROJECT, examples
 

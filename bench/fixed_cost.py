@@ -37,7 +37,7 @@ from pathlib import Path
 
 from autoenv import warmchild
 from autoenv.core.config import load_config
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.gates.rules import audit_plan
 from autoenv.core.job import Job, RolloutPlan, Seat
 from autoenv.core.paths import EXAMPLES, PROJECT

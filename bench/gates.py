@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.core.paths import PROJECT, examples
 
 

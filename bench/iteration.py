@@ -5,7 +5,7 @@ injected before every model reply (0 s and 1 s by default), side by side in one 
 
 (a) seed-shaped: a smoke evaluation (1 rollout), then the target evaluation, then the strong
     one, each its own worker process with verifiers' stock null harness, one after the other;
-(b) `autoenv eval --offline` on a scratch run repository (autoenv.demo.make_run_repo) with
+(b) `autoenv eval --offline` on a scratch run repository (autoenv.run.demo.make_run_repo) with
     `[offline] latency` set: install, checks and probes, smoke, both models concurrently
     through the in-process harness, statistics, offline judge, ledger: a run's first evaluation
     (the candidate installed, the warm child's server started);
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from autoenv import warmchild
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.core.paths import EXAMPLES, PROJECT
 from autoenv.rollouts import run_worker

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults
 from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat

@@ -26,10 +26,10 @@ from conftest import commit_all, head, small_config
 
 from autoenv.cli import main
 from autoenv.core.config import Price, load_config
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.formats import stamp
-from autoenv.gitrepo import Repo
+from autoenv.run.gitrepo import Repo
 from autoenv.pipeline import Context, EvalOptions, Outcome, evaluate, judge, record, verdict
 from autoenv.core.record import Entry, GateFinding, GateReport, Verdict
 from autoenv.stats import model_stats

@@ -12,14 +12,14 @@ import pytest
 from conftest import commit_all, small_config
 from test_pipeline import stats
 
-from autoenv.cache import cache_key, cached
+from autoenv.run.cache import cache_key, cached
 from autoenv.core.config import load_config
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.core.errors import AutoEnvError
-from autoenv.gitrepo import Repo
-from autoenv.ledger import read_entries
+from autoenv.run.gitrepo import Repo
+from autoenv.run.ledger import read_entries
 from autoenv.pipeline import EvalOptions, Outcome, evaluate, preflight, record, verdict
 
 

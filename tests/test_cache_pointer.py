@@ -10,9 +10,9 @@ from conftest import commit_all
 from review_run import review
 from test_pipeline import stats
 
-from autoenv.cache import resolve
+from autoenv.run.cache import resolve
 from autoenv.export.source import kept_entry
-from autoenv.ledger import read_entries
+from autoenv.run.ledger import read_entries
 from autoenv.pipeline import EvalOptions, Outcome, evaluate, preflight, record, verdict
 from autoenv.core.record import Entry
 from autoenv.review.run import Project, load_run

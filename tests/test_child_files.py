@@ -10,7 +10,7 @@ import json
 import pytest
 
 from autoenv.core.errors import AutoEnvError
-from autoenv.fingerprint import RESCORE_FILE
+from autoenv.run.fingerprint import RESCORE_FILE
 from autoenv.gates.audit_record import AUDIT_FILE, read_audit
 from autoenv.gates.derived_record import read_derived
 from autoenv.gates.probes import DERIVED_FILE

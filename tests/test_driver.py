@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import TESTS, autoenv, head, small_config
 
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.paths import PROJECT

@@ -19,7 +19,7 @@ from autoenv.driver.rules import forbidden_command, forbidden_path
 from autoenv.driver.settings import settings, write_settings
 from autoenv.driver.transcript import Transcript
 from autoenv.core.errors import AutoEnvError
-from autoenv.gitrepo import Repo
+from autoenv.run.gitrepo import Repo
 from autoenv.core.paths import PROJECT
 from autoenv.core.record import Entry
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import autoenv, ledger, small_config
 
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.core.errors import AutoEnvError
 from autoenv.export.check import separation_static
 from autoenv.export.grpo import _refuse_multi_turn

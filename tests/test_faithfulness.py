@@ -22,7 +22,7 @@ from audits import rec
 from conftest import autoenv, commit_all, head, small_config
 
 from autoenv.core.config import load_config
-from autoenv.demo import remove_oracle_hooks
+from autoenv.run.demo import remove_oracle_hooks
 from autoenv.endpoint.policies import gullible_grader
 from autoenv.gates import matrix
 from autoenv.gates.answer_oracle import FORMATS, format_reply, infer_format
@@ -307,7 +307,7 @@ def continue_config() -> str:
 
 @pytest.mark.e2e
 def test_derived_probes_catch_a_hack_without_oracle_hook_after_an_offline_evaluation(tmp_path):
-    from autoenv.demo import make_run_repo
+    from autoenv.run.demo import make_run_repo
 
     root = make_run_repo("hack-format", tmp_path / "run", continue_config(), run_base=False, oracle=False)
     result = autoenv("eval", "--offline", cwd=root)

@@ -12,8 +12,8 @@ from test_pipeline import stats
 
 from autoenv.commands import verify
 from autoenv.core.errors import AutoEnvError
-from autoenv.gitrepo import Repo
-from autoenv.integrity import FOUND, check, written_by_others
+from autoenv.run.gitrepo import Repo
+from autoenv.run.integrity import FOUND, check, written_by_others
 from autoenv.pipeline import EvalOptions, Outcome, preflight, record, verdict
 
 

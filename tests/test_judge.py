@@ -26,7 +26,7 @@ from audits import audit, clean_dataset, clean_rows, rec
 from conftest import autoenv, commit_all, ledger, small_config
 
 from autoenv.core.config import Bands, Judge, load_config
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.gates import dataset, rules
 from autoenv.gates.free import CONTENT_FREE
 from autoenv.gates.probes import DEFENCES, EXPLOITS
@@ -38,7 +38,7 @@ from autoenv.judge.render import render
 from autoenv.judge.run import pick_backend, run_judge
 from autoenv.judge.schema import findings_schema, validate
 from autoenv.judge.workspace import build, render_transcript, stratified
-from autoenv.ledger import append_entry
+from autoenv.run.ledger import append_entry
 from autoenv.core.paths import PROJECT
 from autoenv.core.record import (
     BestReply,

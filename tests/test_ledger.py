@@ -1,4 +1,4 @@
-"""autoenv/ledger.py: the hash-chained, atomically written feedback log."""
+"""autoenv/run/ledger.py: the hash-chained, atomically written feedback log."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from autoenv import ledger
+from autoenv.run import ledger
 from autoenv.core.errors import AutoEnvError
-from autoenv.ledger import (
+from autoenv.run.ledger import (
     GENESIS,
     SCHEMA_VERSION,
     TEMP_SUFFIX,

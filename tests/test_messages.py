@@ -21,7 +21,7 @@ from rich.text import Text
 
 from autoenv.core import display
 from autoenv.core.config import Bands
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.record import BestReply, ErrorCounts, GateFinding, GateReport, ModelStats, ProbeSummary
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import commit_all, ledger, small_config
 
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.install import install_candidate
-from autoenv.lifecycle import new_run
+from autoenv.run.lifecycle import new_run
 from autoenv.core.paths import PROJECT
 from autoenv.rollouts import child_env
 

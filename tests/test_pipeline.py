@@ -15,10 +15,10 @@ from autoenv.cli import print_result
 from autoenv.commands import recompute
 from autoenv.core.config import load_config
 from autoenv.core.errors import AutoEnvError
-from autoenv.gitrepo import Repo
+from autoenv.run.gitrepo import Repo
 from autoenv.core.job import Job
 from autoenv.judge.offline import offline_findings
-from autoenv.ledger import read_entries, verify_chain
+from autoenv.run.ledger import read_entries, verify_chain
 from autoenv.core.paths import spec_problem
 from autoenv.pipeline import Context, EvalOptions, Outcome, judge, note_text, preflight, record, verdict
 from autoenv.core.record import CandidateInfo, GateFinding, GateReport

@@ -14,8 +14,8 @@ import re
 import pytest
 from conftest import small_config
 
-from autoenv.demo import make_run_repo
-from autoenv.ledger import read_entries
+from autoenv.run.demo import make_run_repo
+from autoenv.run.ledger import read_entries
 from autoenv.core.paths import EXAMPLES
 from autoenv.pipeline import EvalOptions, evaluate
 

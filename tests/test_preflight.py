@@ -10,7 +10,7 @@ import pytest
 from conftest import autoenv, ledger, small_config
 from cpu_hog import slack
 
-from autoenv.ledger import append_entry
+from autoenv.run.ledger import append_entry
 from autoenv.core.record import Entry, Verdict
 
 

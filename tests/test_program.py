@@ -96,7 +96,7 @@ def test_the_hook_process_allows_the_loop_as_program_md_writes_it(tmp_path):
 def test_autoenv_new_says_offline_when_no_key_is_set(tmp_path):
     from conftest import autoenv, small_config
 
-    from autoenv.demo import make_run_repo
+    from autoenv.run.demo import make_run_repo
     root = make_run_repo("arithmetic", tmp_path / "r", small_config(), run_base=False)
     subprocess.run(["git", "checkout", "-qb", "main"], cwd=root, check=True)
     bare = autoenv("new", "keyless", cwd=root, env={"OPENAI_API_KEY": ""})

@@ -80,7 +80,7 @@ def test_a_real_model_that_never_calls_the_tools_is_recorded_as_tool_less_replie
     is: scored (not an error, not a timeout), one assistant turn, no tool call and no tool result, reward 0 (the
     prices are only known to the tools). A model that does call tools makes this test fail (then the trace holds
     the calls and their results)."""
-    from autoenv.demo import make_run_repo
+    from autoenv.run.demo import make_run_repo
     from autoenv.pipeline import EvalOptions, evaluate
 
     with local_model("smollm2", log=tmp_path / "server.log") as server, \

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from autoenv.core.errors import AutoEnvError
-from autoenv.ledger import append_entry, read_entries, verify_chain
+from autoenv.run.ledger import append_entry, read_entries, verify_chain
 from autoenv.core.record import (
     SCHEMA_FILE,
     SCHEMA_VERSION,

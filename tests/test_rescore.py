@@ -13,11 +13,11 @@ from test_cache import Served
 from test_pipeline import stats
 
 from autoenv.core.config import load_config
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.endpoint.policies import Policies
-from autoenv.fingerprint import FINGERPRINT_FILE, module_changes
-from autoenv.gitrepo import Repo
-from autoenv.ledger import read_entries
+from autoenv.run.fingerprint import FINGERPRINT_FILE, module_changes
+from autoenv.run.gitrepo import Repo
+from autoenv.run.ledger import read_entries
 from autoenv.core.messages import Reply
 from autoenv.pipeline import EvalOptions, evaluate
 from autoenv.core.record import Entry, Verdict

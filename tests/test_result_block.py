@@ -10,7 +10,7 @@ import subprocess
 
 from conftest import autoenv, commit_all, ledger, small_config
 
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.driver.rules import forbidden_command
 from autoenv.core.paths import PROJECT
 

@@ -16,7 +16,7 @@ from conftest import autoenv, freeze_warm_worker, freeze_worker, head, kill_pids
 
 from autoenv import warmchild
 
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.pipeline import unfinished_run
 from autoenv.core.traces import finished_episodes, trim_partial_line
 

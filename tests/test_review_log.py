@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from review_run import BRANCH, copy_run, review, review_run
 
-from autoenv.ledger import GENESIS, line_hash
+from autoenv.run.ledger import GENESIS, line_hash
 from autoenv.review.rows import sparkline
 
 VERDICTS = ["baseline", "discard", "inconclusive", "crash", "discard", "keep", "inconclusive"]

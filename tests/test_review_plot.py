@@ -11,7 +11,7 @@ from matplotlib.image import imread
 from review_run import png_size, review, review_run
 
 from autoenv.cli import print_result
-from autoenv.ledger import read_entries
+from autoenv.run.ledger import read_entries
 from autoenv.review.plot import running_best
 from autoenv.review.rows import Point, Row
 

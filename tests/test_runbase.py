@@ -9,13 +9,13 @@ import pytest
 from conftest import autoenv, commit_all, head, small_config
 from test_pipeline import stats
 
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.core.errors import AutoEnvError
-from autoenv.gitrepo import Repo
-from autoenv.ledger import read_entries
-from autoenv.lifecycle import new_run, rebase_rules
+from autoenv.run.gitrepo import Repo
+from autoenv.run.ledger import read_entries
+from autoenv.run.lifecycle import new_run, rebase_rules
 from autoenv.pipeline import EvalOptions, Outcome, evaluate, one_at_a_time, preflight, record, verdict
-from autoenv.runbase import NO_BASE, REF_PREFIX, RUN_FILE, RunBase, check_rules
+from autoenv.run.runbase import NO_BASE, REF_PREFIX, RUN_FILE, RunBase, check_rules
 
 # one file of every protected kind, as a full AutoEnv checkout has them
 PROTECTED_KINDS = ["evaluate.sh", "feedback.py", "setup.sh", "config.toml", "spec.md", "program.md",

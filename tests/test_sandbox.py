@@ -26,7 +26,7 @@ from autoenv.endpoint.server import Endpoint
 from autoenv.environ import scrubbed
 from autoenv.forwarder import TOKEN_VAR, forwarding, relay
 from autoenv.gates.oracle import OracleBook
-from autoenv.integrity import FOUND
+from autoenv.run.integrity import FOUND
 from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.sandbox import SANDBOX_VAR, Sandbox, _probe, choose, needs_network, runtime_files, writable_paths
 from tests.conftest import autoenv, commit_all, head, ledger

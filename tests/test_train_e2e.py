@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.model.build import build_server
 from autoenv.model.trainenv import train_python
 from autoenv.pipeline import EvalOptions, evaluate

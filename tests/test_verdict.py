@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from autoenv.core.config import Bands
-from autoenv.ledger import last_kept
+from autoenv.run.ledger import last_kept
 from autoenv.core.record import CandidateInfo, Entry, ModelStats, Verdict
 from autoenv.stats import model_stats
 from autoenv.core.traces import Rollout

@@ -317,7 +317,7 @@ class Offline:
 
 @dataclass(frozen=True)
 class Run:
-    """What a run does when the agent changed its rules (see autoenv.runbase)."""
+    """What a run does when the agent changed its rules (see autoenv.run.runbase)."""
 
     on_tamper: str = "record"
     """record: the evaluation is recorded with the verdict `tampered`, no model called | refuse: exit 2."""

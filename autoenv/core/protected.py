@@ -1,6 +1,6 @@
 """The files the coding agent may not change during a run, in a module with no imports.
 
-The run base (autoenv.runbase) hashes them; the agent driver's PreToolUse hook
+The run base (autoenv.run.runbase) hashes them; the agent driver's PreToolUse hook
 (autoenv.driver.hook), which starts once per tool call, refuses writes to them without
 loading the harness.
 """

@@ -14,7 +14,7 @@ beside the gate findings. Version 2 had no `baseline` verdict (a first evaluatio
 verdict, no `ledger_check` and no eval cache (`cache_key`, `cached_from`) and no resume (`reused_rollouts`).
 Version 4 recorded a cache hit as a copy of the evaluation it reused (its stats and its verdict, so a
 second `baseline` or `keep`); version 5 records it as a pointer: verdict `cached`, no stats of its own,
-`cached_from` naming the source, which every reader follows (autoenv.cache.resolve). Version 5 also
+`cached_from` naming the source, which every reader follows (autoenv.run.cache.resolve). Version 5 also
 adds `environment` (an `--env` evaluation, recorded apart from the run), the cached prompt tokens and the
 per-model concurrency. `Entry.from_json` upgrades older entries on read (a version-4 cache hit reads as
 a `cached` pointer); the line on disk is never rewritten (the hash chain covers it).
@@ -391,7 +391,7 @@ class Entry(Part):
                                 description="Protected files that differ from the run base, `path (how)`.")
     ledger_check: str = Field("", description="What `autoenv verify` found before this evaluation (chain and notes).")
     cache_key: str | None = Field(None, description="SHA-256 of the candidate's git tree, spec.md, the effective "
-                                                    "config and the models (autoenv.cache).")
+                                                    "config and the models (autoenv.run.cache).")
     reused_rollouts: int = Field(0, description="Rollouts kept from an interrupted evaluation of this commit "
                                                "(resumed, not run again).")
     cached_from: str | None = Field(None, description="Commit whose evaluation this entry reuses (same cache key); "

@@ -39,12 +39,12 @@ from autoenv.driver.state import DriverLock, log_event, read_json, write_json
 from autoenv.driver.transcript import LaunchStats, Transcript
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.formats import iso_now
-from autoenv.gitrepo import Repo
-from autoenv.ledger import read_entries
-from autoenv.lifecycle import new_run
+from autoenv.run.gitrepo import Repo
+from autoenv.run.ledger import read_entries
+from autoenv.run.lifecycle import new_run
 from autoenv.pipeline import harness_paths
 from autoenv.core.record import Entry
-from autoenv.runbase import BRANCH_PREFIX
+from autoenv.run.runbase import BRANCH_PREFIX
 
 ENDED = {"agent": "the agent stopped", "nudge": "stalled: nudged", "budget": "a budget is spent"}
 AUTH_ERRORS = ("invalid api key", "not logged in", "please run /login", "authentication_error", "401")

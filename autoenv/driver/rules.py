@@ -2,7 +2,7 @@
 
 The generated settings (autoenv.driver.settings) turn it into Claude Code permission rules
 (the first wall); the PreToolUse hook (autoenv.driver.hook) applies it again to every tool
-call (the second wall); the run base's tamper check (autoenv.runbase) catches at evaluation
+call (the second wall); the run base's tamper check (autoenv.run.runbase) catches at evaluation
 whatever slipped through both (the third).
 """
 

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from autoenv.driver.rules import ALLOWED_COMMANDS, EDIT_TOOLS, FORBIDDEN, NETWORK_TOOLS, WRITABLE
-from autoenv.gitrepo import Repo
+from autoenv.run.gitrepo import Repo
 
 SETTINGS = Path(".autoenv/agent-settings.json")
 RULE_TOOLS = ("Edit", "Write", "NotebookEdit")

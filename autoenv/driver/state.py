@@ -20,7 +20,7 @@ from typing import IO
 
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.formats import iso_now
-from autoenv.ledger import atomic_write
+from autoenv.run.ledger import atomic_write
 
 
 class DriverLock:

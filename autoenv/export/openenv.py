@@ -25,7 +25,7 @@ import yaml
 
 from autoenv.core.errors import AutoEnvError
 from autoenv.export.source import Kept, load_kept, reward_table
-from autoenv.gitrepo import Repo
+from autoenv.run.gitrepo import Repo
 from autoenv.serverenv import server_packages
 
 OPENENV_PIN = "openenv==0.10.0"

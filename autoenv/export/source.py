@@ -16,11 +16,11 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoenv.cache import resolve
+from autoenv.run.cache import resolve
 from autoenv.core.config import CONFIG_NAME, load_config
 from autoenv.core.errors import AutoEnvError
-from autoenv.gitrepo import Repo
-from autoenv.ledger import last_kept, read_entries
+from autoenv.run.gitrepo import Repo
+from autoenv.run.ledger import last_kept, read_entries
 from autoenv.core.record import Entry
 
 

@@ -6,7 +6,7 @@ import tempfile
 from pathlib import Path
 
 from autoenv.core import display
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.model.realrun import local_model, oracle_endpoint, real_config
 from autoenv.core.paths import EXAMPLES
 from autoenv.pipeline import EvalOptions, evaluate

@@ -26,11 +26,11 @@ import numpy as np
 
 from autoenv.core import display
 from autoenv.core.config import CONFIG_NAME
-from autoenv.demo import make_run_repo
+from autoenv.run.demo import make_run_repo
 from autoenv.core.errors import AutoEnvError
 from autoenv.export.grpo import export_grpo
 from autoenv.export.source import kept_entry
-from autoenv.gitrepo import Repo
+from autoenv.run.gitrepo import Repo
 from autoenv.core.levels import natural_order
 from autoenv.model.build import build_server, source_dir
 from autoenv.model.realrun import oracle_endpoint, real_config

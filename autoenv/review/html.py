@@ -22,7 +22,7 @@ from pathlib import Path
 
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.formats import iso_now, number
-from autoenv.ledger import atomic_write
+from autoenv.run.ledger import atomic_write
 from autoenv.core.levels import natural_order
 from autoenv.review.compare import compare, evaluation_side
 from autoenv.review.compare_plot import plot_comparison

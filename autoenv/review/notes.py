@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from autoenv.gitrepo import Annotated
+from autoenv.run.gitrepo import Annotated
 from autoenv.review.rows import Point, Row
 
 HEAD = re.compile(r"^autoenv: (?P<verdict>[a-z]+)")

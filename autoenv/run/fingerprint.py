@@ -26,7 +26,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from autoenv.core.events import emit
-from autoenv.gitrepo import Repo
+from autoenv.run.gitrepo import Repo
 from autoenv.core.job import Job
 
 DOC_SUFFIXES = (".md", ".rst")

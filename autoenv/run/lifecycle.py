@@ -1,7 +1,7 @@
 """Starting a run and changing its rules: `autoenv new` and `autoenv rebase-rules`.
 
 A run is a branch `autoenv/<tag>` whose first commit holds spec.md and the run base
-(`.autoenv/run.toml`, see autoenv.runbase). `--worktree DIR` gives the run a git worktree
+(`.autoenv/run.toml`, see autoenv.run.runbase). `--worktree DIR` gives the run a git worktree
 of its own, so several runs go side by side on one machine: each evaluation's child
 process puts its own worktree's candidate/ first on PYTHONPATH (autoenv.rollouts), so
 the shared venv's editable install never decides which candidate is evaluated.
@@ -19,10 +19,10 @@ from pathlib import Path
 from autoenv.core.config import CONFIG_NAME, load_config
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.formats import iso_now
-from autoenv.gitrepo import Repo
+from autoenv.run.gitrepo import Repo
 from autoenv.core.paths import EXAMPLES, SPEC, examples
 from autoenv.pipeline import harness_paths
-from autoenv.runbase import BRANCH_PREFIX, REF_PREFIX, RUN_FILE, RunBase, check_rules, make_base, run_tag
+from autoenv.run.runbase import BRANCH_PREFIX, REF_PREFIX, RUN_FILE, RunBase, check_rules, make_base, run_tag
 
 
 def new_run(cwd: Path, tag: str, *, spec: Path | None = None, example: str | None = None, from_ref: str = "HEAD",

@@ -18,7 +18,7 @@ import hashlib
 import json
 
 from autoenv.core.config import Config
-from autoenv.gitrepo import Head, Repo
+from autoenv.run.gitrepo import Head, Repo
 from autoenv.core.record import Entry
 from autoenv.verdict import same_run
 

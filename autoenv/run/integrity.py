@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autoenv.core.errors import AutoEnvError
-from autoenv.ledger import GENESIS, atomic_write, line_hash, locked, raw_lines
+from autoenv.run.ledger import GENESIS, atomic_write, line_hash, locked, raw_lines
 from autoenv.core.record import Entry, RecordError
 
 ENTRY_FIELD = re.compile(r"(?m)^entry: ([0-9a-f]{64})$")

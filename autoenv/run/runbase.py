@@ -23,7 +23,7 @@ from pathlib import Path
 
 from autoenv.core.config import Config
 from autoenv.core.errors import AutoEnvError
-from autoenv.gitrepo import Head, Repo
+from autoenv.run.gitrepo import Head, Repo
 from autoenv.core.protected import PROTECTED
 
 RUN_FILE = ".autoenv/run.toml"
