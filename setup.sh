@@ -33,7 +33,7 @@ echo "setup.sh: installing AutoEnv and its dependencies into .venv (pip)"
   fail "pip could not install the project's dependencies (see the error above)" \
        "check that PyPI is reachable (proxy settings, PIP_INDEX_URL), then re-run bash setup.sh"
 
-# bubblewrap sandboxes the candidate's code (autoenv/sandbox.py); without it the candidate
+# bubblewrap sandboxes the candidate's code (autoenv/sandbox/confine.py); without it the candidate
 # runs unconfined and every evaluation says so.
 if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then

@@ -28,7 +28,7 @@ from pathlib import Path
 from autoenv.endpoint.server import Endpoint
 from autoenv.core.events import emit
 from autoenv.exports import inspect_module
-from autoenv.forwarder import relay
+from autoenv.sandbox.forwarder import relay
 from autoenv.gates.audit import audit
 from autoenv.gates.derived import derive
 from autoenv.core.job import Job

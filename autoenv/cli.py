@@ -16,8 +16,10 @@ import signal
 import sys
 from pathlib import Path
 
-from autoenv import __version__, vendor
+from autoenv import __version__
 
+
+from autoenv.sandbox import vendor
 from autoenv.core import display
 from autoenv.run.cache import resolve
 from autoenv.commands import audit_only, recompute, rejudge, verify
@@ -32,7 +34,7 @@ from autoenv.export.grpo import export_grpo
 from autoenv.export.openenv import export_openenv
 from autoenv.gates.free import coverage_line
 from autoenv.run.gitrepo import Repo
-from autoenv.install import install_candidate
+from autoenv.sandbox.install import install_candidate
 from autoenv.judge.registry import CHOICES
 from autoenv.run.ledger import read_entries
 from autoenv.run.lifecycle import new_run, rebase_rules
@@ -43,8 +45,8 @@ from autoenv.core.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
 from autoenv.pipeline import EvalOptions, EvaluationCrashed, evaluate
 from autoenv.core.record import ROLES, Entry
 from autoenv.review.cli import add_commands as add_review_commands
-from autoenv.rollouts import warm
-from autoenv.sandbox import choose
+from autoenv.sandbox.rollouts import warm
+from autoenv.sandbox.confine import choose
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,7 @@ from autoenv.core.formats import stamp
 from autoenv.gates.derived_rules import run_derived
 from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.run.gitrepo import Repo
-from autoenv.install import inspect_candidate, install_candidate
+from autoenv.sandbox.install import inspect_candidate, install_candidate
 from autoenv.run.integrity import check as check_integrity
 from autoenv.run.integrity import rebuild
 from autoenv.core.job import Job
@@ -33,7 +33,7 @@ from autoenv.core.paths import spec_warnings
 from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, config_job, judge, record, verdict
 from autoenv.core.record import ROLES, CandidateInfo, Entry, GateReport
 from autoenv.report import GATES_FILE, render, render_gates, write_report
-from autoenv.rollouts import Worker
+from autoenv.sandbox.rollouts import Worker
 from autoenv.run.runbase import RulesCheck
 
 

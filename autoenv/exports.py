@@ -2,7 +2,7 @@
 
 verifiers reports a candidate whose import fails on a missing dependency as "taskset not
 found"; importing the module ourselves first keeps the real exception (its type, the
-missing module's name and the traceback) for autoenv.install to explain.
+missing module's name and the traceback) for autoenv.sandbox.install to explain.
 """
 
 from __future__ import annotations

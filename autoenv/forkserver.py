@@ -1,7 +1,7 @@
 """The warm child's server: verifiers imported once, a fresh child forked for each evaluation.
 
 Run as `python -m autoenv.forkserver LISTEN_FD TOKEN_FD IDLE_SECONDS SANDBOXED` by
-autoenv.warmchild, inside the same bubblewrap sandbox a cold child gets, with its listening
+autoenv.sandbox.warmchild, inside the same bubblewrap sandbox a cold child gets, with its listening
 Unix socket (an abstract name, bound by the harness, out of reach of a network namespace
 of the sandbox's own) and a pipe holding its token inherited on those descriptors. It imports
 verifiers and the child's stages (never the candidate), then serves one evaluation at a
@@ -44,7 +44,7 @@ import traceback
 from pathlib import Path
 
 from autoenv import child  # the stages' code, never the candidate's
-from autoenv.warmchild import empty
+from autoenv.sandbox.warmchild import empty
 
 REQUEST_BYTES = 1 << 20
 REQUEST_SECONDS = 10.0

@@ -38,12 +38,12 @@ from autoenv.driver.gate import agent_usd, refuse_when_spent
 from autoenv.run.envref import environment_ref
 from autoenv.core.errors import AutoEnvError, ProviderUnavailable
 from autoenv.core.formats import iso_now, stamp
-from autoenv.forwarder import forwarding
+from autoenv.sandbox.forwarder import forwarding
 from autoenv.gates.audit_record import AUDIT_FILE, read_audit
 from autoenv.gates.derived_rules import run_derived
 from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.run.gitrepo import Head, Repo
-from autoenv.install import inspect_candidate, install_candidate
+from autoenv.sandbox.install import inspect_candidate, install_candidate
 from autoenv.run.integrity import FOUND, STORED, note_fields, restore_if_written
 from autoenv.run.integrity import check as check_integrity
 from autoenv.run.integrity import summary as integrity_summary
@@ -75,9 +75,9 @@ from autoenv.rescore_table import paired
 from autoenv.review import figures
 from autoenv.review.plot import plot_run
 from autoenv.review.run import Project, run_so_far
-from autoenv.rollouts import Worker, WorkerResult
+from autoenv.sandbox.rollouts import Worker, WorkerResult
 from autoenv.run.runbase import NO_BASE, RulesCheck, check_rules, refuse
-from autoenv.sandbox import choose
+from autoenv.sandbox.confine import choose
 from autoenv.stats import model_stats
 from autoenv.core.traces import (
     PROVIDER_OUTCOMES,
@@ -476,9 +476,9 @@ def start_worker(ctx: Context) -> Iterator[Worker]:
 
     Resuming, the stored episodes are kept when the interrupted job ran the same plan (same
     tasks, rollouts and models); otherwise they are archived and the evaluation starts over.
-    Real models are reached through the harness's forwarder (autoenv.forwarder): the child
+    Real models are reached through the harness's forwarder (autoenv.sandbox.forwarder): the child
     gets a token for it and an environment without the keys. It runs in the sandbox
-    (autoenv.sandbox) when this machine has one; when not, that is said here, once.
+    (autoenv.sandbox.confine) when this machine has one; when not, that is said here, once.
     """
     job = worker_job(ctx)
     if ctx.resuming:

@@ -28,7 +28,7 @@ from autoenv.core.config import CONFIG_NAME, Config
 from autoenv.run.fingerprint import FINGERPRINT_FILE, RESCORE_FILE, rollout_changes
 from autoenv.run.gitrepo import Head, Repo
 from autoenv.core.record import ROLES, Entry
-from autoenv.rollouts import Worker, WorkerResult
+from autoenv.sandbox.rollouts import Worker, WorkerResult
 from autoenv.core.traces import TRACES_FILE
 from autoenv.verdict import same_run
 

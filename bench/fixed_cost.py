@@ -11,7 +11,7 @@ Same candidate, job and seed, side by side in one run, for each clean example:
     2 models): preflight, install check, gates, smoke, rollouts, statistics, offline judge,
     ledger, git note, with a cold child (AUTOENV_WARM=0). With rollouts this few, its wall
     time is the evaluation's fixed cost;
-(d) the same with the warm child as shipped (autoenv.warmchild: the run's server started by
+(d) the same with the warm child as shipped (autoenv.sandbox.warmchild: the run's server started by
     an evaluation before the timed ones, each timed evaluation's child forked by it), and the
     gates stage's own time in (d), from the evaluation's output.
 
@@ -35,13 +35,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoenv import warmchild
+from autoenv.sandbox import warmchild
 from autoenv.core.config import load_config
 from autoenv.run.demo import make_run_repo
 from autoenv.gates.rules import audit_plan
 from autoenv.core.job import Job, RolloutPlan, Seat
 from autoenv.core.paths import EXAMPLES, PROJECT
-from autoenv.rollouts import Worker
+from autoenv.sandbox.rollouts import Worker
 
 STAGES = ("inspect", "audit", "rollouts")
 

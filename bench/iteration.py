@@ -11,7 +11,7 @@ injected before every model reply (0 s and 1 s by default), side by side in one 
     (the candidate installed, the warm child's server started);
 (c) the loop's next iteration on that run: `autoenv eval --offline --force` again (every rollout
     played again, no cache, no rescoring), the candidate installed, the child forked by the
-    warm server (autoenv.warmchild).
+    warm server (autoenv.sandbox.warmchild).
 
 It prints both wall times, the ratio b/a, and the latency bound of the model calls alone,
 `(1 + ceil(rollouts / concurrency)) * turns * latency` (the smoke wave, then every rollout
@@ -33,11 +33,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoenv import warmchild
+from autoenv.sandbox import warmchild
 from autoenv.run.demo import make_run_repo
 from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.core.paths import EXAMPLES, PROJECT
-from autoenv.rollouts import run_worker
+from autoenv.sandbox.rollouts import run_worker
 from autoenv.core.traces import read_rollouts
 
 EXAMPLE = "arithmetic"

@@ -45,7 +45,7 @@ from autoenv.endpoint.server import Endpoint, Faults
 from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.core.messages import Reply
 from autoenv.core.paths import PROJECT
-from autoenv.rollouts import run_worker
+from autoenv.sandbox.rollouts import run_worker
 from autoenv.core.traces import read_rollouts
 
 EXAMPLE = "arithmetic"

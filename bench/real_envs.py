@@ -40,7 +40,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from autoenv.install import install_candidate  # noqa: E402
+from autoenv.sandbox.install import install_candidate  # noqa: E402
 
 
 def export(ref: str, into: Path) -> Path:

@@ -27,7 +27,7 @@ from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.core.messages import Reply
 from autoenv.core.paths import EXAMPLES, examples
-from autoenv.rollouts import oracle_job, run_worker
+from autoenv.sandbox.rollouts import oracle_job, run_worker
 from autoenv.core.traces import read_rollouts
 
 HARNESSES = ("stock", "inprocess")

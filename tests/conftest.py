@@ -15,7 +15,7 @@ import pytest
 
 # A terminal's COLUMNS would switch `log`/`show` to their narrow layout; tests ask for it explicitly.
 os.environ.pop("COLUMNS", None)
-# Each test's run is a new candidate folder, so a warm child's server (autoenv.warmchild) would outlive the test
+# Each test's run is a new candidate folder, so a warm child's server (autoenv.sandbox.warmchild) would outlive the test
 # for its idle time: off unless a test turns it on (tests/test_warmchild.py); AUTOENV_WARM=1 runs the suite warm.
 os.environ.setdefault("AUTOENV_WARM", "0")
 

@@ -15,12 +15,12 @@ import pytest
 from conftest import autoenv, commit_all, head, small_config
 from cpu_hog import slack
 
-from autoenv import rollouts
+from autoenv.sandbox import rollouts
 from autoenv.core.errors import AutoEnvError
-from autoenv.install import inspect_candidate
+from autoenv.sandbox.install import inspect_candidate
 from autoenv.core.job import Job
 from autoenv.core.paths import EXAMPLES
-from autoenv.rollouts import Worker, WorkerFailed
+from autoenv.sandbox.rollouts import Worker, WorkerFailed
 
 pytestmark = pytest.mark.slow  # each test starts a child that imports verifiers
 
@@ -86,7 +86,7 @@ def test_the_child_stops_itself_when_the_harness_is_killed(tmp_path):
     script = textwrap.dedent(f"""
         import os, sys
         from autoenv.core.job import Job
-        from autoenv.rollouts import Worker
+        from autoenv.sandbox.rollouts import Worker
         worker = Worker(Job(candidate_dir={str(candidate)!r}, out_dir={str(out)!r})).__enter__()
         worker.proc.stdin.write('{{"stage": "inspect"}}\\n')
         worker.proc.stdin.flush()

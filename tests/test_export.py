@@ -19,7 +19,7 @@ from autoenv.core.errors import AutoEnvError
 from autoenv.export.check import separation_static
 from autoenv.export.grpo import _refuse_multi_turn
 from autoenv.core.paths import EXAMPLES
-from autoenv.sandbox import cache_home
+from autoenv.sandbox.confine import cache_home
 
 pytestmark = pytest.mark.slow
 TORCH_PIN = "torch==2.13.0"  # a CPU wheel on this machine's disk; plain `torch` would fetch a CUDA build

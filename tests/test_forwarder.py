@@ -1,4 +1,4 @@
-"""autoenv/forwarder.py + environ.py: a real forwarder in front of a real Endpoint that demands a key.
+"""autoenv/sandbox/forwarder.py + environ.py: a real forwarder in front of a real Endpoint that demands a key.
 
 The Endpoint (with `api_key`) plays the provider: it refuses requests without
 `Authorization: Bearer <key>`. Clients hold only the forwarder's token.
@@ -19,8 +19,8 @@ from openai import AsyncOpenAI
 
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.environ import scrubbed
-from autoenv.forwarder import TOKEN_VAR, Forwarder, Upstream, forwarding
+from autoenv.sandbox.environ import scrubbed
+from autoenv.sandbox.forwarder import TOKEN_VAR, Forwarder, Upstream, forwarding
 from autoenv.gates.oracle import OracleBook
 from autoenv.core.job import Job, RolloutPlan, Seat
 from tests.conftest import autoenv, ledger, stop_process

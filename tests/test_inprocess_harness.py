@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from autoenv.core.paths import EXAMPLES
-from autoenv.rollouts import child_env
+from autoenv.sandbox.rollouts import child_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 PAIR = Path(__file__).with_name("harness_pair.py")

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from autoenv.core.errors import AutoEnvError
-from autoenv.install import inspect_candidate
+from autoenv.sandbox.install import inspect_candidate
 from autoenv.core.paths import EXAMPLES, PROJECT
 
 

@@ -16,7 +16,7 @@ from cpu_hog import slack
 from autoenv.core.job import AuditPlan, CallLimits, Job
 from autoenv.limits import TimeLimitExceeded, run_limited
 from autoenv.core.paths import EXAMPLES
-from autoenv.rollouts import Worker
+from autoenv.sandbox.rollouts import Worker
 
 
 def hostile_module(tmp_path: Path, name: str):

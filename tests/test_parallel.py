@@ -14,10 +14,10 @@ import pytest
 from conftest import commit_all, ledger, small_config
 
 from autoenv.run.demo import make_run_repo
-from autoenv.install import install_candidate
+from autoenv.sandbox.install import install_candidate
 from autoenv.run.lifecycle import new_run
 from autoenv.core.paths import PROJECT
-from autoenv.rollouts import child_env
+from autoenv.sandbox.rollouts import child_env
 
 
 @pytest.fixture

@@ -229,7 +229,7 @@ def test_a_reward_running_a_shipped_uv_script_with_dependencies_works_in_the_san
 
 def test_what_the_sandbox_blocked_is_said_once_and_plainly():
     from autoenv.gates.rules import distinct_errors
-    from autoenv.scripts import blocked
+    from autoenv.sandbox.scripts import blocked
 
     dns = ("TaskError: task setup: RuntimeError: failed to prepare uv script: error: Request failed after 3 retries\n"
            "  cause: Failed to fetch: https://pypi.org/simple/math-verify/\n  cause: dns error\n  cause: error "
@@ -246,7 +246,7 @@ def test_shipped_scripts_with_dependencies_are_found_and_prepared_where_verifier
     import hashlib
 
     from autoenv.core.paths import PROJECT as root
-    from autoenv.scripts import prepare, shipped
+    from autoenv.sandbox.scripts import prepare, shipped
 
     package = DATA / "version-verify"
     assert [p.name for p in shipped(package)] == ["verify.py"]

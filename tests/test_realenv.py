@@ -22,10 +22,10 @@ from autoenv.core.errors import AutoEnvError
 from autoenv.gates.dataset import measure
 from autoenv.gates.rules import Gates, judge_audit
 from autoenv.gates.seat_rules import constant_sum_game
-from autoenv.install import install_candidate
+from autoenv.sandbox.install import install_candidate
 from autoenv.core.paths import EXAMPLES, PROJECT
 from autoenv.core.record import CandidateInfo
-from autoenv.scripts import script_kind, ships_scripts
+from autoenv.sandbox.scripts import script_kind, ships_scripts
 from autoenv.core.traces import UNMATCHED, Rollout, normalised, to_rollout
 from autoenv.verdict import no_reference_policy
 from tests.conftest import autoenv, ledger, small_config

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import autoenv, freeze_warm_worker, freeze_worker, head, kill_pids, ledger, small_config
 
-from autoenv import warmchild
+from autoenv.sandbox import warmchild
 
 from autoenv.run.demo import make_run_repo
 from autoenv.pipeline import unfinished_run
@@ -39,7 +39,7 @@ def stored(out: Path) -> int:
 
 @pytest.mark.parametrize("stop, child", [(signal.SIGINT, "cold"), (signal.SIGTERM, "warm")])
 def test_a_stopped_evaluation_rerun_reuses_the_finished_rollouts(tmp_path, stop, child, monkeypatch):
-    """Cold, and with the child forked by the warm server (autoenv.warmchild), whose episodes reach outputs/ from
+    """Cold, and with the child forked by the warm server (autoenv.sandbox.warmchild), whose episodes reach outputs/ from
     its staging folder while it runs and when it is killed."""
     root = make_run_repo("arithmetic", tmp_path / "run", slow_config())
     commit = head(root)

@@ -1,4 +1,4 @@
-"""autoenv/sandbox.py: the child in bubblewrap, and a hostile candidate that tries what one once did.
+"""autoenv/sandbox/confine.py: the child in bubblewrap, and a hostile candidate that tries what one once did.
 
 The hostile candidate (HOSTILE, planted into the arithmetic example) tries, at import time
 and again in its reward: to append a forged entry to feedback_log.jsonl, to edit
@@ -20,15 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from autoenv import warmchild
+from autoenv.sandbox import warmchild
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.environ import scrubbed
-from autoenv.forwarder import TOKEN_VAR, forwarding, relay
+from autoenv.sandbox.environ import scrubbed
+from autoenv.sandbox.forwarder import TOKEN_VAR, forwarding, relay
 from autoenv.gates.oracle import OracleBook
 from autoenv.run.integrity import FOUND
 from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
-from autoenv.sandbox import SANDBOX_VAR, Sandbox, _probe, choose, needs_network, runtime_files, writable_paths
+from autoenv.sandbox.confine import SANDBOX_VAR, Sandbox, _probe, choose, needs_network, runtime_files, writable_paths
 from tests.conftest import autoenv, commit_all, head, ledger
 from tests.test_forwarder import KEY, KEY_VAR, keyed_provider  # noqa: F401 (a fixture)
 from tests.test_server import ADD_PROMPT, ANSWER, make_tasks
@@ -173,7 +173,7 @@ def leaks_under(folder: Path) -> list[Path]:
 @pytest.mark.parametrize("child", ["cold", "warm"])
 def test_a_hostile_candidate_fails_at_every_attempt_in_the_sandbox(keyed_provider, tmp_path, attack_row, child,  # noqa: F811
                                                                    monkeypatch):
-    """In a child of its own (cold) and in one forked by the warm server (autoenv.warmchild), whose sandbox was set
+    """In a child of its own (cold) and in one forked by the warm server (autoenv.sandbox.warmchild), whose sandbox was set
     up once for every evaluation of the run: the same attacks fail the same way."""
     root, _ = keyed_provider
     cache = tmp_path / "cache"
@@ -279,7 +279,7 @@ def test_unconfined_is_the_command_as_it_is_and_the_variable_turns_the_sandbox_o
 
 
 def test_without_bwrap_the_reason_says_how_to_get_it(monkeypatch):
-    monkeypatch.setattr("autoenv.sandbox.shutil.which", lambda name, path=None: None)
+    monkeypatch.setattr("autoenv.sandbox.confine.shutil.which", lambda name, path=None: None)
     _probe.cache_clear()
     try:
         reason = _probe().reason
@@ -297,7 +297,7 @@ def test_a_remote_runtime_sees_its_login_file_and_nothing_else_of_home():
 RELAYED = """import json, os, sys
 from pathlib import Path
 from openai import OpenAI
-from autoenv.forwarder import TOKEN_VAR, relay
+from autoenv.sandbox.forwarder import TOKEN_VAR, relay
 from autoenv.core.job import Job
 
 job = Job.read(Path(sys.argv[1]))

@@ -1,4 +1,4 @@
-"""The warm child (autoenv.warmchild, autoenv.forkserver): verifiers imported once, a sandboxed child forked per
+"""The warm child (autoenv.sandbox.warmchild, autoenv.forkserver): verifiers imported once, a sandboxed child forked per
 evaluation, with the same results as a cold child and nothing of one evaluation left for the next."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from autoenv import warmchild
-from autoenv.sandbox import choose
+from autoenv.sandbox import warmchild
+from autoenv.sandbox.confine import choose
 from tests.conftest import autoenv, commit_all, ledger, small_config
 
 WARM_NOTE = "warm child: forked by the warm server"

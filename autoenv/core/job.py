@@ -33,7 +33,7 @@ class RuntimeSpec(_Part):
     harness: str = Field("inprocess", description="inprocess (the chat program in the worker's loop) or stock.")
     settings: dict[str, Any] = Field(default_factory=dict, description="Passed to verifiers' runtime config.")
     warm_seconds: int = Field(0, description="How long the warm child's server waits for the next evaluation "
-                              "(autoenv.warmchild); 0: a cold child for every evaluation.")
+                              "(autoenv.sandbox.warmchild); 0: a cold child for every evaluation.")
 
 
 class SamplingSpec(_Part):

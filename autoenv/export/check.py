@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from autoenv.serverenv import prepare
+from autoenv.sandbox.serverenv import prepare
 
 REQUIRED_KEYS = ("spec_version", "name", "type", "runtime", "app", "port")
 RESERVED = {"reset", "step", "state", "close"}

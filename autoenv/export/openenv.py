@@ -26,7 +26,7 @@ import yaml
 from autoenv.core.errors import AutoEnvError
 from autoenv.export.source import Kept, load_kept, reward_table
 from autoenv.run.gitrepo import Repo
-from autoenv.serverenv import server_packages
+from autoenv.sandbox.serverenv import server_packages
 
 OPENENV_PIN = "openenv==0.10.0"
 VERIFIERS_PIN = "verifiers==0.4.0"

@@ -77,7 +77,7 @@ from autoenv.limits import (
     watch_unit,
 )
 from autoenv.core.messages import Reply
-from autoenv.scripts import script_kind
+from autoenv.sandbox.scripts import script_kind
 from autoenv.tasks import load_tasks, seat_names
 from autoenv.worker import sample_tasks
 
@@ -423,7 +423,7 @@ async def audit(job: Job) -> None:
         if grader is not None:
             await grader.stop()
     result["time_limits"] = list(breaches()) + hung_tools[:3]
-    unprepared = job.out / "scripts.json"  # autoenv.sandbox.prepare_scripts: what could not be resolved beforehand
+    unprepared = job.out / "scripts.json"  # autoenv.sandbox.confine.prepare_scripts: what could not be resolved beforehand
     if unprepared.is_file():
         result["unprepared_scripts"] = json.loads(unprepared.read_text()).get("unprepared") or []
     (out / AUDIT_FILE).write_text(AuditRecord.model_validate(result).to_json())

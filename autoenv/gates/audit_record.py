@@ -56,7 +56,7 @@ class ModuleImport(AuditPart):
     error: str | None = Field(None, description="`Type: message` of the import failure.")
     traceback: str | None = Field(None, description="The tail of the import failure's traceback.")
     tool_server: bool | None = Field(None, description="The module starts a tool server (`.run()` in its source).")
-    script: str | None = Field(None, description="The kind of script it is (autoenv.scripts), not imported.")
+    script: str | None = Field(None, description="The kind of script it is (autoenv.sandbox.scripts), not imported.")
 
 
 class DatasetMeasure(AuditPart):
@@ -186,7 +186,7 @@ class AuditRecord(AuditPart):
     probe_names: list[str] = Field(default_factory=list, description="The probes planned, the oracle first.")
     oracle_source: str | None = Field(None, description="`hook`, `inferred:<format>` or None (no oracle).")
     unprepared_scripts: list[str] = Field(default_factory=list, description="Shipped scripts whose dependencies "
-                                          "could not be resolved before the sandbox (autoenv.sandbox).")
+                                          "could not be resolved before the sandbox (autoenv.sandbox.confine).")
 
 
 def parse_audit(data: object, where: str = AUDIT_FILE) -> AuditRecord:

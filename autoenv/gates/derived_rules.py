@@ -24,7 +24,7 @@ from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIAN
 from autoenv.gates.replay_rules import judge_replay
 from autoenv.gates.rules import add_matrix, summarize
 from autoenv.core.record import GateReport
-from autoenv.rollouts import Worker
+from autoenv.sandbox.rollouts import Worker
 
 
 def judge_derived(derived: DerivedRecord | dict[str, Any], config: Config, report: Gates) -> None:

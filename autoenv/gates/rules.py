@@ -38,8 +38,8 @@ from autoenv.gates.probes import EXPLOITS
 from autoenv.gates.seat_rules import constant_sum_game, judge_seats
 from autoenv.core.job import AuditPlan
 from autoenv.core.record import GateReport
-from autoenv.rollouts import Worker
-from autoenv.scripts import blocked
+from autoenv.sandbox.rollouts import Worker
+from autoenv.sandbox.scripts import blocked
 from autoenv.stats import max_reward
 
 PLACEHOLDER = re.compile(r"^\s*(todo|tbd|fixme|xxx)\b|<one-line description>|one line saying what|lorem ipsum", re.I)

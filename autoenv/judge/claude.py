@@ -15,7 +15,7 @@ import shutil
 import subprocess
 
 from autoenv.core.config import Judge
-from autoenv.environ import scrubbed
+from autoenv.sandbox.environ import scrubbed
 from autoenv.judge.base import JudgeCall, JudgeFailed
 from autoenv.judge.schema import findings_schema, prompt, validate
 from autoenv.core.record import JudgeResult

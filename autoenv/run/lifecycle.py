@@ -3,7 +3,7 @@
 A run is a branch `autoenv/<tag>` whose first commit holds spec.md and the run base
 (`.autoenv/run.toml`, see autoenv.run.runbase). `--worktree DIR` gives the run a git worktree
 of its own, so several runs go side by side on one machine: each evaluation's child
-process puts its own worktree's candidate/ first on PYTHONPATH (autoenv.rollouts), so
+process puts its own worktree's candidate/ first on PYTHONPATH (autoenv.sandbox.rollouts), so
 the shared venv's editable install never decides which candidate is evaluated.
 
 Everything that can be wrong is checked before anything is written; a failure after the

@@ -22,13 +22,13 @@ from typing import IO
 
 from autoenv.core import display
 
-from autoenv import warmchild
-from autoenv.environ import RUNTIME_KEYS, scrubbed
+from autoenv.sandbox import warmchild
+from autoenv.sandbox.environ import RUNTIME_KEYS, scrubbed
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.events import parse
 from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.core.paths import EXAMPLES
-from autoenv.sandbox import (
+from autoenv.sandbox.confine import (
     Sandbox,
     choose,
     needs_network,
@@ -62,7 +62,7 @@ class WorkerFailed(AutoEnvError):
 
 
 def child_env(candidate_dir: Path, hide: Iterable[str] = (), runtime: str = "subprocess") -> dict[str, str]:
-    """Environment for child processes: no secrets (autoenv.environ; `hide` names more) but the
+    """Environment for child processes: no secrets (autoenv.sandbox.environ; `hide` names more) but the
     `runtime`'s own credentials, this venv's tools first, this candidate's code first."""
     env = scrubbed(drop=hide, keep=RUNTIME_KEYS.get(runtime, ()))
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -85,7 +85,7 @@ class Worker:
     """The evaluation's one child process (autoenv.child); `run(stage)` runs a stage in it.
 
     Its environment is child_env's, no secret in it, plus `env` (the forwarder's token);
-    it runs in `sandbox` (default: bubblewrap when it works here, autoenv.sandbox).
+    it runs in `sandbox` (default: bubblewrap when it works here, autoenv.sandbox.confine).
     Use it as a context manager: leaving the block ends the child (end of stdin, then
     SIGKILL to its whole process group), so no candidate process outlives the evaluation,
     and an exception or interrupt in the harness kills it at once.
@@ -130,7 +130,7 @@ class Worker:
 
     @property
     def warm(self) -> bool:
-        """Whether the child was forked by the warm server (autoenv.warmchild)."""
+        """Whether the child was forked by the warm server (autoenv.sandbox.warmchild)."""
         return isinstance(self.proc, warmchild.WarmChild)
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:

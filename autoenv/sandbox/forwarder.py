@@ -8,7 +8,7 @@ answer back chunk by chunk (server-sent event streams included). The child only 
 per-evaluation token for this forwarder, checked on every request and worthless once the
 evaluation ends; the key stays in the harness.
 
-A sandboxed child has no network of its own (autoenv.sandbox), so the forwarder also
+A sandboxed child has no network of its own (autoenv.sandbox.confine), so the forwarder also
 listens on a Unix socket shown in the sandbox, and the child relays the forwarder's
 loopback port to it (`relay`): the URLs in the job are the same either way.
 """
@@ -154,7 +154,7 @@ class Forwarder:
 
 def forward_root() -> str | None:
     """The one private folder every forwarder's socket folder is made in (/tmp/autoenv-fw-<uid>, mode 0700), so
-    the warm child's sandbox, set up once, can show it (autoenv.warmchild); None where it is not ours alone
+    the warm child's sandbox, set up once, can show it (autoenv.sandbox.warmchild); None where it is not ours alone
     (made by someone else, a link, open to others): then a folder of the system's own temp dir, as before."""
     root = Path(tempfile.gettempdir()) / f"autoenv-fw-{os.getuid()}"
     try:

@@ -9,7 +9,7 @@ build folders are writable. Processes, IPC, users and the network get their own
 namespaces, and the sandbox dies with the harness: with verifiers' subprocess runtime and
 the in-process harness the child has loopback only (its embedded endpoint, its tool
 servers) and reaches real models through the harness's forwarder over a Unix socket
-(autoenv.forwarder.relay). The other runtimes drive a daemon or a cloud from the child, and
+(autoenv.sandbox.forwarder.relay). The other runtimes drive a daemon or a cloud from the child, and
 the stock harness's `uv run` resolves packages at PyPI (and locks uv's cache, writable
 then), so those share the network (no key in it). A candidate that ships PEP 723 scripts with
 dependencies (a reward that runs `runtime.run_uv_script`) has them locked and synced into uv's
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from autoenv.core.job import Job
 from autoenv.core.paths import PROJECT
-from autoenv.scripts import prepare, ships_scripts
+from autoenv.sandbox.scripts import prepare, ships_scripts
 
 SANDBOX_VAR = "AUTOENV_SANDBOX"
 BUILD_DIRS = ("build", "dist")
@@ -57,7 +57,7 @@ class Sandbox:
              persist: bool = False) -> list[str]:
         """`cmd` run inside the sandbox: `readable` shown read-only, `writable` read-write;
         without `network`, a network namespace of its own (loopback only). A `persist`ing sandbox
-        (the warm child's server, autoenv.warmchild) outlives the process that started it."""
+        (the warm child's server, autoenv.sandbox.warmchild) outlives the process that started it."""
         if self.kind != "bwrap":
             return cmd
         args = [self.binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
@@ -82,7 +82,7 @@ def runtime_paths() -> list[Path]:
     if uv:
         paths.append(Path(uv).resolve().parent)
     paths.append(uv_cache())
-    paths.append(cache_home() / "autoenv" / "openenv-servers")  # OpenEnv servers' venvs (autoenv.serverenv)
+    paths.append(cache_home() / "autoenv" / "openenv-servers")  # OpenEnv servers' venvs (autoenv.sandbox.serverenv)
     return [p.resolve() for p in paths]
 
 
@@ -120,7 +120,7 @@ SCRIPTS_FILE = "scripts.json"
 
 def prepare_scripts(job: Job) -> list[str]:
     """Before a sandbox without network starts: the candidate's shipped PEP 723 scripts resolved into uv's cache
-    where verifiers' subprocess runtime looks for them (autoenv.scripts.prepare); what failed goes to
+    where verifiers' subprocess runtime looks for them (autoenv.sandbox.scripts.prepare); what failed goes to
     scripts.json in the output folder, for the gates to name."""
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
     candidate_dir = Path(job.candidate_dir)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.job import CANDIDATE_MODULE, Job
-from autoenv.rollouts import Worker, WorkerFailed, child_env
-from autoenv.serverenv import prepare_all
+from autoenv.sandbox.rollouts import Worker, WorkerFailed, child_env
+from autoenv.sandbox.serverenv import prepare_all
 
 STAMP = Path(sys.prefix) / ".autoenv-candidate-stamp"
 

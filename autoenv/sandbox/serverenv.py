@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from autoenv.core.errors import AutoEnvError
-from autoenv.sandbox import cache_home
+from autoenv.sandbox.confine import cache_home
 
 READY = ".ready"
 SKIP = {".venv", "__pycache__", "node_modules", ".git"}

@@ -39,11 +39,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
-from autoenv.forwarder import TOKEN_VAR, forward_root
+from autoenv.sandbox.forwarder import TOKEN_VAR, forward_root
 from autoenv.core.job import Job
 from autoenv.core.cachedir import cache_root
 from autoenv.core.paths import PROJECT
-from autoenv.sandbox import Sandbox
+from autoenv.sandbox.confine import Sandbox
 
 WARM_VAR = "AUTOENV_WARM"
 SERVER_MODULE = "autoenv.forkserver"
@@ -95,7 +95,7 @@ def folder_of(job: Job, key: str) -> Path:
 
 
 class WarmChild:
-    """A forked child, used like subprocess.Popen by autoenv.rollouts.Worker: stdin, stdout, kill, wait."""
+    """A forked child, used like subprocess.Popen by autoenv.sandbox.rollouts.Worker: stdin, stdout, kill, wait."""
 
     def __init__(self, conn: socket.socket, stdin: IO[str], stdout: IO[str], pid: int, lock: IO[str],
                  slot: Path, out: Path, seen: dict[str, tuple[int, int]]):
