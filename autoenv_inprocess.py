@@ -2,10 +2,10 @@
 
 verifiers resolves a harness id it does not ship by importing the top-level module of that
 name (dashes become underscores) and taking the one Harness subclass in its `__all__`;
-this module is that entry point. The implementation and its reasons live in autoenv.inprocess.
+this module is that entry point. The implementation and its reasons live in autoenv.child.inprocess.
 """
 
-from autoenv.inprocess import harness_class
+from autoenv.child.inprocess import harness_class
 
 InProcessHarness = harness_class()
 

@@ -216,7 +216,7 @@ def evaluate_locked(options: EvalOptions) -> Entry:
 def run_stages(ctx: Context) -> Outcome:
     """install -> gates -> smoke + rollouts -> stats; a candidate's failure ends in a crash outcome.
 
-    Everything that runs the candidate runs in one child process (autoenv.child), started
+    Everything that runs the candidate runs in one child process (autoenv.child.main), started
     after the install and ended when the stages are done, whatever happens.
     """
     stage_name = "install"
@@ -547,7 +547,7 @@ def gates(ctx: Context, worker: Worker) -> GateReport:
 
 
 def derived_gates(ctx: Context, worker: Worker) -> GateReport:
-    """Exploit probes derived from the rollouts just stored (autoenv.gates.derived); a failure discards."""
+    """Exploit probes derived from the rollouts just stored (autoenv.child.derived); a failure discards."""
     assert ctx.gates is not None, "the derive stage runs after the gates"
     before = set(ctx.gates.failed)
     report = run_derived(ctx.config, worker, ctx.gates)

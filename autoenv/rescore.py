@@ -6,7 +6,7 @@ evaluation whose candidate differs from an earlier finished evaluation of the sa
 (same config.toml, spec.md and models; kept, discarded or inconclusive) only in reward
 and metric functions, the helpers only they reach, and docs (autoenv.run.fingerprint) scores
 that evaluation's stored rollouts again with the new rewards, in the sandboxed child
-under the same limits (autoenv.rescore_stage), instead of calling any model. The child
+under the same limits (autoenv.child.rescore_stage), instead of calling any model. The child
 also compares the sampled tasks' fingerprint with the stored one; anything it cannot
 prove unchanged means full rollouts, and the feedback says why. The gates and derived
 probes run as usual. The entry records `rescored_from` and each task's old and new mean
@@ -102,7 +102,7 @@ def run_rescore(worker: Worker, source: Source) -> tuple[WorkerResult | None, st
 
 
 class RescoreOutcome(BaseModel):
-    """What the rescore stage (autoenv.rescore_stage) wrote into rescore.json: its refusal, or its counts."""
+    """What the rescore stage (autoenv.child.rescore_stage) wrote into rescore.json: its refusal, or its counts."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

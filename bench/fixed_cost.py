@@ -5,7 +5,7 @@ Same candidate, job and seed, side by side in one run, for each clean example:
 (a) three children: the import check, the audit (checks and probes) and the rollouts each
     in a fresh child process, as the harness did before (each pays for the interpreter,
     verifiers' import and the candidate's import);
-(b) one child: the same three stages in one autoenv.child process, as shipped;
+(b) one child: the same three stages in one autoenv.child.main process, as shipped;
 (c) `autoenv eval --offline` through the CLI on a scratch run repository whose candidate is
     already installed (a loop's usual case), at the smallest budget (1 task x 2 rollouts x
     2 models): preflight, install check, gates, smoke, rollouts, statistics, offline judge,

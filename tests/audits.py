@@ -1,4 +1,4 @@
-"""Hand-built audit.json dicts, shaped as autoenv/gates/audit.py writes them (the record of
+"""Hand-built audit.json dicts, shaped as autoenv/child/audit.py writes them (the record of
 autoenv/gates/audit_record.py), for the gates' judgement, which validates them as it reads them."""
 
 from __future__ import annotations

@@ -188,7 +188,7 @@ def freeze_worker(job: Path) -> list[int]:
 
 
 def freeze_warm_worker(candidate_dir: Path) -> list[int]:
-    """freeze_worker for a child forked by the warm server (autoenv.forkserver): its command line is the server's,
+    """freeze_worker for a child forked by the warm server (autoenv.child.forkserver): its command line is the server's,
     its name `autoenv-child` and its working folder the candidate's."""
     pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):

@@ -74,8 +74,8 @@ async def run_harness(vf, spec: dict, harness: str, tasks_all: list) -> dict:
     from autoenv.endpoint.policies import Policies
     from autoenv.endpoint.server import Endpoint, Faults
     from autoenv.gates.oracle import OracleBook
-    from autoenv.tasks import build_env
-    from autoenv.worker import LOCAL_KEY_VAR
+    from autoenv.child.tasks import build_env
+    from autoenv.child.worker import LOCAL_KEY_VAR
 
     job = Job(candidate_dir=".", out_dir=".", rollout_timeout=spec.get("rollout_timeout", 60),
               max_turns=spec.get("max_turns", 10), runtime=RuntimeSpec(type="subprocess", harness=harness))
@@ -113,7 +113,7 @@ def hold_clients(install=setattr) -> list:
     """Keep every client the program opens alive, so only closing (not garbage collection) frees its sockets.
 
     `install(module, name, value)` puts the holding class in place (a test passes monkeypatch.setattr)."""
-    from autoenv import inprocess
+    from autoenv.child import inprocess
 
     module = inprocess.program()
     held = []
@@ -130,7 +130,7 @@ def hold_clients(install=setattr) -> list:
 async def main(spec: dict) -> dict:
     import verifiers.v1 as vf
 
-    from autoenv.tasks import all_tasks, build_env
+    from autoenv.child.tasks import all_tasks, build_env
 
     job = Job(candidate_dir=".", out_dir=".", rollout_timeout=60, max_turns=10, runtime=RuntimeSpec(harness="stock"))
     tasks_all = all_tasks(build_env(vf, job).taskset)

@@ -26,7 +26,7 @@ from autoenv.run.demo import remove_oracle_hooks
 from autoenv.endpoint.policies import gullible_grader
 from autoenv.gates import matrix
 from autoenv.gates.answer_oracle import FORMATS, format_reply, infer_format
-from autoenv.gates.derived import mutate
+from autoenv.child.derived import mutate
 from autoenv.gates.derived_rules import judge_derived
 from autoenv.gates.probes import (
     DEFENCES,

@@ -19,15 +19,15 @@ from audits import audit, rec
 from conftest import autoenv, commit_all, ledger, small_config
 
 from autoenv.core.config import load_config
-from autoenv.gates import audit as audit_stage
+from autoenv.child import audit as audit_stage
 from autoenv.gates import dataset
 from autoenv.gates.derived_rules import judge_derived
 from autoenv.gates.families import FAMILIES, FAMILY_DEFENCES, family_replies, family_reply, structural_picks
 from autoenv.gates.free import CONTENT_FREE, label_allowance
 from autoenv.gates.probes import DEFENCES, EXPLOITS, wrong_answers
-from autoenv.gates.replay import transcript
+from autoenv.child.replay import transcript
 from autoenv.gates.rules import Gates, judge_audit
-from autoenv.limits import TimeLimitExceeded
+from autoenv.child.limits import TimeLimitExceeded
 from autoenv.core.paths import PROJECT
 
 CONFIG = load_config(PROJECT / "config.toml")
@@ -335,7 +335,7 @@ def test_an_offline_evaluation_without_a_reference_is_discarded_by_the_invariant
     assert {"content-free", "probe stub"} <= {f.split(":")[0] for f in entry["gates"]["failed"]}
 
 
-# --- derived probes for multi-turn and tool transcripts (autoenv.gates.replay) -----------------
+# --- derived probes for multi-turn and tool transcripts (autoenv.child.replay) -----------------
 
 
 LOOKUP = [{"content": "Let me look.", "tool_calls": [{"name": "price", "id": "c0", "arguments": '{"item": "mug"}'}]},

@@ -1,4 +1,4 @@
-"""autoenv/inprocess.py: how the in-process chat program ends becomes the ProgramResult a process would give."""
+"""autoenv/child/inprocess.py: how the in-process chat program ends becomes the ProgramResult a process would give."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import socket
 import harness_pair
 import pytest
 
-from autoenv import inprocess
+from autoenv.child import inprocess
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.core.messages import Reply

@@ -14,7 +14,7 @@ import pytest
 from cpu_hog import slack
 
 from autoenv.core.job import AuditPlan, CallLimits, Job
-from autoenv.limits import TimeLimitExceeded, run_limited
+from autoenv.child.limits import TimeLimitExceeded, run_limited
 from autoenv.core.paths import EXAMPLES
 from autoenv.sandbox.rollouts import Worker
 
@@ -66,7 +66,7 @@ def test_results_and_errors_pass_through():
 def limited_task(tmp_path: Path, name: str, seconds: float):
     """A task class of the candidate's (its module under tmp_path) whose reward blocks for an hour on reply
     "hang" and whose metric echoes the reply, both limited as the audit limits them; and that source folder."""
-    from autoenv.limits import limit_hooks
+    from autoenv.child.limits import limit_hooks
 
     source = tmp_path / "hostile"
     source.mkdir()
@@ -91,7 +91,7 @@ def limited_task(tmp_path: Path, name: str, seconds: float):
 
 
 def test_a_watched_batch_runs_its_calls_in_one_hop_and_passes_values_through(tmp_path):
-    from autoenv.limits import batchable, run_watched
+    from autoenv.child.limits import batchable, run_watched
 
     task, source = limited_task(tmp_path, "hostile_watched_ok", 5)
     assert batchable([task.score, task.echo])
@@ -104,7 +104,7 @@ def test_a_watched_batch_runs_its_calls_in_one_hop_and_passes_values_through(tmp
 
 
 def test_a_call_stuck_inside_a_watched_batch_is_named_as_a_lone_call_is(tmp_path):
-    from autoenv.limits import Breached, breaches, fresh_breaches, run_watched, watch_stopped, watch_unit
+    from autoenv.child.limits import Breached, breaches, fresh_breaches, run_watched, watch_stopped, watch_unit
 
     task, source = limited_task(tmp_path, "hostile_watched_hang", 0.5)
     done = []
@@ -137,7 +137,7 @@ def test_a_call_stuck_inside_a_watched_batch_is_named_as_a_lone_call_is(tmp_path
 def test_a_reward_that_waits_is_not_batched_again(tmp_path):
     """A batch runs its replies one after another: a reward that awaits (a grader's HTTP round trip) or blocks
     keeps lone calls, whose waits overlap; one that only computes stays batched."""
-    from autoenv.limits import batchable, limit_hooks, run_watched
+    from autoenv.child.limits import batchable, limit_hooks, run_watched
 
     class Waits:
         data = None
@@ -270,7 +270,7 @@ def test_a_reward_returning_a_string_is_a_named_environment_error(tmp_path):
 
 
 def test_real_numbers_pass_and_others_are_named():
-    from autoenv.limits import RewardValueError, real_number
+    from autoenv.child.limits import RewardValueError, real_number
     assert real_number(True, "r") is True and real_number(3, "r") == 3 and real_number(0.5, "r") == 0.5
     for value in ("0.5", None, [1.0], {"score": 1}):
         with pytest.raises(RewardValueError, match="reward 'x' returned"):

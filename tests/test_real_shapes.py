@@ -324,7 +324,7 @@ def test_a_model_graded_reward_reaches_the_built_in_grader_offline_and_an_open_g
 
 
 def test_a_grader_outage_is_infrastructure_not_the_envs_error():
-    from autoenv.judge_routing import grader_outage
+    from autoenv.child.judge_routing import grader_outage
     from autoenv.core.traces import to_rollout
 
     outage = {"type": "RewardError", "message": "judged: APIConnectionError: Connection error."}

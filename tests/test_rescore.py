@@ -202,7 +202,7 @@ def test_a_reward_edit_is_rescored_without_a_model_request_and_a_prompt_edit_is_
 
 
 def test_only_a_rollout_that_finished_is_rescored():
-    from autoenv.rescore_stage import rescorable
+    from autoenv.child.rescore_stage import rescorable
 
     assert rescorable({"rewards": {"correct": {"score": 1.0, "weight": 1.0}}})
     # a reward that raised (verifiers' scoring boundary) or ran out of time scoring: the replies are all there

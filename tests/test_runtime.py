@@ -1,4 +1,4 @@
-"""autoenv/runtime.py and config.toml's [runtime]: verifiers' runtimes validated, harness chosen, missing parts named."""
+"""autoenv/child/runtime.py and config.toml's [runtime]: verifiers' runtimes validated, harness chosen, missing parts named."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_config import at, cfg, load_error  # noqa: F401  (cfg is a fixture)
 
-from autoenv import runtime
+from autoenv.child import runtime
 from autoenv.core.config import check_runtime_ready, load_config
 from autoenv.core.errors import AutoEnvError
 
@@ -76,7 +76,7 @@ def test_harness_choice():
 
 
 def test_missing_chat_program_falls_back_to_stock_with_one_line(monkeypatch):
-    from autoenv import inprocess
+    from autoenv.child import inprocess
 
     monkeypatch.setattr(inprocess, "unavailable_reason", lambda: "the installed verifiers has no null harness")
     harness, note = runtime.choose_harness({"type": "subprocess", "harness": "inprocess"})

@@ -1,4 +1,4 @@
-"""autoenv/sampling.py: choose_tasks draws a seeded, difficulty-stratified sample."""
+"""autoenv/child/sampling.py: choose_tasks draws a seeded, difficulty-stratified sample."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from autoenv.sampling import TaskRef, choose_tasks
+from autoenv.child.sampling import TaskRef, choose_tasks
 
 
 def pool(**sizes: int) -> list[TaskRef]:

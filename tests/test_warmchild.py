@@ -1,4 +1,4 @@
-"""The warm child (autoenv.sandbox.warmchild, autoenv.forkserver): verifiers imported once, a sandboxed child forked per
+"""The warm child (autoenv.sandbox.warmchild, autoenv.child.forkserver): verifiers imported once, a sandboxed child forked per
 evaluation, with the same results as a cold child and nothing of one evaluation left for the next."""
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def server(sandboxed: bool, token: str, env: dict | None = None) -> tuple[subpro
     read_end, write_end = os.pipe()
     os.write(write_end, token.encode())
     os.close(write_end)
-    proc = subprocess.Popen([sys.executable, "-m", "autoenv.forkserver", str(listener.fileno()), str(read_end), "60",
+    proc = subprocess.Popen([sys.executable, "-m", "autoenv.child.forkserver", str(listener.fileno()), str(read_end), "60",
                              "1" if sandboxed else "0"], pass_fds=(listener.fileno(), read_end),
                             stdout=subprocess.PIPE, text=True, env=env)
     os.close(read_end)
@@ -213,7 +213,7 @@ def test_emptying_the_private_tmp_leaves_what_is_mounted_into_it(tmp_path):
     staged = tmp_path / "staged"
     (staged / "target").mkdir(parents=True)
     (staged / "target" / "traces.jsonl").write_text("an episode not yet published\n")
-    script = ("import os, pathlib; from autoenv.forkserver import empty; "
+    script = ("import os, pathlib; from autoenv.child.forkserver import empty; "
               "os.makedirs('/tmp/left/deep'); open('/tmp/left/deep/f', 'w').write('x'); open('/tmp/top', 'w').write('x'); "
               "empty(pathlib.Path('/tmp')); print(sorted(os.listdir('/tmp')), sorted(os.listdir('/tmp/mnt/staged')))")
     inside = choose().wrap([sys.executable, "-c", script], readable=[], writable=[])

@@ -19,7 +19,7 @@ from pathlib import Path
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.job import TASKSET_ID, module_of
 from autoenv.judge.registry import CHOICES
-from autoenv.runtime import HARNESSES, RUNTIME_TYPES, readiness_problem, settings_problems
+from autoenv.child.runtime import HARNESSES, RUNTIME_TYPES, readiness_problem, settings_problems
 
 CONFIG_NAME = "config.toml"
 ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -1,8 +1,8 @@
 """The worker job: what the harness asks a child process to do with the candidate, as one typed object.
 
 The harness writes it to `outputs/<commit>/job.json` and the evaluation's child process
-(autoenv.child: the install check, the audit of autoenv.gates.audit, the rollouts of
-autoenv.worker) reads it back; recompute reads it again later to know which models ran. Building it in one place keeps the taskset id, the seat settings
+(autoenv.child.main: the install check, the audit of autoenv.child.audit, the rollouts of
+autoenv.child.worker) reads it back; recompute reads it again later to know which models ran. Building it in one place keeps the taskset id, the seat settings
 and the budget the same for every child.
 """
 

@@ -225,7 +225,7 @@ out: a candidate's own tool server timing out raises them too, and that is the c
 
 def grader_outage(error: str | None) -> bool:
     """Whether an error is a grader's transport failing (a model-graded reward's judge unreachable, timing out,
-    rate-limited): infrastructure, not the candidate's code (autoenv.judge_routing)."""
+    rate-limited): infrastructure, not the candidate's code (autoenv.child.judge_routing)."""
     return bool(error) and OUTAGE.search(error or "") is not None
 
 

@@ -30,7 +30,7 @@ from aiohttp import web
 from autoenv.endpoint.policies import ChatRequest, Policies, PolicyError, Reply
 from autoenv.gates.oracle import OracleBook
 from autoenv.core.messages import message_text
-from autoenv.tasks import candidate_tasks
+from autoenv.child.tasks import candidate_tasks
 
 HOST = "127.0.0.1"
 

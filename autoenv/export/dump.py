@@ -10,7 +10,7 @@ import json
 import sys
 
 from autoenv.gates.scoring import task_messages
-from autoenv.tasks import candidate_tasks, task_row
+from autoenv.child.tasks import candidate_tasks, task_row
 
 
 def main(argv: list[str]) -> int:

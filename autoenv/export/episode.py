@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 
 from autoenv.core.messages import Reply
-from autoenv.tasks import candidate_tasks
+from autoenv.child.tasks import candidate_tasks
 
 
 def _text(reply: Any) -> str:

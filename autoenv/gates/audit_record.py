@@ -1,6 +1,6 @@
 """The audit record: what the audit stage measured, as typed models, written by the child and read by the gates.
 
-The audit stage (autoenv.gates.audit) runs inside the evaluation's child process, next to
+The audit stage (autoenv.child.audit) runs inside the evaluation's child process, next to
 the candidate's code; it writes `gates/audit.json` and the parent's gate rules
 (autoenv.gates.rules) judge it. Like the evaluation record (autoenv.core.record) the measurement
 is a typed artifact: the child builds an `AuditRecord` and writes it, the parent parses it
@@ -160,7 +160,7 @@ class AuditRecord(AuditPart):
 
     load_seconds: float | None = Field(None, description="How long load() took; absent when it never returned.")
     time_limits: list[str] = Field(default_factory=list, description="Calls into the candidate that ran past "
-                                   "their limit (autoenv.limits), and tools that hung.")
+                                   "their limit (autoenv.child.limits), and tools that hung.")
     deterministic_load: bool | None = Field(None, description="Two loads gave the same tasks in the same order.")
     load_difference: int | None = Field(None, description="The first position where the two loads differ.")
     dataset: DatasetMeasure = Field(default_factory=DatasetMeasure, description="The dataset's measurements.")

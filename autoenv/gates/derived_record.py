@@ -1,6 +1,6 @@
 """The derive stage's record: the models' best replies and their mutations, rescored, as typed models.
 
-The derive stage (autoenv.gates.derived, with the replay of autoenv.gates.replay) runs in the
+The derive stage (autoenv.child.derived, with the replay of autoenv.child.replay) runs in the
 evaluation's child next to the candidate's code and writes `gates/derived.json`; the parent's
 rules (autoenv.gates.derived_rules) judge it. Like the audit record (autoenv.gates.audit_record)
 the parent never trusts the file: it is parsed once with `read_derived`, and anything that is
@@ -35,7 +35,7 @@ class DerivedProbeRecord(ProbeRecord):
     role: str | None = Field(None, description="The model whose reply is the reference (`strong` or `target`).")
     stored_reward: Finite | None = Field(None, description="The reference's reward in the stored rollout.")
     reference_reward: Finite | None = Field(None, description="The unmutated reference's reward on this task.")
-    reward: Finite | None = Field(None, description="A replayed transcript's total reward (autoenv.gates.replay).")
+    reward: Finite | None = Field(None, description="A replayed transcript's total reward (autoenv.child.replay).")
 
     @field_validator("probe")
     @classmethod

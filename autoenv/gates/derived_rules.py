@@ -1,6 +1,6 @@
 """The rules of the derive stage: the models' best replies, mutated, judged against the unmutated reply.
 
-The derive stage (autoenv.gates.derived) runs after the rollouts, in the evaluation's child:
+The derive stage (autoenv.child.derived) runs after the rollouts, in the evaluation's child:
 it rescored each task's best reply of the models and its mutations (autoenv.gates.probes
 DERIVED_MUTATIONS) and wrote `derived.json`; multi-turn and tool transcripts are replayed
 instead (autoenv.gates.replay_rules). A mutation that keeps what only a correct answer

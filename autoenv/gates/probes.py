@@ -93,7 +93,7 @@ DERIVED_MUTATIONS = {
 DERIVED_EXPLOITS = ("swap-answer", "kitchen-sink", "format-only", "padding")
 DERIVED_VARIANTS = ("final-only", "truncated", "case", "whitespace")
 DERIVED_FILE = "derived.json"
-"""What the derive stage (autoenv.gates.derived) writes into the gates directory."""
+"""What the derive stage (autoenv.child.derived) writes into the gates directory."""
 REFUSAL = "I'm sorry, but I can't help with that request."
 FILLER = ("Furthermore, it is worth carefully considering every relevant aspect of the question "
           "in thorough detail before concluding anything definitive about the matter at hand. ")

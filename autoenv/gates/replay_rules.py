@@ -1,4 +1,4 @@
-"""How replayed multi-turn and tool transcripts are judged (the derive stage's autoenv.gates.replay plays them).
+"""How replayed multi-turn and tool transcripts are judged (the derive stage's autoenv.child.replay plays them).
 
 A judged mutation destroys the final answer (another task's swapped in, or none) and keeps the moves and tool
 calls; keeping nearly all of the replayed reference's reward then means the final answer is not scored.

@@ -1,8 +1,8 @@
 """A probe reply's record: one reply scored in-process by the task's own `score`, and the record it leaves.
 
-Shared by the audit's in-process probes (autoenv.gates.audit), the rollouts path
-(autoenv.gates.rollout_probes), the derive stage (autoenv.gates.derived) and the replay
-(autoenv.gates.replay): every probe reply, however it was played, leaves the same record
+Shared by the audit's in-process probes (autoenv.child.audit), the rollouts path
+(autoenv.child.rollout_probes), the derive stage (autoenv.child.derived) and the replay
+(autoenv.child.replay): every probe reply, however it was played, leaves the same record
 (autoenv.gates.audit_record.ProbeRecord), skipped ones with their reason.
 """
 

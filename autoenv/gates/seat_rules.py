@@ -2,7 +2,7 @@
 
 A game can hand one seat what another loses, so a seat's reward is not by itself a
 harvest. With every seat played by the same probe, a constant-sum game measures the other
-seat's play; with per-seat probing (autoenv.gates.rollout_probes) the probed seat's fair
+seat's play; with per-seat probing (autoenv.child.rollout_probes) the probed seat's fair
 share is the constant over the number of seats, and episodes whose reference seat did not
 play measure the reference, not the probe: they are left out and named.
 """

@@ -34,7 +34,7 @@ SCORING = ("reward", "metric")
 FINGERPRINT_FILE = "fingerprint.json"
 """outputs/<commit>/fingerprint.json: the rollouts stage's task_fingerprint, what a rescore compares."""
 RESCORE_FILE = "rescore.json"
-"""outputs/<commit>/rescore.json: {"rescored": bool, "reason": why not, "source": dir, counts} (autoenv.rescore_stage)."""
+"""outputs/<commit>/rescore.json: {"rescored": bool, "reason": why not, "source": dir, counts} (autoenv.child.rescore_stage)."""
 
 
 def rollout_changes(repo: Repo, old: str, new: str, candidate: str) -> list[str]:

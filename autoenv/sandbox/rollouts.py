@@ -1,6 +1,6 @@
 """The evaluation's child process, seen from the harness: start it, send it stages, follow their events.
 
-autoenv.child runs in it; this side shows progress bars, enforces each stage's deadline
+autoenv.child.main runs in it; this side shows progress bars, enforces each stage's deadline
 and turns a failure into a WorkerFailed that names the stage and the log to read.
 """
 
@@ -39,7 +39,7 @@ from autoenv.sandbox.confine import (
 )
 from autoenv.core.traces import read_rollouts
 
-CHILD_MODULE = "autoenv.child"
+CHILD_MODULE = "autoenv.child.main"
 STARTUP_SECONDS = 180  # the interpreter, verifiers and the candidate's import, on a loaded machine
 CLOSE_SECONDS = 30  # a child told to stop (end of stdin) gets this long before SIGKILL
 
@@ -82,7 +82,7 @@ def deadline_seconds(job: Job, stage: str) -> float:
 
 
 class Worker:
-    """The evaluation's one child process (autoenv.child); `run(stage)` runs a stage in it.
+    """The evaluation's one child process (autoenv.child.main); `run(stage)` runs a stage in it.
 
     Its environment is child_env's, no secret in it, plus `env` (the forwarder's token);
     it runs in `sandbox` (default: bubblewrap when it works here, autoenv.sandbox.confine).

@@ -1,7 +1,7 @@
 """The warm child, seen from the harness: an evaluation's child forked from a server that has verifiers imported.
 
 A cold child pays for an interpreter and verifiers' import (about 3 s) before it can
-import the candidate. The first evaluation of a run starts a server (autoenv.forkserver)
+import the candidate. The first evaluation of a run starts a server (autoenv.child.forkserver)
 in the same bubblewrap sandbox a cold child would get, detached so that it outlives the
 evaluation; each evaluation asks it for a fresh child, forked with verifiers already
 imported, and imports the candidate there, once. The server exits after `[runtime]
@@ -12,7 +12,7 @@ evaluation's own output folder cannot be shown to it): the harness seeds it with
 output folder holds (a resumed evaluation's episodes), and after each stage copies the
 files the child wrote or changed into the output folder (regular files only: a link the
 candidate planted is never followed). When the child ends, every other process in the
-sandbox is killed and its /tmp and $HOME emptied (autoenv.forkserver), so nothing one
+sandbox is killed and its /tmp and $HOME emptied (autoenv.child.forkserver), so nothing one
 evaluation's candidate leaves behind reaches the next.
 
 Where a warm child cannot be had (the sandbox needs a per-evaluation folder: the
@@ -46,7 +46,7 @@ from autoenv.core.paths import PROJECT
 from autoenv.sandbox.confine import Sandbox
 
 WARM_VAR = "AUTOENV_WARM"
-SERVER_MODULE = "autoenv.forkserver"
+SERVER_MODULE = "autoenv.child.forkserver"
 REPLY_SECONDS = 180.0  # the server's import on a loaded machine, before it answers the first request
 STOP_SECONDS = 5.0
 PARENT_FILES = {"job.json", "worker.stderr", "run.log"}  # the harness's own files in the output folder
@@ -69,7 +69,7 @@ def forward_folder() -> Path | None:
 
 def source_stamp() -> list:
     """What the server's code is: every AutoEnv module's size and mtime, and verifiers' version. (A package the
-    server imported that an install replaced since is the server's own to notice: autoenv.forkserver answers
+    server imported that an install replaced since is the server's own to notice: autoenv.child.forkserver answers
     `stale` and exits, and a new server starts.)"""
     stamp: list = [sys.executable, importlib.metadata.version("verifiers")]
     for path in sorted((PROJECT / "autoenv").rglob("*.py")):
@@ -246,7 +246,7 @@ def append_tail(slot: Path, rel: str, target: Path, offset: int) -> tuple[int, i
 def empty(folder: Path, device: int | None = None) -> None:
     """`folder` emptied, never removed, and nothing on another file system touched. The staging folder: the server's
     sandbox shows this very folder (a new one at the same path would not be the one it sees). The sandbox's private
-    /tmp and $HOME (autoenv.forkserver): the Python install, the venv, caches and the staging folder are mounted into
+    /tmp and $HOME (autoenv.child.forkserver): the Python install, the venv, caches and the staging folder are mounted into
     them, and their files are not the evaluation's to delete."""
     device = os.lstat(folder).st_dev if device is None else device
     for entry in os.scandir(folder):

@@ -31,9 +31,9 @@ from autoenv.gates.rejections import rejection
 from autoenv.gates.scoring import NO_ORACLE, reward_record, same_rewards, skipped, task_messages, total_reward
 from autoenv.gates.seats import NEVER_PLAYED, reference_failed, seat_reference, turns
 from autoenv.core.job import Job
-from autoenv.tasks import build_env, write_run_config
+from autoenv.child.tasks import build_env, write_run_config
 from autoenv.core.traces import said, to_rollout
-from autoenv.worker import LOCAL_KEY_VAR
+from autoenv.child.worker import LOCAL_KEY_VAR
 
 
 async def infer_oracle_rollouts(vf, job: Job, env, tasks: list, seats: list[str]

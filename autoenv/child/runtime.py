@@ -6,7 +6,7 @@ verifiers runs each rollout's chat program and the candidate's tool servers in a
 sub-table (`[runtime.docker]`, ...) and are validated against verifiers' own config models,
 so a typo names its config.toml line before anything runs.
 
-The in-process harness (autoenv.inprocess) needs the chat program to reach the model
+The in-process harness (autoenv.child.inprocess) needs the chat program to reach the model
 endpoint and the tool servers from this host, which holds only for the subprocess runtime;
 anywhere else, or when the installed verifiers lacks what it needs, the stock `null`
 harness is used and the worker says so in one line.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-from autoenv import inprocess
-from autoenv.inprocess import HARNESS_ID, STOCK_HARNESS_ID
+from autoenv.child import inprocess
+from autoenv.child.inprocess import HARNESS_ID, STOCK_HARNESS_ID
 from autoenv.core.job import RuntimeSpec
 
 RUNTIME_TYPES = ("subprocess", "docker", "modal", "prime", "e2b")

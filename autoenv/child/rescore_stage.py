@@ -26,12 +26,12 @@ from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.core.events import emit
 from autoenv.run.fingerprint import FINGERPRINT_FILE, RESCORE_FILE, job_settings, task_fingerprint
-from autoenv.gates.audit import runtime_rewards
+from autoenv.child.audit import runtime_rewards
 from autoenv.gates.oracle import OracleBook
 from autoenv.core.job import Job
-from autoenv.tasks import load_tasks
+from autoenv.child.tasks import load_tasks
 from autoenv.core.traces import TRACES_FILE
-from autoenv.worker import sample_tasks
+from autoenv.child.worker import sample_tasks
 
 COPIED = ("tasks.json", "configs")
 

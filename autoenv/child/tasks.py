@@ -16,8 +16,8 @@ from typing import Any
 
 from autoenv.core.events import emit
 from autoenv.core.job import TASKSET_ID, Job
-from autoenv.limits import limit_hooks, run_limited
-from autoenv.runtime import choose_harness, seat_runtime
+from autoenv.child.limits import limit_hooks, run_limited
+from autoenv.child.runtime import choose_harness, seat_runtime
 
 INFINITE_LIMIT = 1000
 _told: set[str] = set()
@@ -34,7 +34,7 @@ def seat_names(vf: Any, taskset_id: str, env_id: str = "") -> list[str]:
 
 
 def build_env(vf: Any, job: Job, pins: dict[str, str] | None = None) -> Any:
-    """The candidate's environment with every seat on the job's harness and runtime (see autoenv.runtime).
+    """The candidate's environment with every seat on the job's harness and runtime (see autoenv.child.runtime).
 
     `pins` gives seats their own model name (verifiers' per-seat `AgentConfig.model`, which the endpoint
     routes by): the per-seat probes pin every seat but the probed one to the reference policy."""

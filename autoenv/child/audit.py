@@ -1,6 +1,6 @@
 """The audit stage: measures the candidate without a model, inside the evaluation's child process.
 
-autoenv.child runs it between the install check and the rollouts. It loads the taskset
+autoenv.child.main runs it between the install check and the rollouts. It loads the taskset
 twice (determinism), measures the dataset, imports every module of the candidate
 package (a tool server that dies at start costs minutes per rollout inside verifiers),
 and plays the probes: the oracle (the hook, else the answer-field oracle of
@@ -13,7 +13,7 @@ Single-turn candidates (no tools, no custom Env, no @vf.intercept/@vf.stop hooks
 in-process, here: the reply is put into a trace and the task's own `score` runs on it
 (autoenv.gates.scoring), which costs a fraction of a millisecond instead of a rollout
 process. Multi-turn, tool and multi-seat candidates are played through real rollouts
-against the embedded endpoint, seat by seat (autoenv.gates.rollout_probes). The
+against the embedded endpoint, seat by seat (autoenv.child.rollout_probes). The
 measurements go to `audit.json` as the typed record of autoenv.gates.audit_record;
 autoenv.gates.rules judges them against config.toml.
 """
@@ -51,7 +51,7 @@ from autoenv.gates.probes import (
     probe_replies,
     prompt_spans,
 )
-from autoenv.gates.rollout_probes import hung_tools, infer_oracle_rollouts, probe_rollouts
+from autoenv.child.rollout_probes import hung_tools, infer_oracle_rollouts, probe_rollouts
 from autoenv.gates.scoring import (
     NO_ORACLE,
     Scaffold,
@@ -64,8 +64,8 @@ from autoenv.gates.scoring import (
 )
 from autoenv.gates.seats import seat_reference
 from autoenv.core.job import Job
-from autoenv.judge_routing import grader_outage
-from autoenv.limits import (
+from autoenv.child.judge_routing import grader_outage
+from autoenv.child.limits import (
     Breached,
     TimeLimitExceeded,
     batchable,
@@ -78,8 +78,8 @@ from autoenv.limits import (
 )
 from autoenv.core.messages import Reply
 from autoenv.sandbox.scripts import script_kind
-from autoenv.tasks import load_tasks, seat_names
-from autoenv.worker import sample_tasks
+from autoenv.child.tasks import load_tasks, seat_names
+from autoenv.child.worker import sample_tasks
 
 STRATEGY_SAMPLE = 100
 """Tasks a many-strategy probe (prompt-copy) is scored on: its best of ~24 strategies needs more
@@ -263,7 +263,7 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
 
 async def score_batch(vf, task, replies: list[Reply], source: str | None = None) -> list[tuple]:
     """Each reply scored on `task`, in order. All of them in one worker hop where the task's rewards allow it
-    (autoenv.limits.run_watched: each call keeps its own limit); else SCORE_BATCH at a time, each reward call in
+    (autoenv.child.limits.run_watched: each call keeps its own limit); else SCORE_BATCH at a time, each reward call in
     a worker of its own, so a many-strategy probe's replies wait on their reward workers together."""
     scaffold = Scaffold(vf, task)
     gate = asyncio.Semaphore(SCORE_BATCH)
@@ -289,7 +289,7 @@ async def score_batch(vf, task, replies: list[Reply], source: str | None = None)
         return scored + list(await asyncio.gather(*(one(reply) for reply in replies[len(scored):])))
     except Breached as e:
         # the replies after the stuck one as lone calls, as they would have run beside it (a call that hangs in
-        # one of them is cut at its own limit); then the stuck one, which says it breached (autoenv.limits)
+        # one of them is cut at its own limit); then the stuck one, which says it breached (autoenv.child.limits)
         rest = list(await asyncio.gather(*(one(reply) for reply in replies[e.unit + 1:])))
         with fresh_breaches(e.fresh):
             stuck = await score_in_process(vf, task, replies[e.unit], scaffold)

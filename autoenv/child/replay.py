@@ -26,7 +26,7 @@ from autoenv.gates.replay_rules import REPLAY_MUTATIONS
 from autoenv.gates.scoring import reward_record, total_reward
 from autoenv.core.job import Job
 from autoenv.core.messages import ChatRequest, Reply, message_text
-from autoenv.worker import LOCAL_KEY_VAR
+from autoenv.child.worker import LOCAL_KEY_VAR
 
 POLICY = "replay"
 

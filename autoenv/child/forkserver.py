@@ -1,6 +1,6 @@
 """The warm child's server: verifiers imported once, a fresh child forked for each evaluation.
 
-Run as `python -m autoenv.forkserver LISTEN_FD TOKEN_FD IDLE_SECONDS SANDBOXED` by
+Run as `python -m autoenv.child.forkserver LISTEN_FD TOKEN_FD IDLE_SECONDS SANDBOXED` by
 autoenv.sandbox.warmchild, inside the same bubblewrap sandbox a cold child gets, with its listening
 Unix socket (an abstract name, bound by the harness, out of reach of a network namespace
 of the sandbox's own) and a pipe holding its token inherited on those descriptors. It imports
@@ -15,7 +15,7 @@ time:
    upgraded a package): if one has, it answers `stale` and exits, and the harness starts a
    new server;
 3. the server forks; the fork takes those descriptors, that environment and folder, and
-   runs autoenv.child's stage loop: the candidate is imported there, once, as in a cold
+   runs autoenv.child.main's stage loop: the candidate is imported there, once, as in a cold
    child, and writes only to the job's output folder (the one folder the sandbox lets it
    write besides its private /tmp and $HOME);
 4. when the fork ends, or the harness says `kill` or hangs up, every other process in the
@@ -43,7 +43,7 @@ import time
 import traceback
 from pathlib import Path
 
-from autoenv import child  # the stages' code, never the candidate's
+from autoenv.child import main as child  # the stages' code, never the candidate's
 from autoenv.sandbox.warmchild import empty
 
 REQUEST_BYTES = 1 << 20
@@ -92,7 +92,7 @@ PR_SET_NAME = 15
 
 
 def run_fork(request: dict, fds: list[int], closing: list[int]) -> int:
-    """In the fork: become the evaluation's child (autoenv.child) with the harness's descriptors."""
+    """In the fork: become the evaluation's child (autoenv.child.main) with the harness's descriptors."""
     os.setsid()
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, ctypes.c_char_p(CHILD_NAME), 0, 0, 0)
@@ -105,7 +105,7 @@ def run_fork(request: dict, fds: list[int], closing: list[int]) -> int:
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
     importlib.invalidate_caches()  # the candidate's files changed since the server started
-    sys.argv = [child.__file__, request["job"]]  # as `python -m autoenv.child JOB` has it
+    sys.argv = [child.__file__, request["job"]]  # as `python -m autoenv.child.main JOB` has it
     return child.forked(Path(request["job"]), started=time.time())
 
 

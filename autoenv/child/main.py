@@ -1,6 +1,6 @@
 """The evaluation's one child process: the candidate runs here, never in the harness.
 
-Run as `python -m autoenv.child JOB.json`. It imports verifiers once, says `ready`, then
+Run as `python -m autoenv.child.main JOB.json`. It imports verifiers once, says `ready`, then
 runs the stages the parent sends on stdin, one JSON line each (`{"stage": "inspect"}`,
 `"audit"`, `"rollouts"`), in one event loop, answering each with its events and a
 `stage-done` (or an `error`, after which it exits). End of stdin ends it. The stages
@@ -27,14 +27,14 @@ from pathlib import Path
 
 from autoenv.endpoint.server import Endpoint
 from autoenv.core.events import emit
-from autoenv.exports import inspect_module
+from autoenv.child.exports import inspect_module
 from autoenv.sandbox.forwarder import relay
-from autoenv.gates.audit import audit
-from autoenv.gates.derived import derive
+from autoenv.child.audit import audit
+from autoenv.child.derived import derive
 from autoenv.core.job import Job
-from autoenv.judge_routing import GraderPolicies, route_judges
-from autoenv.rescore_stage import rescore
-from autoenv.worker import run as rollouts
+from autoenv.child.judge_routing import GraderPolicies, route_judges
+from autoenv.child.rescore_stage import rescore
+from autoenv.child.worker import run as rollouts
 
 PARENT_POLL_SECONDS = 1.0
 
@@ -84,7 +84,7 @@ def offline(job: Job) -> bool:
 
 async def serve(job: Job) -> int:
     loop = asyncio.get_running_loop()
-    if offline(job):  # a vf.Judge inside the candidate reaches the built-in grader (autoenv.judge_routing)
+    if offline(job):  # a vf.Judge inside the candidate reaches the built-in grader (autoenv.child.judge_routing)
         grader = await Endpoint(GraderPolicies(seed=job.seed)).start()
         route_judges(grader.base_url)
     while True:
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def forked(job_path: Path, started: float) -> int:
-    """The same child, forked by the warm server (autoenv.forkserver) with verifiers already imported;
+    """The same child, forked by the warm server (autoenv.child.forkserver) with verifiers already imported;
     the server, not a thread here, ends it when the harness goes."""
     job = prepare(job_path)
     emit("ready", seconds=round(time.time() - started, 3), warm=True)

@@ -1,6 +1,6 @@
 """The rollouts stage: the smoke rollout, then every model's rollouts, through verifiers' API.
 
-It runs inside the evaluation's child process (autoenv.child), after the audit: a fresh
+It runs inside the evaluation's child process (autoenv.child.main), after the audit: a fresh
 process per evaluation picks up the candidate as it is on disk now, and a candidate that
 crashes the interpreter cannot take the harness down with it. Progress goes out as
 `AUTOENV-EVENT {json}` lines for the parent's display; traces go to the job's out_dir.
@@ -24,13 +24,13 @@ from autoenv.core.events import emit
 from autoenv.run.fingerprint import write_fingerprint
 from autoenv.gates.answer_oracle import inferred_format
 from autoenv.gates.oracle import OracleBook
-from autoenv.inprocess import HARNESS_ID, client_retries
-from autoenv.inprocess import seat as retry_seat
+from autoenv.child.inprocess import HARNESS_ID, client_retries
+from autoenv.child.inprocess import seat as retry_seat
 from autoenv.core.job import Job
-from autoenv.permits import role_permits
-from autoenv.runtime import choose_harness
-from autoenv.sampling import TaskRef, choose_tasks
-from autoenv.tasks import load_tasks, task_row, write_run_config
+from autoenv.child.permits import role_permits
+from autoenv.child.runtime import choose_harness
+from autoenv.child.sampling import TaskRef, choose_tasks
+from autoenv.child.tasks import load_tasks, task_row, write_run_config
 from autoenv.core.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, to_rollout
 
 SMOKE_BACKOFF_SECONDS = 2.0  # before the second attempt; doubled before each later one

@@ -30,12 +30,12 @@ from autoenv.gates.derived_record import DerivedRecord
 from autoenv.gates.oracle import OracleBook
 from autoenv.gates.probes import DERIVED_FILE, FILLER, _with_answer, wrong_answers
 from autoenv.gates.probes import DERIVED_MUTATIONS as MUTATIONS
-from autoenv.gates.replay import assistant_messages, replay_mutations
+from autoenv.child.replay import assistant_messages, replay_mutations
 from autoenv.gates.scoring import reward_record, score_in_process, total_reward
 from autoenv.core.job import Job
 from autoenv.core.messages import Reply
 from autoenv.core.record import ROLES
-from autoenv.tasks import load_tasks, seat_names
+from autoenv.child.tasks import load_tasks, seat_names
 from autoenv.core.traces import iter_traces, to_rollout
 
 SINK_SIZE = 20
@@ -55,7 +55,7 @@ def reference_replies(directory: Path, limit: int, multi_turn: list | None = Non
             if rollout.outcome != "ok" or not rollout.reward or rollout.reward <= 0:
                 continue
             if rollout.turns > 1 or any(m.get("tool_calls") for m in _assistant(trace)):
-                if multi_turn is not None:  # replayed through real rollouts (autoenv.gates.replay)
+                if multi_turn is not None:  # replayed through real rollouts (autoenv.child.replay)
                     kept = next((m for m in multi_turn if m["key"] == rollout.task_key), None)
                     if kept is None or rollout.reward > kept["reward"]:
                         if kept is not None:
