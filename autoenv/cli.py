@@ -22,7 +22,7 @@ from autoenv import __version__
 from autoenv.sandbox import vendor
 from autoenv.core import display
 from autoenv.run.cache import resolve
-from autoenv.commands import audit_only, recompute, rejudge, verify
+from autoenv.evaluation.commands import audit_only, recompute, rejudge, verify
 from autoenv.core.config import AGENT_KINDS, CONFIG_NAME, load_config
 from autoenv.run.demo import make_run_repo
 from autoenv.driver.loop import RunOptions, drive
@@ -42,7 +42,7 @@ from autoenv.model.cli import add_commands as add_model_commands
 from autoenv.model.cli import setup_model
 from autoenv.model.demo import real_model_demo
 from autoenv.core.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
-from autoenv.pipeline import EvalOptions, EvaluationCrashed, evaluate
+from autoenv.evaluation.pipeline import EvalOptions, EvaluationCrashed, evaluate
 from autoenv.core.record import ROLES, Entry
 from autoenv.review.cli import add_commands as add_review_commands
 from autoenv.sandbox.rollouts import warm

@@ -2,8 +2,8 @@
 
 Simulates environments with realistic task heterogeneity — each task's success
 probability drawn from a Beta distribution around the model's mean — and evaluates them
-with the harness's own statistics and verdict code (autoenv.stats.model_stats,
-autoenv.verdict.decide), side by side with the seed's rule (keep when the target mean
+with the harness's own statistics and verdict code (autoenv.evaluation.stats.model_stats,
+autoenv.evaluation.verdict.decide), side by side with the seed's rule (keep when the target mean
 rose by more than 0.01 over the previous line, discard when it fell by more than 0.01).
 
 (a) A/A: the same environment evaluated twice (same tasks, fresh rollouts). Any keep or
@@ -24,9 +24,9 @@ import numpy as np
 from autoenv.core.config import Bands, Verdict
 from autoenv.core.record import Entry, ModelStats
 from autoenv.core.record import Verdict as Decision
-from autoenv.stats import model_stats
+from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import Rollout
-from autoenv.verdict import decide
+from autoenv.evaluation.verdict import decide
 
 POOL = 1000
 CONCENTRATION = 2.0  # Beta(k*mu, k*(1-mu)): small k = tasks differ a lot in difficulty

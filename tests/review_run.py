@@ -30,9 +30,9 @@ from autoenv.run.demo import make_run_repo
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.formats import stamp
 from autoenv.run.gitrepo import Repo
-from autoenv.pipeline import Context, EvalOptions, Outcome, evaluate, judge, record, verdict
+from autoenv.evaluation.pipeline import Context, EvalOptions, Outcome, evaluate, judge, record, verdict
 from autoenv.core.record import Entry, GateFinding, GateReport, Verdict
-from autoenv.stats import model_stats
+from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import read_rollouts
 
 BRANCH = "autoenv/demo-arithmetic"

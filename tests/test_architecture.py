@@ -86,7 +86,7 @@ def test_the_import_graph_has_no_cycle():
 
 def test_the_cycle_finder_finds_a_planted_cycle():
     edges = graph()
-    edges["autoenv.core.record"] = edges["autoenv.core.record"] | {"autoenv.pipeline"}  # pipeline imports record
+    edges["autoenv.core.record"] = edges["autoenv.core.record"] | {"autoenv.evaluation.pipeline"}  # pipeline imports record
     cycle = find_cycle(edges)
     assert cycle is not None and cycle[0] == cycle[-1]
 
@@ -115,7 +115,7 @@ def test_the_harness_process_never_imports_verifiers():
     import subprocess
     import sys
 
-    code = ("import sys, autoenv.cli, autoenv.commands, autoenv.pipeline; "
+    code = ("import sys, autoenv.cli, autoenv.evaluation.commands, autoenv.evaluation.pipeline; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('verifiers', 'anthropic', 'matplotlib')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"

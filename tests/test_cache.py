@@ -20,7 +20,7 @@ from autoenv.endpoint.server import Endpoint
 from autoenv.core.errors import AutoEnvError
 from autoenv.run.gitrepo import Repo
 from autoenv.run.ledger import read_entries
-from autoenv.pipeline import EvalOptions, Outcome, evaluate, preflight, record, verdict
+from autoenv.evaluation.pipeline import EvalOptions, Outcome, evaluate, preflight, record, verdict
 
 
 def key_of(root: Path, offline: bool = True) -> str | None:

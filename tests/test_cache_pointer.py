@@ -13,7 +13,7 @@ from test_pipeline import stats
 from autoenv.run.cache import resolve
 from autoenv.export.source import kept_entry
 from autoenv.run.ledger import read_entries
-from autoenv.pipeline import EvalOptions, Outcome, evaluate, preflight, record, verdict
+from autoenv.evaluation.pipeline import EvalOptions, Outcome, evaluate, preflight, record, verdict
 from autoenv.core.record import Entry
 from autoenv.review.run import Project, load_run
 

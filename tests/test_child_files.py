@@ -1,6 +1,6 @@
 """The files the child writes that the parent reads (autoenv.core.childfiles): audit.json and derived.json (not a record
 at all; their keys are tested in test_audit_record.py and test_derived_record.py), client_retries.json
-(autoenv.core.traces.read_retries) and rescore.json (autoenv.rescore.read_outcome). The child writes them next to the candidate's code, so a forged or
+(autoenv.core.traces.read_retries) and rescore.json (autoenv.evaluation.rescore.read_outcome). The child writes them next to the candidate's code, so a forged or
 broken file is an AutoEnvError naming the key, never a crash and never a number in the record."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from autoenv.run.fingerprint import RESCORE_FILE
 from autoenv.gates.audit_record import AUDIT_FILE, read_audit
 from autoenv.gates.derived_record import read_derived
 from autoenv.gates.probes import DERIVED_FILE
-from autoenv.rescore import read_outcome
+from autoenv.evaluation.rescore import read_outcome
 from autoenv.core.traces import RETRIES_FILE, read_retries
 
 

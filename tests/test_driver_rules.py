@@ -26,7 +26,7 @@ from autoenv.core.record import Entry
 ROOT = Path("/work/run")
 
 
-@pytest.mark.parametrize("path", ["config.toml", "spec.md", "program.md", "evaluate.sh", "autoenv/pipeline.py",
+@pytest.mark.parametrize("path", ["config.toml", "spec.md", "program.md", "evaluate.sh", "autoenv/evaluation/pipeline.py",
                                   "tests/conftest.py", ".autoenv/run.toml", "outputs/x/traces.jsonl",
                                   "feedback/abc.md", "feedback_log.jsonl", ".claude/settings.json", ".git/config",
                                   "README.md", "candidate/../config.toml", "/etc/passwd", "../other/candidate/x.py"])

@@ -12,7 +12,7 @@ from test_pipeline import stats
 
 from autoenv.run.envref import tree_hash
 from autoenv.run.ledger import read_entries
-from autoenv.pipeline import EvalOptions, Outcome, preflight, record, verdict
+from autoenv.evaluation.pipeline import EvalOptions, Outcome, preflight, record, verdict
 from autoenv.review.run import Project, load_run
 
 GLOSSARY = Path(__file__).parent.parent / "examples" / "real-glossary"
@@ -69,7 +69,7 @@ def test_an_env_evaluation_is_recorded_apart_from_the_run(run_repo, capsys):
 
 def test_the_lock_file_of_an_evaluation_is_removed(run_repo):
     from autoenv.run.gitrepo import Repo
-    from autoenv.pipeline import one_at_a_time
+    from autoenv.evaluation.pipeline import one_at_a_time
     root = run_repo("arithmetic")
     repo = Repo(root)
     commit = repo.head().commit

@@ -10,11 +10,11 @@ import pytest
 from conftest import autoenv, commit_all
 from test_pipeline import stats
 
-from autoenv.commands import verify
+from autoenv.evaluation.commands import verify
 from autoenv.core.errors import AutoEnvError
 from autoenv.run.gitrepo import Repo
 from autoenv.run.integrity import FOUND, check, written_by_others
-from autoenv.pipeline import EvalOptions, Outcome, preflight, record, verdict
+from autoenv.evaluation.pipeline import EvalOptions, Outcome, preflight, record, verdict
 
 
 @pytest.fixture

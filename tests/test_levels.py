@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from autoenv.export.grpo import level_order
 from autoenv.core.levels import natural_order
 from autoenv.core.record import Budget, Entry, Group, ModelStats, Verdict
-from autoenv.stats import model_stats
+from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import Rollout
 
 

@@ -1,4 +1,4 @@
-"""autoenv/pipeline.py in-process: the verdict and record stages on a real git repository, no worker."""
+"""autoenv/evaluation/pipeline.py in-process: the verdict and record stages on a real git repository, no worker."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from conftest import commit_all
 
 from autoenv.core import display
 from autoenv.cli import print_result
-from autoenv.commands import recompute
+from autoenv.evaluation.commands import recompute
 from autoenv.core.config import load_config
 from autoenv.core.errors import AutoEnvError
 from autoenv.run.gitrepo import Repo
@@ -20,9 +20,9 @@ from autoenv.core.job import Job
 from autoenv.judge.offline import offline_findings
 from autoenv.run.ledger import read_entries, verify_chain
 from autoenv.core.paths import spec_problem
-from autoenv.pipeline import Context, EvalOptions, Outcome, judge, note_text, preflight, record, verdict
+from autoenv.evaluation.pipeline import Context, EvalOptions, Outcome, judge, note_text, preflight, record, verdict
 from autoenv.core.record import CandidateInfo, GateFinding, GateReport
-from autoenv.stats import model_stats
+from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import Rollout
 
 

@@ -17,7 +17,7 @@ from conftest import small_config
 from autoenv.run.demo import make_run_repo
 from autoenv.run.ledger import read_entries
 from autoenv.core.paths import EXAMPLES
-from autoenv.pipeline import EvalOptions, evaluate
+from autoenv.evaluation.pipeline import EvalOptions, evaluate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

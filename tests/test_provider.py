@@ -13,7 +13,7 @@ from aiohttp import web
 
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults
-from autoenv.provider import check_endpoint
+from autoenv.evaluation.provider import check_endpoint
 
 
 @contextmanager

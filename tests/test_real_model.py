@@ -81,7 +81,7 @@ def test_a_real_model_that_never_calls_the_tools_is_recorded_as_tool_less_replie
     prices are only known to the tools). A model that does call tools makes this test fail (then the trace holds
     the calls and their results)."""
     from autoenv.run.demo import make_run_repo
-    from autoenv.pipeline import EvalOptions, evaluate
+    from autoenv.evaluation.pipeline import EvalOptions, evaluate
 
     with local_model("smollm2", log=tmp_path / "server.log") as server, \
             oracle_endpoint(EXAMPLES / "shopping", log=tmp_path / "oracle.log") as strong_url:

@@ -57,7 +57,7 @@ from autoenv.gates.coverage import too_thin  # noqa: E402
 from autoenv.gates.rules import Gates, judge_audit, judge_probes  # noqa: E402
 from autoenv.gates.seats import NEVER_PLAYED, reference_failed  # noqa: E402
 from autoenv.core.paths import EXAMPLES  # noqa: E402
-from autoenv.verdict import decide  # noqa: E402
+from autoenv.evaluation.verdict import decide  # noqa: E402
 from tests.audits import audit, probe_records, rec  # noqa: E402
 from tests.test_gates import CONFIG  # noqa: E402
 from tests.test_realenv import audit_of, config  # noqa: E402

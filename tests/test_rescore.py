@@ -19,9 +19,9 @@ from autoenv.run.fingerprint import FINGERPRINT_FILE, module_changes
 from autoenv.run.gitrepo import Repo
 from autoenv.run.ledger import read_entries
 from autoenv.core.messages import Reply
-from autoenv.pipeline import EvalOptions, evaluate
+from autoenv.evaluation.pipeline import EvalOptions, evaluate
 from autoenv.core.record import Entry, Verdict
-from autoenv.rescore import find_source
+from autoenv.evaluation.rescore import find_source
 
 TASKSET = "candidate/candidate_env/taskset.py"
 ARITHMETIC = (Path(__file__).parents[1] / "examples" / "arithmetic" / "candidate_env" / "taskset.py").read_text()

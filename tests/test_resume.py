@@ -17,7 +17,7 @@ from conftest import autoenv, freeze_warm_worker, freeze_worker, head, kill_pids
 from autoenv.sandbox import warmchild
 
 from autoenv.run.demo import make_run_repo
-from autoenv.pipeline import unfinished_run
+from autoenv.evaluation.pipeline import unfinished_run
 from autoenv.core.traces import finished_episodes, trim_partial_line
 
 pytestmark = pytest.mark.e2e

@@ -14,12 +14,12 @@ from autoenv.core.errors import AutoEnvError
 from autoenv.run.gitrepo import Repo
 from autoenv.run.ledger import read_entries
 from autoenv.run.lifecycle import new_run, rebase_rules
-from autoenv.pipeline import EvalOptions, Outcome, evaluate, one_at_a_time, preflight, record, verdict
+from autoenv.evaluation.pipeline import EvalOptions, Outcome, evaluate, one_at_a_time, preflight, record, verdict
 from autoenv.run.runbase import NO_BASE, REF_PREFIX, RUN_FILE, RunBase, check_rules
 
 # one file of every protected kind, as a full AutoEnv checkout has them
 PROTECTED_KINDS = ["evaluate.sh", "feedback.py", "setup.sh", "config.toml", "spec.md", "program.md",
-                   "pyproject.toml", ".gitignore", "autoenv/verdict.py", "tests/test_verdict.py"]
+                   "pyproject.toml", ".gitignore", "autoenv/evaluation/verdict.py", "tests/test_verdict.py"]
 
 
 def git(root: Path, *args: str) -> str:

@@ -1,4 +1,4 @@
-"""autoenv/stats.py (model_stats) and autoenv/core/resample.py, checked against values computed by hand."""
+"""autoenv/evaluation/stats.py (model_stats) and autoenv/core/resample.py, checked against values computed by hand."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from conftest import groups, row, rows
 
 from autoenv.core.config import Price
 from autoenv.core.resample import DRAWS, joint_draws, mean_interval, task_id
-from autoenv.stats import model_stats
+from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import Rollout, to_rollout
 
 

@@ -1,4 +1,4 @@
-"""autoenv/core/traces.py and autoenv/stats.py over hand-built traces.jsonl files (verifiers' wire shape)."""
+"""autoenv/core/traces.py and autoenv/evaluation/stats.py over hand-built traces.jsonl files (verifiers' wire shape)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import groups
 
-from autoenv.stats import model_stats
+from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import TRACES_FILE, Rollout, read_rollouts, to_rollout
 
 _counter = iter(range(10**9))

@@ -10,7 +10,7 @@ import pytest
 from autoenv.run.demo import make_run_repo
 from autoenv.model.build import build_server
 from autoenv.model.trainenv import train_python
-from autoenv.pipeline import EvalOptions, evaluate
+from autoenv.evaluation.pipeline import EvalOptions, evaluate
 from tests.conftest import autoenv, small_config
 from tests.local_model import local_model_or_skip
 

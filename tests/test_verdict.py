@@ -1,4 +1,4 @@
-"""autoenv/verdict.py: baseline / keep / discard / inconclusive / crash, on deterministic per-task results.
+"""autoenv/evaluation/verdict.py: baseline / keep / discard / inconclusive / crash, on deterministic per-task results.
 
 Every evaluation is built from per-task success counts (task i: k_i of r rollouts reward 1,
 the rest 0) through the real model_stats, so the means, disagree shares and per-task
@@ -15,9 +15,9 @@ import pytest
 from autoenv.core.config import Bands
 from autoenv.run.ledger import last_kept
 from autoenv.core.record import CandidateInfo, Entry, ModelStats, Verdict
-from autoenv.stats import model_stats
+from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import Rollout
-from autoenv.verdict import (
+from autoenv.evaluation.verdict import (
     band_distance,
     baseline_of,
     comparable,
@@ -537,7 +537,7 @@ def test_rl_readiness_from_real_stats():
 
 
 def test_band_statements_follow_the_interval():
-    from autoenv.verdict import standing
+    from autoenv.evaluation.verdict import standing
     both = stats(counts(0.25), counts(0.95))
     strong = both["strong"]
     wide = both["target"].model_copy(update={"mean": 0.25, "ci": (0.009, 0.571)})

@@ -2,7 +2,7 @@
 
 It runs in the evaluation's sandboxed child instead of the rollouts stage when the harness
 found an evaluation of the run whose candidate differs only in rewards, metrics and docs
-(autoenv.rescore). It loads the taskset under the same limits as the rollouts (rewards
+(autoenv.evaluation.rescore). It loads the taskset under the same limits as the rollouts (rewards
 bounded by checks.max_reward_seconds), samples the same tasks, and compares the sampled
 tasks' fingerprint (autoenv.run.fingerprint) with the one stored beside the old rollouts;
 any difference, a reward that needs the rollout's runtime, or a judge that calls a model

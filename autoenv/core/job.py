@@ -110,7 +110,7 @@ class Job(_Part):
     rollouts: RolloutPlan | None = None
     audit: AuditPlan | None = None
     rescore_from: str | None = Field(None, description="An earlier evaluation's outputs folder whose rollouts the "
-                                     "rescore stage scores again with this commit's rewards (autoenv.rescore).")
+                                     "rescore stage scores again with this commit's rewards (autoenv.evaluation.rescore).")
     reference_dir: str | None = Field(None, description="Where the derive stage reads the models' rollouts "
                                       "(default out_dir; `autoenv probe --from` points it at a finished evaluation).")
 

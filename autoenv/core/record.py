@@ -400,7 +400,7 @@ class Entry(Part):
                                             "evaluated instead of the run's candidate; such entries are compared "
                                             "only with evaluations of the same environment content.")
     rescored_from: str | None = Field(None, description="Commit whose stored rollouts this evaluation scored again "
-                                      "with its own rewards (autoenv.rescore); no model was called.")
+                                      "with its own rewards (autoenv.evaluation.rescore); no model was called.")
     rescored: list[RescoredTask] = Field(default_factory=list, description="Per task and role, old and new mean "
                                          "reward of a rescored evaluation.")
     rescore_refused: str | None = Field(None, description="Why the rollouts were run in full although an evaluation "

@@ -3,7 +3,7 @@
 A gate report whose probes mostly could not be played (no oracle reply to build them from, a seat
 no reference policy could face, a shape the probes cannot reach) has not shown that the reward
 resists cheap tricks: it says `untested`, with what was missing and what to add, never `passed`,
-and the verdict cannot be `keep` on that model-free evidence (autoenv.verdict).
+and the verdict cannot be `keep` on that model-free evidence (autoenv.evaluation.verdict).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from autoenv.core import display
 from autoenv.run.demo import make_run_repo
 from autoenv.model.realrun import local_model, oracle_endpoint, real_config
 from autoenv.core.paths import EXAMPLES
-from autoenv.pipeline import EvalOptions, evaluate
+from autoenv.evaluation.pipeline import EvalOptions, evaluate
 from autoenv.core.record import Entry
 
 

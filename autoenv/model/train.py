@@ -38,7 +38,7 @@ from autoenv.model.server import Server, machine_settings
 from autoenv.model.trainenv import train_python
 from autoenv.model.trainplots import before_after, reward_curve
 from autoenv.model.weights import ensure_gguf, weights
-from autoenv.pipeline import EvalOptions, evaluate
+from autoenv.evaluation.pipeline import EvalOptions, evaluate
 from autoenv.core.traces import read_rollouts
 
 HERE = Path(__file__).resolve().parent

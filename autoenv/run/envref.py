@@ -1,7 +1,7 @@
 """Which environment `autoenv eval --env` evaluated: its id and a hash of its content.
 
 An environment evaluated with `--env` is not the run's candidate, so its evaluations are
-recorded apart from the run's (autoenv.pipeline): keyed by this reference, compared only
+recorded apart from the run's (autoenv.evaluation.pipeline): keyed by this reference, compared only
 with evaluations of the same content, with outputs and feedback of their own
 (`outputs/env/<id>@<hash>/`, `feedback/env/<id>@<hash>.md`) and no git note on the commit.
 """

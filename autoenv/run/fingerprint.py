@@ -1,6 +1,6 @@
 """What a commit changed that could change a rollout: the candidate's code outside its rewards, and the sampled tasks.
 
-Two checks decide whether an evaluation may re-score stored rollouts (autoenv.rescore)
+Two checks decide whether an evaluation may re-score stored rollouts (autoenv.evaluation.rescore)
 instead of calling the models again; both must prove "nothing a rollout sees changed":
 
 - `rollout_changes` (harness side, from git): the candidate's files between two commits.

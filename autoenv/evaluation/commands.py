@@ -30,9 +30,9 @@ from autoenv.judge.render import render as judge_render
 from autoenv.run.ledger import read_entries
 from autoenv.run.ledger import verify as verify_ledger
 from autoenv.core.paths import spec_warnings
-from autoenv.pipeline import Context, EvalOptions, Outcome, compute_stats, config_job, judge, record, verdict
+from autoenv.evaluation.pipeline import Context, EvalOptions, Outcome, compute_stats, config_job, judge, record, verdict
 from autoenv.core.record import ROLES, CandidateInfo, Entry, GateReport
-from autoenv.report import GATES_FILE, render, render_gates, write_report
+from autoenv.evaluation.report import GATES_FILE, render, render_gates, write_report
 from autoenv.sandbox.rollouts import Worker
 from autoenv.run.runbase import RulesCheck
 

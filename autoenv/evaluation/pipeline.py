@@ -12,7 +12,7 @@ it. Failures before any work (config, git state, a missing API key) raise and re
 nothing: they are the user's to fix. A failure after preflight is the candidate's: it is
 recorded as a `crash` entry with a report, so the agent gets feedback either way. The
 provider's failures are nobody's commit: preflight asks each real endpoint before any
-gate runs (autoenv.provider), and a smoke rollout that still fails at the provider after
+gate runs (autoenv.evaluation.provider), and a smoke rollout that still fails at the provider after
 its retries ends the evaluation as `inconclusive: provider unavailable` (exit 3).
 """
 
@@ -55,7 +55,7 @@ from autoenv.judge.workspace import build
 from autoenv.run.ledger import append_entry, line_hash, raw_lines, read_entries, temp_files
 from autoenv.run.ledger import verify as verify_ledger
 from autoenv.core.paths import spec_warnings
-from autoenv.provider import api_key, check_endpoint
+from autoenv.evaluation.provider import api_key, check_endpoint
 from autoenv.core.record import (
     ROLES,
     Budget,
@@ -69,16 +69,16 @@ from autoenv.core.record import (
     StrongModel,
     Verdict,
 )
-from autoenv.report import GATES_FILE, check_fix, render, render_gates, write_report
-from autoenv.rescore import Source, find_source, run_rescore
-from autoenv.rescore_table import paired
+from autoenv.evaluation.report import GATES_FILE, check_fix, render, render_gates, write_report
+from autoenv.evaluation.rescore import Source, find_source, run_rescore
+from autoenv.evaluation.rescore_table import paired
 from autoenv.review import figures
 from autoenv.review.plot import plot_run
 from autoenv.review.run import Project, run_so_far
 from autoenv.sandbox.rollouts import Worker, WorkerResult
 from autoenv.run.runbase import NO_BASE, RulesCheck, check_rules, refuse
 from autoenv.sandbox.confine import choose
-from autoenv.stats import model_stats
+from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import (
     PROVIDER_OUTCOMES,
     RETRIES_FILE,
@@ -88,7 +88,7 @@ from autoenv.core.traces import (
     read_rollouts,
     trim_partial_line,
 )
-from autoenv.verdict import (
+from autoenv.evaluation.verdict import (
     baseline_of,
     comparable,
     decide,
@@ -143,7 +143,7 @@ class Context:
     environment: Environment | None = None
     """`autoenv eval --env`: the environment evaluated instead of the run's candidate (recorded apart)."""
     rescore: Source | None = None
-    """An evaluation of the run whose stored rollouts this one rescores (autoenv.rescore)."""
+    """An evaluation of the run whose stored rollouts this one rescores (autoenv.evaluation.rescore)."""
     rescore_refused: str | None = None
     rescored_from: str | None = None
 
@@ -270,7 +270,7 @@ def run_stages(ctx: Context) -> Outcome:
 
 
 def rescored(ctx: Context, worker: Worker) -> WorkerResult | None:
-    """The rescore stage in place of the rollouts (autoenv.rescore); None when the child refused (roll out)."""
+    """The rescore stage in place of the rollouts (autoenv.evaluation.rescore); None when the child refused (roll out)."""
     assert ctx.rescore is not None
     source = ctx.rescore
     with timed(ctx, "rescore"), display.stage("rescore", f"the stored rollouts of {source.commit[:12]} scored by "

@@ -43,7 +43,7 @@ from autoenv.core.formats import mean_ci
 from autoenv.run.ledger import last_kept
 from autoenv.core.record import CandidateInfo, Entry, GateReport, ModelStats, Readiness, Role, Verdict
 from autoenv.core.resample import interval, joint_draws
-from autoenv.stats import sums
+from autoenv.evaluation.stats import sums
 
 Stats = Mapping[Role, ModelStats]
 

@@ -1,7 +1,7 @@
 """The paired comparison of a rescored evaluation: each task's mean reward before and after the reward edit.
 
 The same stored replies, scored by the source evaluation's rewards and by this commit's
-(autoenv.rescore): the entry keeps every task's pair, the feedback shows the tasks whose
+(autoenv.evaluation.rescore): the entry keeps every task's pair, the feedback shows the tasks whose
 score changed, largest change first, which is what the agent needs after a reward edit.
 """
 

@@ -13,7 +13,7 @@ from autoenv.judge.offline import CHECK_FIXES
 from autoenv.run.ledger import atomic_write
 from autoenv.core.levels import order_by
 from autoenv.core.record import Entry, GateFinding, GateReport
-from autoenv.rescore_table import paired_markdown
+from autoenv.evaluation.rescore_table import paired_markdown
 
 
 def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, plot: Path | None = None,
