@@ -27,7 +27,8 @@ from autoenv.core.config import AGENT_KINDS, CONFIG_NAME, load_config
 from autoenv.run.demo import make_run_repo
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.endpoint.policies import Policies
-from autoenv.endpoint.server import Endpoint, Faults, load_oracle, serve_forever
+from autoenv.endpoint.server import Endpoint, Faults, serve_forever
+from autoenv.child.tasks import load_oracle
 from autoenv.core.errors import AutoEnvError
 from autoenv.export.check import run_checks
 from autoenv.export.grpo import export_grpo

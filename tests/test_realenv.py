@@ -27,7 +27,7 @@ from autoenv.core.paths import EXAMPLES, PROJECT
 from autoenv.core.record import CandidateInfo
 from autoenv.sandbox.scripts import script_kind, ships_scripts
 from autoenv.core.traces import UNMATCHED, Rollout, normalised, to_rollout
-from autoenv.evaluation.verdict import no_reference_policy
+from autoenv.endpoint.reference import no_reference_policy
 from tests.conftest import autoenv, ledger, small_config
 
 GLOSSARY = EXAMPLES / "real-glossary"

@@ -9,6 +9,7 @@ import pytest
 from test_config import at, cfg, load_error  # noqa: F401  (cfg is a fixture)
 
 from autoenv.child import runtime
+from autoenv.core import runtimes
 from autoenv.core.config import check_runtime_ready, load_config
 from autoenv.core.errors import AutoEnvError
 
@@ -59,7 +60,7 @@ def test_unknown_runtime_type_and_harness_are_rejected(cfg):
 
 
 def test_settings_for_the_subprocess_runtime_are_rejected():
-    assert runtime.settings_problems("subprocess", {"image": "x"}) == [
+    assert runtimes.settings_problems("subprocess", {"image": "x"}) == [
         ("image", "is not a setting of the subprocess runtime (it has none)")]
 
 

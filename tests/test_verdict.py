@@ -17,16 +17,9 @@ from autoenv.run.ledger import last_kept
 from autoenv.core.record import CandidateInfo, Entry, ModelStats, Verdict
 from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import Rollout
-from autoenv.evaluation.verdict import (
-    band_distance,
-    baseline_of,
-    comparable,
-    decide,
-    error_rates,
-    reference_missing,
-    rl_readiness,
-    same_run,
-)
+from autoenv.evaluation.verdict import band_distance, baseline_of, comparable, decide, error_rates, rl_readiness
+from autoenv.endpoint.reference import reference_missing
+from autoenv.run.runbase import same_run
 
 BANDS = Bands()
 R = 4  # rollouts per task

@@ -18,6 +18,7 @@ from autoenv.core.events import emit
 from autoenv.core.job import TASKSET_ID, Job
 from autoenv.child.limits import limit_hooks, run_limited
 from autoenv.child.runtime import choose_harness, seat_runtime
+from autoenv.gates.oracle import OracleBook
 
 INFINITE_LIMIT = 1000
 _told: set[str] = set()
@@ -108,3 +109,10 @@ def task_row(task: Any) -> dict[str, Any]:
         if value is not None:
             row[name] = value if isinstance(value, (str, int, float, bool)) else str(value)
     return row
+
+
+def load_oracle(candidate_dir: str | None):
+    """An OracleBook over the candidate's tasks (imports verifiers and the candidate)."""
+    if candidate_dir is None:
+        return None
+    return OracleBook(candidate_tasks(candidate_dir))

@@ -18,8 +18,16 @@ from pathlib import Path
 
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.job import TASKSET_ID, module_of
-from autoenv.judge.registry import CHOICES
-from autoenv.child.runtime import HARNESSES, RUNTIME_TYPES, readiness_problem, settings_problems
+from autoenv.core.runtimes import HARNESSES, RUNTIME_TYPES, readiness_problem, settings_problems
+
+# The judge backends by name, in the order `auto` tries them (the first available one judges):
+# a new backend is one module in autoenv/judge/ plus one line here (autoenv.judge.registry loads them).
+JUDGE_BACKENDS = {
+    "claude": "autoenv.judge.claude",
+    "anthropic": "autoenv.judge.anthropic",
+    "offline": "autoenv.judge.offline",
+}
+JUDGE_CHOICES = ("auto", *JUDGE_BACKENDS)
 
 CONFIG_NAME = "config.toml"
 ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -256,8 +264,8 @@ class Judge:
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
-        if self.backend not in CHOICES:
-            out.append(("backend", f"must be one of {', '.join(CHOICES)}"))
+        if self.backend not in JUDGE_CHOICES:
+            out.append(("backend", f"must be one of {', '.join(JUDGE_CHOICES)}"))
         if self.max_turns < 1:
             out.append(("max_turns", "must be at least 1"))
         for name in ("max_budget_usd", "timeout"):

@@ -42,7 +42,7 @@ from autoenv.core.formats import iso_now
 from autoenv.run.gitrepo import Repo
 from autoenv.run.ledger import read_entries
 from autoenv.run.lifecycle import new_run
-from autoenv.evaluation.pipeline import harness_paths
+from autoenv.run.runbase import harness_paths
 from autoenv.core.record import Entry
 from autoenv.run.runbase import BRANCH_PREFIX
 

@@ -28,11 +28,9 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from autoenv.endpoint.policies import ChatRequest, Policies, PolicyError, Reply
-from autoenv.gates.oracle import OracleBook
 from autoenv.core.messages import message_text
-from autoenv.child.tasks import candidate_tasks
+from autoenv.core.http import HOST, error_response
 
-HOST = "127.0.0.1"
 
 
 FAULT_KINDS = ("429", "500", "hang", "cut")
@@ -266,16 +264,8 @@ def _completion(model: str, reply: Reply, usage: dict) -> dict:
     }
 
 
-def error_response(status: int, message: str, headers: dict | None = None) -> web.Response:
-    kind = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error"}.get(status, "server_error")
-    return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status, headers=headers)
 
 
-def load_oracle(candidate_dir: str | None):
-    """An OracleBook over the candidate's tasks (imports verifiers and the candidate)."""
-    if candidate_dir is None:
-        return None
-    return OracleBook(candidate_tasks(candidate_dir))
 
 
 async def serve_forever(endpoint: Endpoint, ready) -> None:

@@ -19,12 +19,10 @@ its retries ends the evaluation as `inconclusive: provider unavailable` (exit 3)
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import fcntl
 import hashlib
 import json
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -52,7 +50,7 @@ from autoenv.judge.causes import causes
 from autoenv.judge.render import render as judge_render
 from autoenv.judge.run import run_judge
 from autoenv.judge.workspace import build
-from autoenv.run.ledger import append_entry, line_hash, raw_lines, read_entries, temp_files
+from autoenv.run.ledger import append_entry, line_hash, raw_lines, read_entries
 from autoenv.run.ledger import verify as verify_ledger
 from autoenv.core.paths import spec_warnings
 from autoenv.evaluation.provider import api_key, check_endpoint
@@ -88,16 +86,10 @@ from autoenv.core.traces import (
     read_rollouts,
     trim_partial_line,
 )
-from autoenv.evaluation.verdict import (
-    baseline_of,
-    comparable,
-    decide,
-    no_reference_policy,
-    oracle_inferred,
-    reference_missing,
-    rl_readiness,
-    standing,
-)
+from autoenv.evaluation.verdict import baseline_of, comparable, decide, rl_readiness, standing
+from autoenv.endpoint.reference import no_reference_policy, oracle_inferred, reference_missing
+from autoenv.run.archive import archive_previous
+from autoenv.run.runbase import harness_paths
 
 Stats = dict[Role, ModelStats]
 
@@ -395,10 +387,6 @@ def verify_notes(repo: Repo, config: Config) -> str:
     return integrity_summary(log, notes, problems)
 
 
-def harness_paths(config: Config) -> list[Path]:
-    """What the harness itself writes (results): never dirt, never part of a commit."""
-    log = config.path("log_file")
-    return [config.path("outputs"), config.path("feedback"), log, log.with_name(log.name + ".lock"), *temp_files(log)]
 
 
 def check_keys(config: Config) -> None:
@@ -447,19 +435,6 @@ def check_endpoints(config: Config) -> None:
                 "(or bash evaluate.sh --offline to evaluate with scripted models)")
 
 
-def archive_previous(out: Path) -> None:
-    """Never delete results: an earlier run on this commit moves under previous/<run_id>/."""
-    if not out.is_dir() or not any(p.name != "previous" for p in out.iterdir()):
-        return
-    try:
-        old_id = json.loads((out / "run.json").read_text())["run_id"]
-    except (OSError, ValueError, KeyError):  # a folder left by a crash before run.json was written
-        old_id = stamp(dt.datetime.fromtimestamp(out.stat().st_mtime, dt.UTC))
-    target = out / "previous" / old_id
-    target.mkdir(parents=True, exist_ok=True)
-    for item in list(out.iterdir()):
-        if item.name != "previous":
-            shutil.move(str(item), str(target / item.name))
 
 
 def install(ctx: Context) -> None:

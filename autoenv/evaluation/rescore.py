@@ -30,7 +30,7 @@ from autoenv.run.gitrepo import Head, Repo
 from autoenv.core.record import ROLES, Entry
 from autoenv.sandbox.rollouts import Worker, WorkerResult
 from autoenv.core.traces import TRACES_FILE
-from autoenv.evaluation.verdict import same_run
+from autoenv.run.runbase import same_run
 
 LOOKBACK = 20
 """Finished evaluations of the run examined, newest first, for one to rescore."""

@@ -17,6 +17,7 @@ from autoenv.core.levels import natural_order
 from autoenv.core.record import ErrorCounts, Group, ModelStats, TaskRow
 from autoenv.core.resample import Table, mean_interval, task_id
 from autoenv.core.traces import Rollout
+from autoenv.gates.ranges import max_reward
 
 OUTCOMES = ("ok", "provider_error", "timeout", "env_error")
 TIE = 1e-9
@@ -31,9 +32,6 @@ def sums(per_task: dict[str, TaskRow]) -> Table:
     return {key: (row.sum, row.n) for key, row in per_task.items()}
 
 
-def max_reward(weights: dict[str, float]) -> float:
-    """The most a rollout can earn when every reward returns [0, 1]: the positive weights' sum."""
-    return sum(max(0.0, w) for w in weights.values())
 
 
 def _groups(rollouts: list[Rollout], attr: str) -> dict[str, Group]:

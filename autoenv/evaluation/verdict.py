@@ -38,12 +38,12 @@ from typing import Any
 import numpy as np
 
 from autoenv.core.config import Bands
-from autoenv.endpoint.policies import plays_the_oracle
 from autoenv.core.formats import mean_ci
 from autoenv.run.ledger import last_kept
-from autoenv.core.record import CandidateInfo, Entry, GateReport, ModelStats, Readiness, Role, Verdict
+from autoenv.core.record import Entry, ModelStats, Readiness, Role, Verdict
 from autoenv.core.resample import interval, joint_draws
 from autoenv.evaluation.stats import sums
+from autoenv.run.runbase import same_run
 
 Stats = Mapping[Role, ModelStats]
 
@@ -80,15 +80,6 @@ def error_rates(stats: ModelStats) -> dict[str, float]:
     return {kind: stats.error_rate(kind) for kind in ("provider_error", "timeout", "env_error")}
 
 
-def same_run(entry: Entry, branch: str | None, run_base: str | None = None) -> bool:
-    """Whether `entry` belongs to the run evaluated on `branch` (one `autoenv/<tag>` branch)
-    under the run base `run_base` (the commit that wrote its rules; None: no run base).
-
-    The one place that says what a run is. A new run base (`autoenv rebase-rules`) starts
-    a new comparison: entries judged under other rules are not a reference. An evaluation
-    on a detached HEAD belongs to no run and is compared with nothing.
-    """
-    return branch is not None and entry.branch == branch and entry.run_base == run_base
 
 
 def baseline_of(entries: list[Entry], stats: Stats, *, branch: str | None, offline: bool,
@@ -98,38 +89,10 @@ def baseline_of(entries: list[Entry], stats: Stats, *, branch: str | None, offli
     return last_kept(entries, lambda e: same_run(e, branch, run_base) and comparable(e, stats, offline))
 
 
-def reference_missing(stats: Stats, candidate: CandidateInfo, offline: bool, inferred: bool = False) -> str | None:
-    """Why the scripted models could not play the candidate, or None when they could.
-
-    Offline, the scripted models replay the candidate's oracle hook (`oracle`,
-    `noisy-oracle:P`). For a task without one, `OracleBook.next_message` answers with an
-    empty reply, so both models score about 0 whatever the reward does: such numbers say
-    nothing about the candidate. The install stage records whether the hook exists.
-    """
-    return no_reference_policy({role: s.model for role, s in stats.items()}, candidate, offline, inferred)
 
 
-def oracle_inferred(report: GateReport | None) -> bool:
-    """The gates inferred an answer-field oracle (no hook): the scripted models replay it."""
-    oracle = next((f for f in report.findings if f.name == "oracle"), None) if report else None
-    return bool(oracle and oracle.status == "pass" and str(oracle.data.get("source") or "").startswith("inferred:"))
 
 
-def no_reference_policy(models: dict[str, str], candidate: CandidateInfo, offline: bool,
-                        inferred: bool = False) -> str | None:
-    """Why the scripted `models` (role -> policy name) cannot play the candidate, or None when they can.
-
-    The pipeline asks before any rollout: an offline evaluation whose reference policy cannot
-    play ends `inconclusive` without spending rollouts on empty replies. `inferred`: the gates
-    inferred an answer-field oracle, which the scripted models replay instead of a hook.
-    """
-    if not offline or candidate.oracle_hook is not False or inferred:
-        return None
-    players = [f"{role} {model}" for role, model in models.items() if plays_the_oracle(model)]
-    if not players:
-        return None
-    return (f"no reference policy: the candidate's task has no oracle hook, so the scripted models that replay it "
-            f"({', '.join(players)}) could only send empty replies")
 
 
 def comparable(entry: Entry, stats: Stats, offline: bool) -> bool:

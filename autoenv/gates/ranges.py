@@ -64,3 +64,8 @@ def finding(rng: RewardRange, constant_sum: float | None) -> str:
             + f"; the probes compare them normalised from [{rng.low:g}, {rng.high:g}]. verifiers documents no "
             "reward range, so this is not an error; declare `reward_range = (low, high)` on the task class to "
             "fix the scale rather than infer it from a sample")
+
+
+def max_reward(weights: dict[str, float]) -> float:
+    """The most a rollout can earn when every reward returns [0, 1]: the positive weights' sum."""
+    return sum(max(0.0, w) for w in weights.values())

@@ -40,7 +40,7 @@ from autoenv.core.job import AuditPlan
 from autoenv.core.record import GateReport
 from autoenv.sandbox.rollouts import Worker
 from autoenv.sandbox.scripts import blocked
-from autoenv.evaluation.stats import max_reward
+from autoenv.gates.ranges import max_reward
 
 PLACEHOLDER = re.compile(r"^\s*(todo|tbd|fixme|xxx)\b|<one-line description>|one line saying what|lorem ipsum", re.I)
 

@@ -17,6 +17,8 @@ picks a backend and falls back, `render` writes the feedback section.
 The harness, never the model, writes the feedback file: a judge that fails, times out or
 overspends leaves the offline findings and a line saying what failed.
 
-This package's `__init__` imports nothing: `autoenv.core.config` imports `registry`, and a
-backend's cost is paid only by the process that judges.
+This package's `__init__` imports nothing: a backend's cost is paid only by the process that
+judges.
+
+May import: core, run, sandbox, gates, endpoint. Imported by: evaluation, review, cli.
 """

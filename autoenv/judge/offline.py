@@ -33,7 +33,7 @@ from autoenv.core.record import (
     RlAssessment,
     SpecFidelity,
 )
-from autoenv.evaluation.verdict import oracle_inferred, reference_missing
+from autoenv.endpoint.reference import oracle_inferred, reference_missing
 
 FOLDED_WARNINGS = ("exploit matrix",)
 """Warnings shown under the cause they belong to (the matrix's harvests), not as dataset issues."""

@@ -1,8 +1,8 @@
-"""The judge backends by name: a new backend is one module plus one line here.
+"""The judge backends by name: a new backend is one module plus one line in autoenv.core.config.
 
-A leaf module (config.py reads CHOICES from it): backends are imported by name only when
-one is asked for. Each backend module exposes `available(cfg) -> bool` and
-`judge(call: JudgeCall) -> JudgeResult`.
+The names and their modules are core.config's JUDGE_BACKENDS (config.toml is checked against
+them before anything runs); backends are imported by name only when one is asked for. Each
+backend module exposes `available(cfg) -> bool` and `judge(call: JudgeCall) -> JudgeResult`.
 """
 
 from __future__ import annotations
@@ -10,13 +10,10 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-# In the order `auto` tries them: the first available one judges.
-BACKENDS = {
-    "claude": "autoenv.judge.claude",
-    "anthropic": "autoenv.judge.anthropic",
-    "offline": "autoenv.judge.offline",
-}
-CHOICES = ("auto", *BACKENDS)
+from autoenv.core.config import JUDGE_BACKENDS as BACKENDS
+from autoenv.core.config import JUDGE_CHOICES as CHOICES
+
+__all__ = ["BACKENDS", "CHOICES", "load"]
 
 
 def load(name: str) -> ModuleType:

@@ -27,7 +27,7 @@ from autoenv.endpoint.policies import Policies
 from autoenv.core.errors import AutoEnvError
 from autoenv.sandbox.install import install_candidate
 from autoenv.core.job import Job, RolloutPlan, SamplingSpec, Seat
-from autoenv.evaluation.pipeline import archive_previous
+from autoenv.run.archive import archive_previous
 from autoenv.core.record import ROLES, Entry
 from autoenv.review.compare import Side, evaluation_side
 from autoenv.review.rows import Row

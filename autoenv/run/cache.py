@@ -20,7 +20,7 @@ import json
 from autoenv.core.config import Config
 from autoenv.run.gitrepo import Head, Repo
 from autoenv.core.record import Entry
-from autoenv.evaluation.verdict import same_run
+from autoenv.run.runbase import same_run
 
 REUSABLE = ("baseline", "keep", "discard", "inconclusive")
 

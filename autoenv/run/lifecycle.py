@@ -21,7 +21,7 @@ from autoenv.core.errors import AutoEnvError
 from autoenv.core.formats import iso_now
 from autoenv.run.gitrepo import Repo
 from autoenv.core.paths import EXAMPLES, SPEC, examples
-from autoenv.evaluation.pipeline import harness_paths
+from autoenv.run.runbase import harness_paths
 from autoenv.run.runbase import BRANCH_PREFIX, REF_PREFIX, RUN_FILE, RunBase, check_rules, make_base, run_tag
 
 

@@ -25,6 +25,8 @@ from autoenv.core.config import Config
 from autoenv.core.errors import AutoEnvError
 from autoenv.run.gitrepo import Head, Repo
 from autoenv.core.protected import PROTECTED
+from autoenv.core.record import Entry
+from autoenv.run.ledger import temp_files
 
 RUN_FILE = ".autoenv/run.toml"
 REF_PREFIX = "refs/autoenv/runs/"
@@ -196,3 +198,20 @@ def refuse(check: RulesCheck) -> AutoEnvError:
         fix=f"revert them ({check.recovery}), or make the change the run's new rules with "
         "`autoenv rebase-rules -m 'why'`",
     )
+
+
+def same_run(entry: Entry, branch: str | None, run_base: str | None = None) -> bool:
+    """Whether `entry` belongs to the run evaluated on `branch` (one `autoenv/<tag>` branch)
+    under the run base `run_base` (the commit that wrote its rules; None: no run base).
+
+    The one place that says what a run is. A new run base (`autoenv rebase-rules`) starts
+    a new comparison: entries judged under other rules are not a reference. An evaluation
+    on a detached HEAD belongs to no run and is compared with nothing.
+    """
+    return branch is not None and entry.branch == branch and entry.run_base == run_base
+
+
+def harness_paths(config: Config) -> list[Path]:
+    """What the harness itself writes (results): never dirt, never part of a commit."""
+    log = config.path("log_file")
+    return [config.path("outputs"), config.path("feedback"), log, log.with_name(log.name + ".lock"), *temp_files(log)]

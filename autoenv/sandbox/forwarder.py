@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from aiohttp import web
 
-from autoenv.endpoint.server import HOST, error_response
+from autoenv.core.http import HOST, error_response
 from autoenv.core.job import Job
 
 TOKEN_VAR = "AUTOENV_FORWARD_TOKEN"

@@ -1,0 +1,74 @@
+"""`[runtime]` settings checked before anything runs: the runtime types, the harnesses, and what each needs.
+
+verifiers runs each rollout's chat program in a runtime: `subprocess` (this machine, the
+default) or its container and sandbox runtimes (`docker`, `modal`, `prime`, `e2b`). Their
+settings pass through unchanged from a sub-table (`[runtime.docker]`, ...) and are validated
+against verifiers' own config models, so a typo names its config.toml line before anything
+runs. How the child uses them is autoenv.child.runtime.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+
+RUNTIME_TYPES = ("subprocess", "docker", "modal", "prime", "e2b")
+
+
+HARNESSES = ("inprocess", "stock")
+
+
+def settings_problems(kind: str, settings: dict) -> list[tuple[str, str]]:
+    """(key, message) for each setting verifiers' own runtime config model rejects."""
+    if kind == "subprocess":
+        return [(key, "is not a setting of the subprocess runtime (it has none)") for key in settings]
+    from verifiers.v1.runtimes import RuntimeConfig  # deferred: verifiers only for a non-default runtime
+
+    try:
+        TypeAdapter(RuntimeConfig).validate_python({**settings, "type": kind})
+    except ValidationError as e:
+        out = []
+        for error in e.errors():
+            loc = [str(part) for part in error["loc"] if str(part) != kind]
+            key = ".".join(loc) or kind
+            if error["type"] == "extra_forbidden":
+                out.append((key, f"is not a setting of verifiers' {kind} runtime"))
+            else:
+                out.append((key, f"is rejected by verifiers' {kind} runtime config: {error['msg']}"))
+        return out
+    return []
+
+
+def readiness_problem(kind: str) -> tuple[str, str] | None:
+    """(what is missing, how to fix it) when `kind`'s client library or credentials are absent."""
+    if kind == "subprocess":
+        return None
+    if kind == "docker":
+        if shutil.which("docker") is None:
+            return ("the docker runtime needs the `docker` CLI on PATH, and it was not found",
+                    "install Docker (and start its daemon), or set runtime.type = \"subprocess\"")
+        return None
+    library = {"modal": "modal", "prime": "prime_sandboxes", "e2b": "e2b"}[kind]
+    package = {"modal": "modal", "prime": "prime-sandboxes", "e2b": "e2b"}[kind]
+    if importlib.util.find_spec(library) is None:
+        return (f"the {kind} runtime needs the `{library}` Python package, which is not installed in this venv",
+                f".venv/bin/python -m pip install {package}, or set runtime.type = \"subprocess\"")
+    if kind == "modal":
+        if not (os.environ.get("MODAL_TOKEN_ID") and os.environ.get("MODAL_TOKEN_SECRET")) and \
+                not Path(os.environ.get("MODAL_CONFIG_PATH", Path.home() / ".modal.toml")).is_file():
+            return ("the modal runtime needs Modal credentials: neither $MODAL_TOKEN_ID/$MODAL_TOKEN_SECRET "
+                    "nor ~/.modal.toml is set", "run `modal token new` or export MODAL_TOKEN_ID and MODAL_TOKEN_SECRET")
+    if kind == "prime":
+        from verifiers.v1.utils.prime import load_prime_config  # deferred: verifiers only for this runtime
+
+        if not (os.environ.get("PRIME_API_KEY") or load_prime_config().get("api_key")):
+            return ("the prime runtime needs a Prime key: $PRIME_API_KEY is not set and `prime login` was not run",
+                    "run `prime login` or export PRIME_API_KEY=...")
+    if kind == "e2b" and not os.environ.get("E2B_API_KEY"):
+        return ("the e2b runtime needs $E2B_API_KEY, which is not set", "export E2B_API_KEY=... (from e2b.dev)")
+    return None
