@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,138 @@ def test_the_harness_process_never_imports_verifiers():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('verifiers', 'anthropic', 'matplotlib')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+# --- the parts: autoenv's packages form layers ---------------------------------------------
+
+# Bottom to top. A module may import its own part and the parts of lower layers, never a part of
+# its own layer or above: a reader of one part needs only the parts below it.
+LAYERS: list[tuple[str, ...]] = [
+    ("core",),               # the vocabulary: errors, record, config, job, display, ...
+    ("run", "sandbox"),      # what a run keeps; the processes the harness starts and their confinement
+    ("gates", "driver"),     # what the probes say and the rules that judge them; the agent's driver
+    ("endpoint",),           # the scripted models (they play the gates' probes)
+    ("child", "judge"),      # what executes beside the candidate; the isolated judge
+    ("review", "export"),    # reading a run; the hand-off of a kept candidate
+    ("evaluation",),         # one evaluation's stages and its verdict
+    ("model",),              # a real local model and training on it
+    ("cli",),                # the `autoenv` command (autoenv/cli.py, autoenv/__init__.py)
+]
+RANK = {part: rank for rank, layer in enumerate(LAYERS) for part in layer}
+
+# Imports that run from a part to one of its own layer or above, each with the reason it must.
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
+
+
+def part_of(module: str) -> str:
+    """The part a module belongs to: its first package under autoenv (autoenv.cli and autoenv: cli)."""
+    parts = module.split(".")
+    if len(parts) < 2 or (len(parts) == 2 and not (AUTOENV / parts[1]).is_dir()):
+        return "cli"
+    return parts[1]
+
+
+def located_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, autoenv module) for every import in `path`, at any depth."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{a.name}" for a in node.names]
+        for name in names:
+            target = resolve(name) if name.startswith("autoenv") else None
+            if target:
+                found.append((node.lineno, target))
+    return found
+
+
+def part_edges(modules: dict[str, Path]) -> list[tuple[str, str, str]]:
+    """(importing part, imported part, 'file:line imports module') for each import across parts."""
+    out = []
+    for name, path in sorted(modules.items()):
+        for line, target in located_imports(path):
+            src, dst = part_of(name), part_of(target)
+            if src != dst:
+                shown = path.relative_to(AUTOENV.parent) if path.is_relative_to(AUTOENV.parent) else path
+                out.append((src, dst, f"{shown}:{line} imports {target}"))
+    return out
+
+
+def upward(edges: list[tuple[str, str, str]]) -> list[str]:
+    return [f"{where} ({src} -> {dst}: {dst} is not below {src})" for src, dst, where in edges
+            if RANK[dst] >= RANK[src] and (src, dst) not in ALLOWED_UPWARD]
+
+
+def test_every_part_has_a_layer():
+    parts = {part_of(m) for m in MODULES}
+    assert parts == set(RANK), f"parts without a layer: {sorted(parts - set(RANK))}; layers without a part: {sorted(set(RANK) - parts)}"
+
+
+def test_no_part_imports_its_own_layer_or_above():
+    offenders = upward(part_edges(MODULES))
+    assert not offenders, "imports that run up the layers (move the code down, or justify it in ALLOWED_UPWARD):\n" + "\n".join(offenders)
+
+
+def test_the_parts_have_no_cycle():
+    edges: dict[str, set[str]] = {}
+    for src, dst, _ in part_edges(MODULES):
+        edges.setdefault(src, set()).add(dst)
+    cycle = find_cycle_in(edges)
+    assert cycle is None, "cycle between parts: " + " -> ".join(cycle or [])
+
+
+def find_cycle_in(edges: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    return next((c for n in sorted(edges) if n not in state and (c := visit(n))), None)
+
+
+def test_the_layer_check_names_a_planted_upward_import(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text("import os\nfrom autoenv.evaluation.pipeline import evaluate\n")
+    modules = {**MODULES, "autoenv.core.planted": planted}
+    offenders = upward(part_edges(modules))
+    assert offenders == [f"{planted}:2 imports autoenv.evaluation.pipeline (core -> evaluation: evaluation is not below core)"]
+    assert find_cycle_in({"run": {"evaluation"}, "evaluation": {"run"}}) is not None
+
+
+PART_DOC = re.compile(r"May import: (?P<may>[^.]*)\.\s+Imported by: (?P<by>[^.]*)\.", re.S)
+
+
+def test_each_part_says_what_it_is_what_it_may_import_and_what_imports_it():
+    imports_of: dict[str, set[str]] = {}
+    importers_of: dict[str, set[str]] = {}
+    for src, dst, _ in part_edges(MODULES):
+        imports_of.setdefault(src, set()).add(dst)
+        importers_of.setdefault(dst, set()).add(src)
+    problems = []
+    for part in sorted(set(RANK) - {"cli"}):
+        doc = ast.get_docstring(ast.parse((AUTOENV / part / "__init__.py").read_text())) or ""
+        match = PART_DOC.search(doc)
+        if not match:
+            problems.append(f"autoenv/{part}/__init__.py: the docstring lacks 'May import: ... Imported by: ...'")
+            continue
+        may = set(re.findall(r"\w+", match["may"])) & set(RANK) - {part}
+        by = set(RANK) - {part} if "every other part" in match["by"] else set(re.findall(r"\w+", match["by"])) & set(RANK)
+        if imports_of.get(part, set()) - may:
+            problems.append(f"autoenv/{part}: imports {sorted(imports_of[part] - may)}, which its docstring does not allow")
+        if higher := {p for p in may if RANK[p] >= RANK[part]}:
+            problems.append(f"autoenv/{part}: its docstring allows {sorted(higher)}, which are not below it")
+        if importers_of.get(part, set()) - by:
+            problems.append(f"autoenv/{part}: imported by {sorted(importers_of[part] - by)}, which its docstring does not name")
+    assert not problems, "\n".join(problems)

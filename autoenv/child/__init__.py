@@ -10,5 +10,5 @@ gates play in process and in rollouts (audit, derived, replay, rollout_probes); 
 Only this part imports verifiers at module level; the harness reads what it writes through
 core.childfiles and never trusts it.
 
-May import: core, run, sandbox, gates, endpoint. Imported by: evaluation, export, cli.
+May import: core, run, sandbox, gates, endpoint. Imported by: export, cli.
 """

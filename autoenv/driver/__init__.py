@@ -8,4 +8,6 @@ a PreToolUse hook as the second wall), resumes the same session on every relaunc
 nudges it after a stall and ends it at a budget (autoenv.driver.budget) that the
 evaluation itself also honours (autoenv.driver.gate), keeping a transcript and the cost
 of every launch under outputs/agent/<tag>/ (autoenv.driver.transcript).
+
+May import: core, run. Imported by: review, evaluation, cli.
 """

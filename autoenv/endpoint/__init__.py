@@ -2,4 +2,6 @@
 
 - `server`: the aiohttp app on 127.0.0.1 (streaming and plain chat completions, /v1/models);
 - `policies`: the oracle, the noisy oracle and the exploit probes as model names.
+
+May import: core, gates. Imported by: child, judge, review, evaluation, cli.
 """

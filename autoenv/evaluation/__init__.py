@@ -7,6 +7,5 @@ reward-only change rescored from stored traces (rescore, rescore_table), the rep
 feedback/<commit>.md (report), the endpoints asked in preflight (provider), and the commands
 that reuse the stages (commands: recompute, rejudge, the gates alone).
 
-May import: every part below it (core, run, sandbox, gates, endpoint, child, judge, driver,
-review). Imported by: model, cli.
+May import: core, run, sandbox, gates, driver, endpoint, judge, review. Imported by: model, cli.
 """

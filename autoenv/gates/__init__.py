@@ -1,11 +1,18 @@
 """The model-free gates: is the reward faithful and the dataset sound, before any model is paid for.
 
-- `rules`: runs the audit worker and judges its measurements against config.toml;
-- `audit`: the worker process that loads the candidate, measures it and plays the probes;
-- `dataset`: duplicates, near-duplicates (MinHash) and balance of the task set;
-- `probes`: the exploit replies (empty, echo, wrong answer, padding, ...);
+What the probes say and how their measurements are judged; the probes are played beside the
+candidate by autoenv.child (audit, derived, replay, rollout_probes), which writes the typed
+records read here. No verifiers import.
+
+- `rules`, `derived_rules`, `seat_rules`, `replay_rules`: the stage that asks the child for the
+  audit, and the rules that judge its typed records (`audit_record`, `derived_record`) against
+  config.toml into findings (`findings`);
+- `families`, `probes`: the exploit replies (empty, echo, wrong answer, padding, ...) by family;
 - `oracle`: finds a conversation's task and asks its oracle hook for the reference reply;
-- `answer_oracle`: the reference reply inferred from the tasks' `answer` when there is no hook;
-- `derived`: exploit probes derived from the models' best replies after the rollouts;
+- `answer_oracle`: the reference reply inferred from the tasks' answer field when there is no hook;
+- `dataset`, `free`, `coverage`, `ranges`, `rejections`, `gold`, `seats`, `scoring`: the
+  measures the rules read (duplicates and balance, content-free scores, reward ranges, ...);
 - `matrix`: the exploit matrix, what each probe harvested from each reward component.
+
+May import: core, sandbox. Imported by: endpoint, child, judge, export, evaluation, cli.
 """

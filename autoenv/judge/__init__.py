@@ -20,5 +20,5 @@ overspends leaves the offline findings and a line saying what failed.
 This package's `__init__` imports nothing: a backend's cost is paid only by the process that
 judges.
 
-May import: core, run, sandbox, gates, endpoint. Imported by: evaluation, review, cli.
+May import: core, sandbox, gates, endpoint. Imported by: evaluation, cli.
 """

@@ -6,6 +6,5 @@ against the git notes (integrity), the one wrapper around git (gitrepo), the eva
 (cache), what a commit changed that could change a rollout (fingerprint), which environment
 `--env` evaluated (envref), and starting a run or changing its rules (lifecycle, demo).
 
-May import: core. Imported by: sandbox's neighbours above it (child, evaluation, driver,
-review, export, model, cli).
+May import: core. Imported by: child, driver, evaluation, export, model, review, cli.
 """

@@ -6,6 +6,5 @@ process gets, less every secret (environ), the evaluation's child seen from the 
 holds the real key (forwarder), the candidate's install (install), PEP 723 scripts (scripts),
 OpenEnv servers' own venvs (serverenv) and the readable verifiers/ copy (vendor).
 
-May import: core. Imported by: gates, endpoint, child, judge, evaluation, review, export,
-model, cli.
+May import: core. Imported by: gates, judge, child, review, export, evaluation, cli.
 """
