@@ -17,37 +17,36 @@ import sys
 from pathlib import Path
 
 from autoenv import __version__
-
-
-from autoenv.sandbox import vendor
+from autoenv.child.tasks import load_oracle
 from autoenv.core import display
-from autoenv.run.cache import resolve
-from autoenv.evaluation.commands import audit_only, recompute, rejudge, verify
 from autoenv.core.config import AGENT_KINDS, CONFIG_NAME, load_config
-from autoenv.run.demo import make_run_repo
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
+from autoenv.core.record import ROLES, Entry
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults, serve_forever
-from autoenv.child.tasks import load_oracle
-from autoenv.core.errors import AutoEnvError
+from autoenv.evaluation.commands import audit_only, recompute, rejudge, verify
+from autoenv.evaluation.context import EvalOptions, EvaluationCrashed
+from autoenv.evaluation.pipeline import evaluate
 from autoenv.export.check import run_checks
 from autoenv.export.grpo import export_grpo
 from autoenv.export.openenv import export_openenv
 from autoenv.gates.free import coverage_line
-from autoenv.run.gitrepo import Repo
-from autoenv.sandbox.install import install_candidate
 from autoenv.judge.registry import CHOICES
-from autoenv.run.ledger import read_entries
-from autoenv.run.lifecycle import new_run, rebase_rules
 from autoenv.model.cli import add_commands as add_model_commands
 from autoenv.model.cli import setup_model
 from autoenv.model.demo import real_model_demo
-from autoenv.core.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
-from autoenv.evaluation.pipeline import EvalOptions, EvaluationCrashed, evaluate
-from autoenv.core.record import ROLES, Entry
 from autoenv.review.cli import add_commands as add_review_commands
-from autoenv.sandbox.rollouts import warm
+from autoenv.run.cache import resolve
+from autoenv.run.demo import make_run_repo
+from autoenv.run.gitrepo import Repo
+from autoenv.run.ledger import read_entries
+from autoenv.run.lifecycle import new_run, rebase_rules
+from autoenv.sandbox import vendor
 from autoenv.sandbox.confine import choose
+from autoenv.sandbox.install import install_candidate
+from autoenv.sandbox.rollouts import warm
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,9 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoenv.run.demo import make_run_repo
-from autoenv.driver.loop import RunOptions, drive
 from autoenv.core.paths import PROJECT
+from autoenv.driver.loop import RunOptions, drive
+from autoenv.run.demo import make_run_repo
 
 STANDIN = PROJECT / "tests" / "agent_standin.py"
 TAG = "demo-arithmetic"

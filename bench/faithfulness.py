@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoenv.run.demo import make_run_repo
-from autoenv.gates.probes import DERIVED_EXPLOITS, EXPLOITS
 from autoenv.core.paths import EXAMPLES, PROJECT, examples
+from autoenv.gates.probes import DERIVED_EXPLOITS, EXPLOITS
+from autoenv.run.demo import make_run_repo
 
 MARK = {"fail": "F", "pass": "p", "warn": "w", "skip": "-"}
 

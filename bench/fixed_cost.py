@@ -35,12 +35,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoenv.sandbox import warmchild
 from autoenv.core.config import load_config
-from autoenv.run.demo import make_run_repo
-from autoenv.gates.rules import audit_plan
 from autoenv.core.job import Job, RolloutPlan, Seat
 from autoenv.core.paths import EXAMPLES, PROJECT
+from autoenv.gates.rules import audit_plan
+from autoenv.run.demo import make_run_repo
+from autoenv.sandbox import warmchild
 from autoenv.sandbox.rollouts import Worker
 
 STAGES = ("inspect", "audit", "rollouts")

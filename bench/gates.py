@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoenv.run.demo import make_run_repo
 from autoenv.core.paths import PROJECT, examples
+from autoenv.run.demo import make_run_repo
 
 
 def timed(args: list[str], cwd: Path) -> tuple[float, int]:

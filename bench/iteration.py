@@ -33,12 +33,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoenv.sandbox import warmchild
-from autoenv.run.demo import make_run_repo
 from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.core.paths import EXAMPLES, PROJECT
-from autoenv.sandbox.rollouts import run_worker
 from autoenv.core.traces import read_rollouts
+from autoenv.run.demo import make_run_repo
+from autoenv.sandbox import warmchild
+from autoenv.sandbox.rollouts import run_worker
 
 EXAMPLE = "arithmetic"
 TURNS = 1

@@ -39,14 +39,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
-from autoenv.run.demo import make_run_repo
-from autoenv.endpoint.policies import Policies
-from autoenv.endpoint.server import Endpoint, Faults
 from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.core.messages import Reply
 from autoenv.core.paths import PROJECT
-from autoenv.sandbox.rollouts import run_worker
 from autoenv.core.traces import read_rollouts
+from autoenv.endpoint.policies import Policies
+from autoenv.endpoint.server import Endpoint, Faults
+from autoenv.run.demo import make_run_repo
+from autoenv.sandbox.rollouts import run_worker
 
 EXAMPLE = "arithmetic"
 TASKSET = "candidate/candidate_env/taskset.py"

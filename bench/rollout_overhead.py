@@ -23,12 +23,12 @@ from pathlib import Path
 
 import aiohttp
 
-from autoenv.endpoint.policies import Policies
-from autoenv.endpoint.server import Endpoint
 from autoenv.core.messages import Reply
 from autoenv.core.paths import EXAMPLES, examples
-from autoenv.sandbox.rollouts import oracle_job, run_worker
 from autoenv.core.traces import read_rollouts
+from autoenv.endpoint.policies import Policies
+from autoenv.endpoint.server import Endpoint
+from autoenv.sandbox.rollouts import oracle_job, run_worker
 
 HARNESSES = ("stock", "inprocess")
 

@@ -24,8 +24,8 @@ import numpy as np
 from autoenv.core.config import Bands, Verdict
 from autoenv.core.record import Entry, ModelStats
 from autoenv.core.record import Verdict as Decision
-from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import Rollout
+from autoenv.evaluation.stats import model_stats
 from autoenv.evaluation.verdict import decide
 
 POOL = 1000

@@ -19,8 +19,8 @@ os.environ.pop("COLUMNS", None)
 # for its idle time: off unless a test turns it on (tests/test_warmchild.py); AUTOENV_WARM=1 runs the suite warm.
 os.environ.setdefault("AUTOENV_WARM", "0")
 
-from autoenv.run.demo import make_run_repo
 from autoenv.core.paths import PROJECT
+from autoenv.run.demo import make_run_repo
 
 TESTS = Path(__file__).resolve().parent
 

@@ -71,11 +71,11 @@ def record(episode) -> list[dict]:
 
 
 async def run_harness(vf, spec: dict, harness: str, tasks_all: list) -> dict:
+    from autoenv.child.tasks import build_env
+    from autoenv.child.worker import LOCAL_KEY_VAR
     from autoenv.endpoint.policies import Policies
     from autoenv.endpoint.server import Endpoint, Faults
     from autoenv.gates.oracle import OracleBook
-    from autoenv.child.tasks import build_env
-    from autoenv.child.worker import LOCAL_KEY_VAR
 
     job = Job(candidate_dir=".", out_dir=".", rollout_timeout=spec.get("rollout_timeout", 60),
               max_turns=spec.get("max_turns", 10), runtime=RuntimeSpec(type="subprocess", harness=harness))

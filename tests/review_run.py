@@ -26,14 +26,17 @@ from conftest import commit_all, head, small_config
 
 from autoenv.cli import main
 from autoenv.core.config import Price, load_config
-from autoenv.run.demo import make_run_repo
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.formats import stamp
-from autoenv.run.gitrepo import Repo
-from autoenv.evaluation.pipeline import Context, EvalOptions, Outcome, evaluate, judge, record, verdict
 from autoenv.core.record import Entry, GateFinding, GateReport, Verdict
-from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import read_rollouts
+from autoenv.evaluation.context import Context, EvalOptions, Outcome
+from autoenv.evaluation.decision import verdict
+from autoenv.evaluation.pipeline import evaluate
+from autoenv.evaluation.recording import judge, record
+from autoenv.evaluation.stats import model_stats
+from autoenv.run.demo import make_run_repo
+from autoenv.run.gitrepo import Repo
 
 BRANCH = "autoenv/demo-arithmetic"
 OTHER = "autoenv/other"

@@ -12,11 +12,11 @@ from test_cache import Served
 from test_provider import running
 
 from autoenv.core.config import Price
+from autoenv.core.traces import Rollout, call_input_tokens
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.evaluation.provider import check_endpoint
 from autoenv.evaluation.stats import cost, input_tokens
-from autoenv.core.traces import Rollout, call_input_tokens
 
 PROMPT = [{"role": "system", "content": "x" * 200}, {"role": "user", "content": "y" * 76}]  # 50 + 19 tokens
 

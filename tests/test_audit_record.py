@@ -16,9 +16,9 @@ from audits import audit, rec
 
 from autoenv.core.config import load_config
 from autoenv.core.errors import AutoEnvError
+from autoenv.core.paths import PROJECT
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, parse_audit
 from autoenv.gates.rules import Gates, judge_audit, run_gates
-from autoenv.core.paths import PROJECT
 
 CONFIG = load_config(PROJECT / "config.toml")
 

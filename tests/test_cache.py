@@ -12,15 +12,19 @@ import pytest
 from conftest import commit_all, small_config
 from test_pipeline import stats
 
-from autoenv.run.cache import cache_key, cached
 from autoenv.core.config import load_config
-from autoenv.run.demo import make_run_repo
+from autoenv.core.errors import AutoEnvError
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.core.errors import AutoEnvError
+from autoenv.evaluation.context import EvalOptions, Outcome
+from autoenv.evaluation.decision import verdict
+from autoenv.evaluation.pipeline import evaluate
+from autoenv.evaluation.preflight import preflight
+from autoenv.evaluation.recording import record
+from autoenv.run.cache import cache_key, cached
+from autoenv.run.demo import make_run_repo
 from autoenv.run.gitrepo import Repo
 from autoenv.run.ledger import read_entries
-from autoenv.evaluation.pipeline import EvalOptions, Outcome, evaluate, preflight, record, verdict
 
 
 def key_of(root: Path, offline: bool = True) -> str | None:

@@ -10,12 +10,16 @@ from conftest import commit_all
 from review_run import review
 from test_pipeline import stats
 
-from autoenv.run.cache import resolve
-from autoenv.export.source import kept_entry
-from autoenv.run.ledger import read_entries
-from autoenv.evaluation.pipeline import EvalOptions, Outcome, evaluate, preflight, record, verdict
 from autoenv.core.record import Entry
+from autoenv.evaluation.context import EvalOptions, Outcome
+from autoenv.evaluation.decision import verdict
+from autoenv.evaluation.pipeline import evaluate
+from autoenv.evaluation.preflight import preflight
+from autoenv.evaluation.recording import record
+from autoenv.export.source import kept_entry
 from autoenv.review.run import Project, load_run
+from autoenv.run.cache import resolve
+from autoenv.run.ledger import read_entries
 
 
 def baseline_then_hit(root: Path) -> tuple[Entry, Entry]:

@@ -15,11 +15,11 @@ import pytest
 from conftest import autoenv, commit_all, head, small_config
 from cpu_hog import slack
 
-from autoenv.sandbox import rollouts
 from autoenv.core.errors import AutoEnvError
-from autoenv.sandbox.install import inspect_candidate
 from autoenv.core.job import Job
 from autoenv.core.paths import EXAMPLES
+from autoenv.sandbox import rollouts
+from autoenv.sandbox.install import inspect_candidate
 from autoenv.sandbox.rollouts import Worker, WorkerFailed
 
 pytestmark = pytest.mark.slow  # each test starts a child that imports verifiers

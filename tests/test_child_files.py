@@ -10,12 +10,12 @@ import json
 import pytest
 
 from autoenv.core.errors import AutoEnvError
-from autoenv.run.fingerprint import RESCORE_FILE
+from autoenv.core.traces import RETRIES_FILE, read_retries
+from autoenv.evaluation.rescore import read_outcome
 from autoenv.gates.audit_record import AUDIT_FILE, read_audit
 from autoenv.gates.derived_record import read_derived
 from autoenv.gates.probes import DERIVED_FILE
-from autoenv.evaluation.rescore import read_outcome
-from autoenv.core.traces import RETRIES_FILE, read_retries
+from autoenv.run.fingerprint import RESCORE_FILE
 
 
 def test_retries_as_the_rollouts_stage_writes_them(tmp_path):

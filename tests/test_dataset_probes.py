@@ -7,9 +7,9 @@ import re
 
 import pytest
 
+from autoenv.core.messages import Reply, ToolCall, seeded_rng
 from autoenv.gates import dataset
 from autoenv.gates.probes import EXPLOITS, FILLER, REFUSAL, probe_reply, wrong_answers
-from autoenv.core.messages import Reply, ToolCall, seeded_rng
 
 THRESHOLD = 0.9
 # A long prompt body: one word changed in ~120 leaves a word-shingle Jaccard of about 0.95.

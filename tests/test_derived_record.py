@@ -16,12 +16,12 @@ from audits import rec
 
 from autoenv.core.config import load_config
 from autoenv.core.errors import AutoEnvError
+from autoenv.core.paths import PROJECT
+from autoenv.core.record import GateReport
 from autoenv.gates.derived_record import DerivedRecord, parse_derived
 from autoenv.gates.derived_rules import judge_derived, run_derived
 from autoenv.gates.findings import Gates
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS
-from autoenv.core.paths import PROJECT
-from autoenv.core.record import GateReport
 
 CONFIG = load_config(PROJECT / "config.toml")
 

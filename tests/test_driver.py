@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from conftest import TESTS, autoenv, head, small_config
 
-from autoenv.run.demo import make_run_repo
-from autoenv.driver.loop import RunOptions, drive
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.paths import PROJECT
+from autoenv.driver.loop import RunOptions, drive
+from autoenv.run.demo import make_run_repo
 
 pytestmark = pytest.mark.slow  # every test starts agent and hook processes
 TAG = "demo-arithmetic"

@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 
 from autoenv.core.config import Agent, load_config
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.paths import PROJECT
+from autoenv.core.record import Entry
 from autoenv.driver.agents import argv, choose
 from autoenv.driver.budget import Limits, Spend, exhausted
 from autoenv.driver.gate import refuse_when_spent
 from autoenv.driver.rules import forbidden_command, forbidden_path
 from autoenv.driver.settings import settings, write_settings
 from autoenv.driver.transcript import Transcript
-from autoenv.core.errors import AutoEnvError
 from autoenv.run.gitrepo import Repo
-from autoenv.core.paths import PROJECT
-from autoenv.core.record import Entry
 
 ROOT = Path("/work/run")
 

@@ -21,8 +21,8 @@ import pytest
 from conftest import autoenv, commit_all, freeze_worker, head, kill_pids, ledger, small_config, stop_process
 from cpu_hog import slack
 
-from autoenv.run.ledger import verify_chain
 from autoenv.core.paths import PROJECT, examples
+from autoenv.run.ledger import verify_chain
 
 pytestmark = pytest.mark.e2e
 

@@ -10,10 +10,13 @@ from pathlib import Path
 from review_run import review
 from test_pipeline import stats
 
+from autoenv.evaluation.context import EvalOptions, Outcome
+from autoenv.evaluation.decision import verdict
+from autoenv.evaluation.preflight import preflight
+from autoenv.evaluation.recording import record
+from autoenv.review.run import Project, load_run
 from autoenv.run.envref import tree_hash
 from autoenv.run.ledger import read_entries
-from autoenv.evaluation.pipeline import EvalOptions, Outcome, preflight, record, verdict
-from autoenv.review.run import Project, load_run
 
 GLOSSARY = Path(__file__).parent.parent / "examples" / "real-glossary"
 
@@ -68,8 +71,8 @@ def test_an_env_evaluation_is_recorded_apart_from_the_run(run_repo, capsys):
 
 
 def test_the_lock_file_of_an_evaluation_is_removed(run_repo):
-    from autoenv.run.gitrepo import Repo
     from autoenv.evaluation.pipeline import one_at_a_time
+    from autoenv.run.gitrepo import Repo
     root = run_repo("arithmetic")
     repo = Repo(root)
     commit = repo.head().commit

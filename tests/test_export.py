@@ -14,11 +14,11 @@ from types import SimpleNamespace
 import pytest
 from conftest import autoenv, ledger, small_config
 
-from autoenv.run.demo import make_run_repo
 from autoenv.core.errors import AutoEnvError
+from autoenv.core.paths import EXAMPLES
 from autoenv.export.check import separation_static
 from autoenv.export.grpo import _refuse_multi_turn
-from autoenv.core.paths import EXAMPLES
+from autoenv.run.demo import make_run_repo
 from autoenv.sandbox.confine import cache_home
 
 pytestmark = pytest.mark.slow

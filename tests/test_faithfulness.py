@@ -21,12 +21,13 @@ import pytest
 from audits import rec
 from conftest import autoenv, commit_all, head, small_config
 
+from autoenv.child.derived import mutate
 from autoenv.core.config import load_config
-from autoenv.run.demo import remove_oracle_hooks
+from autoenv.core.messages import ChatRequest, Reply
+from autoenv.core.paths import PROJECT, examples
 from autoenv.endpoint.policies import gullible_grader
 from autoenv.gates import matrix
 from autoenv.gates.answer_oracle import FORMATS, format_reply, infer_format
-from autoenv.child.derived import mutate
 from autoenv.gates.derived_rules import judge_derived
 from autoenv.gates.probes import (
     DEFENCES,
@@ -39,8 +40,7 @@ from autoenv.gates.probes import (
 )
 from autoenv.gates.rules import Gates, judge_probes
 from autoenv.gates.scoring import NO_ORACLE
-from autoenv.core.messages import ChatRequest, Reply
-from autoenv.core.paths import PROJECT, examples
+from autoenv.run.demo import remove_oracle_hooks
 
 CONFIG = load_config(PROJECT / "config.toml")
 ORACLE = Reply(content="Let me work it out.\n<answer>42</answer>")

@@ -17,12 +17,12 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
+from autoenv.core.job import Job, RolloutPlan, Seat
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
+from autoenv.gates.oracle import OracleBook
 from autoenv.sandbox.environ import scrubbed
 from autoenv.sandbox.forwarder import TOKEN_VAR, Forwarder, Upstream, forwarding
-from autoenv.gates.oracle import OracleBook
-from autoenv.core.job import Job, RolloutPlan, Seat
 from tests.conftest import autoenv, ledger, stop_process
 from tests.test_server import ADD_PROMPT, ANSWER, make_tasks, user
 

@@ -18,17 +18,17 @@ import pytest
 from audits import audit, rec
 from conftest import autoenv, commit_all, ledger, small_config
 
-from autoenv.core.config import load_config
 from autoenv.child import audit as audit_stage
+from autoenv.child.limits import TimeLimitExceeded
+from autoenv.child.replay import transcript
+from autoenv.core.config import load_config
+from autoenv.core.paths import PROJECT
 from autoenv.gates import dataset
 from autoenv.gates.derived_rules import judge_derived
 from autoenv.gates.families import FAMILIES, FAMILY_DEFENCES, family_replies, family_reply, structural_picks
 from autoenv.gates.free import CONTENT_FREE, label_allowance
 from autoenv.gates.probes import DEFENCES, EXPLOITS, wrong_answers
-from autoenv.child.replay import transcript
 from autoenv.gates.rules import Gates, judge_audit
-from autoenv.child.limits import TimeLimitExceeded
-from autoenv.core.paths import PROJECT
 
 CONFIG = load_config(PROJECT / "config.toml")
 QUIZ = [{"role": "user", "content": "What is 12 * 3?\nA) 30\nB) 36\nC) 33\nD) 41\nE) 39"}]

@@ -19,11 +19,11 @@ from audits import audit, clean_dataset, clean_rows, probe_records, rec
 from conftest import autoenv, commit_all, ledger
 
 from autoenv.core.config import load_config
+from autoenv.core.paths import PROJECT
+from autoenv.core.record import GateFinding
 from autoenv.gates import dataset
 from autoenv.gates.probes import EXPLOITS, NEEDS_TOOLS
 from autoenv.gates.rules import Gates, judge_audit, judge_probes, platform_checks
-from autoenv.core.paths import PROJECT
-from autoenv.core.record import GateFinding
 
 CONFIG = load_config(PROJECT / "config.toml")
 README = "# candidate-env: a test environment\n\n" + "It teaches careful multi-step arithmetic. " * 8

@@ -10,9 +10,9 @@ import harness_pair
 import pytest
 
 from autoenv.child import inprocess
+from autoenv.core.messages import Reply
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.core.messages import Reply
 
 
 def closed_port() -> int:

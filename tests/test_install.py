@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from autoenv.core.errors import AutoEnvError
-from autoenv.sandbox.install import inspect_candidate
 from autoenv.core.paths import EXAMPLES, PROJECT
+from autoenv.sandbox.install import inspect_candidate
 
 
 @pytest.fixture

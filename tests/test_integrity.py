@@ -10,11 +10,14 @@ import pytest
 from conftest import autoenv, commit_all
 from test_pipeline import stats
 
-from autoenv.evaluation.commands import verify
 from autoenv.core.errors import AutoEnvError
+from autoenv.evaluation.commands import verify
+from autoenv.evaluation.context import EvalOptions, Outcome
+from autoenv.evaluation.decision import verdict
+from autoenv.evaluation.preflight import preflight
+from autoenv.evaluation.recording import record
 from autoenv.run.gitrepo import Repo
 from autoenv.run.integrity import FOUND, check, written_by_others
-from autoenv.evaluation.pipeline import EvalOptions, Outcome, preflight, record, verdict
 
 
 @pytest.fixture

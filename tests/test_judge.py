@@ -26,19 +26,6 @@ from audits import audit, clean_dataset, clean_rows, rec
 from conftest import autoenv, commit_all, ledger, small_config
 
 from autoenv.core.config import Bands, Judge, load_config
-from autoenv.run.demo import make_run_repo
-from autoenv.gates import dataset, rules
-from autoenv.gates.free import CONTENT_FREE
-from autoenv.gates.probes import DEFENCES, EXPLOITS
-from autoenv.judge import registry
-from autoenv.judge.anthropic import MAX_HITS, MAX_READ, Refused, call_tool, grep, inside, list_files, read_file
-from autoenv.judge.base import JudgeCall, JudgeFailed
-from autoenv.judge.offline import CHECK_FIXES, offline_findings
-from autoenv.judge.render import render
-from autoenv.judge.run import pick_backend, run_judge
-from autoenv.judge.schema import findings_schema, validate
-from autoenv.judge.workspace import build, render_transcript, stratified
-from autoenv.run.ledger import append_entry
 from autoenv.core.paths import PROJECT
 from autoenv.core.record import (
     BestReply,
@@ -54,6 +41,19 @@ from autoenv.core.record import (
     Readiness,
     Verdict,
 )
+from autoenv.gates import dataset, rules
+from autoenv.gates.free import CONTENT_FREE
+from autoenv.gates.probes import DEFENCES, EXPLOITS
+from autoenv.judge import registry
+from autoenv.judge.anthropic import MAX_HITS, MAX_READ, Refused, call_tool, grep, inside, list_files, read_file
+from autoenv.judge.base import JudgeCall, JudgeFailed
+from autoenv.judge.offline import CHECK_FIXES, offline_findings
+from autoenv.judge.render import render
+from autoenv.judge.run import pick_backend, run_judge
+from autoenv.judge.schema import findings_schema, validate
+from autoenv.judge.workspace import build, render_transcript, stratified
+from autoenv.run.demo import make_run_repo
+from autoenv.run.ledger import append_entry
 
 SECRET_TOKEN = "PLUTONIUM-7731"
 ENV_SECRET = "sk-test-SECRETVALUE"

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from autoenv.run import ledger
 from autoenv.core.errors import AutoEnvError
+from autoenv.core.record import Entry, Verdict
+from autoenv.run import ledger
 from autoenv.run.ledger import (
     GENESIS,
     SCHEMA_VERSION,
@@ -21,7 +22,6 @@ from autoenv.run.ledger import (
     read_entries,
     verify_chain,
 )
-from autoenv.core.record import Entry, Verdict
 
 
 def E(n: int = 0, commit: str | None = None, verdict: str = "keep", **fields) -> Entry:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from autoenv.export.grpo import level_order
 from autoenv.core.levels import natural_order
 from autoenv.core.record import Budget, Entry, Group, ModelStats, Verdict
-from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import Rollout
+from autoenv.evaluation.stats import model_stats
+from autoenv.export.grpo import level_order
 
 
 def test_levels_are_never_alphabetical():

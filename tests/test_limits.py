@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from cpu_hog import slack
 
-from autoenv.core.job import AuditPlan, CallLimits, Job
 from autoenv.child.limits import TimeLimitExceeded, run_limited
+from autoenv.core.job import AuditPlan, CallLimits, Job
 from autoenv.core.paths import EXAMPLES
 from autoenv.sandbox.rollouts import Worker
 

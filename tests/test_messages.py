@@ -21,9 +21,9 @@ from rich.text import Text
 
 from autoenv.core import display
 from autoenv.core.config import Bands
-from autoenv.run.demo import make_run_repo
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.record import BestReply, ErrorCounts, GateFinding, GateReport, ModelStats, ProbeSummary
+from autoenv.run.demo import make_run_repo
 
 AUTOENV = Path(__file__).resolve().parent.parent / "autoenv"
 MARKUP = "[/x] [bold]bold?[/bold] [link=https://x]link?[/link] [red]:x:"

@@ -10,8 +10,8 @@ import pytest
 from conftest import autoenv, head, ledger, small_config
 from test_e2e import check_offline_baseline
 
-from autoenv.export.check import manifest_checks, reserved_names, separation_static
 from autoenv.core.paths import EXAMPLES
+from autoenv.export.check import manifest_checks, reserved_names, separation_static
 from autoenv.sandbox.serverenv import server_packages, venv_dir
 
 EXAMPLE = EXAMPLES / "openenv-codebreaker"

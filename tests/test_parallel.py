@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import commit_all, ledger, small_config
 
-from autoenv.run.demo import make_run_repo
-from autoenv.sandbox.install import install_candidate
-from autoenv.run.lifecycle import new_run
 from autoenv.core.paths import PROJECT
+from autoenv.run.demo import make_run_repo
+from autoenv.run.lifecycle import new_run
+from autoenv.sandbox.install import install_candidate
 from autoenv.sandbox.rollouts import child_env
 
 

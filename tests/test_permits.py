@@ -6,8 +6,8 @@ import asyncio
 
 from conftest import PROJECT, small_config
 
-from autoenv.core.config import load_config
 from autoenv.child.permits import role_permits
+from autoenv.core.config import load_config
 
 
 async def play(limits: dict[str, int], total: int, slow_blocks: asyncio.Event) -> tuple[int, dict[str, int]]:

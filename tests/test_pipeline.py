@@ -10,20 +10,23 @@ import subprocess
 import pytest
 from conftest import commit_all
 
-from autoenv.core import display
 from autoenv.cli import print_result
-from autoenv.evaluation.commands import recompute
+from autoenv.core import display
 from autoenv.core.config import load_config
 from autoenv.core.errors import AutoEnvError
-from autoenv.run.gitrepo import Repo
 from autoenv.core.job import Job
-from autoenv.judge.offline import offline_findings
-from autoenv.run.ledger import read_entries, verify_chain
 from autoenv.core.paths import spec_problem
-from autoenv.evaluation.pipeline import Context, EvalOptions, Outcome, judge, note_text, preflight, record, verdict
 from autoenv.core.record import CandidateInfo, GateFinding, GateReport
-from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import Rollout
+from autoenv.evaluation.commands import recompute
+from autoenv.evaluation.context import Context, EvalOptions, Outcome
+from autoenv.evaluation.decision import verdict
+from autoenv.evaluation.preflight import preflight
+from autoenv.evaluation.recording import judge, note_text, record
+from autoenv.evaluation.stats import model_stats
+from autoenv.judge.offline import offline_findings
+from autoenv.run.gitrepo import Repo
+from autoenv.run.ledger import read_entries, verify_chain
 
 
 def rollouts(successes: list[int], r: int = 2) -> list[Rollout]:

@@ -14,10 +14,11 @@ import re
 import pytest
 from conftest import small_config
 
+from autoenv.core.paths import EXAMPLES
+from autoenv.evaluation.context import EvalOptions
+from autoenv.evaluation.pipeline import evaluate
 from autoenv.run.demo import make_run_repo
 from autoenv.run.ledger import read_entries
-from autoenv.core.paths import EXAMPLES
-from autoenv.evaluation.pipeline import EvalOptions, evaluate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from autoenv.core.messages import ChatRequest, Reply, ToolCall
 from autoenv.endpoint.policies import Policies, PolicyError, advertised_names
 from autoenv.gates.probes import EXPLOITS
-from autoenv.core.messages import ChatRequest, Reply, ToolCall
 
 # --- Reply.coerce ---------------------------------------------------------------------
 

@@ -10,8 +10,8 @@ import pytest
 from conftest import autoenv, ledger, small_config
 from cpu_hog import slack
 
-from autoenv.run.ledger import append_entry
 from autoenv.core.record import Entry, Verdict
+from autoenv.run.ledger import append_entry
 
 
 def test_not_a_git_repository(tmp_path):

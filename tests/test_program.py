@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from program_md import commands, loop
 
-from autoenv.driver import prompts
-from autoenv.driver.rules import AGENT_COMMANDS, ALLOWED_COMMANDS, PERSON_COMMANDS, forbidden_command
 from autoenv.core.paths import PROJECT
 from autoenv.core.record import Entry, Verdict
+from autoenv.driver import prompts
+from autoenv.driver.rules import AGENT_COMMANDS, ALLOWED_COMMANDS, PERSON_COMMANDS, forbidden_command
 
 PROGRAM = PROJECT / "program.md"
 ROOT = Path("/work/run")
@@ -109,9 +109,9 @@ def test_autoenv_new_says_offline_when_no_key_is_set(tmp_path):
 
 
 def test_no_harness_message_asks_the_agent_to_edit_what_program_md_forbids(tmp_path):
-    from autoenv.judge.offline import CHECK_FIXES
     from autoenv.core.paths import spec_warnings
     from autoenv.core.record import GateFinding
+    from autoenv.judge.offline import CHECK_FIXES
     (warning,) = spec_warnings(tmp_path)  # no spec.md here
     assert "not the agent" in warning and "tampered" in warning
     fix = CHECK_FIXES["modules"](GateFinding(name="modules", status="fail", message="x",

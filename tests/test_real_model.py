@@ -9,11 +9,11 @@ import urllib.request
 
 import pytest
 
+from autoenv.core.paths import EXAMPLES
 from autoenv.model.build import build_server
 from autoenv.model.realrun import REAL_BUDGET, REAL_SAMPLING, local_model, oracle_endpoint, real_config
 from autoenv.model.server import Server, machine_settings
 from autoenv.model.weights import ensure_gguf, weights
-from autoenv.core.paths import EXAMPLES
 from tests.conftest import autoenv, ledger
 from tests.local_model import local_model_or_skip
 
@@ -80,8 +80,9 @@ def test_a_real_model_that_never_calls_the_tools_is_recorded_as_tool_less_replie
     is: scored (not an error, not a timeout), one assistant turn, no tool call and no tool result, reward 0 (the
     prices are only known to the tools). A model that does call tools makes this test fail (then the trace holds
     the calls and their results)."""
+    from autoenv.evaluation.context import EvalOptions
+    from autoenv.evaluation.pipeline import evaluate
     from autoenv.run.demo import make_run_repo
-    from autoenv.evaluation.pipeline import EvalOptions, evaluate
 
     with local_model("smollm2", log=tmp_path / "server.log") as server, \
             oracle_endpoint(EXAMPLES / "shopping", log=tmp_path / "oracle.log") as strong_url:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from autoenv.gates.dataset import measure
 from autoenv.core.traces import said
+from autoenv.gates.dataset import measure
 
 
 def image(n: int) -> str:
@@ -53,11 +53,11 @@ def test_an_error_raised_without_a_message_says_where():
 # --- rules on the shapes (the audit.json a real env of that shape gives, judged as the gates judge it) ---
 
 from autoenv.core.config import with_env  # noqa: E402
+from autoenv.core.paths import EXAMPLES  # noqa: E402
+from autoenv.evaluation.verdict import decide  # noqa: E402
 from autoenv.gates.coverage import too_thin  # noqa: E402
 from autoenv.gates.rules import Gates, judge_audit, judge_probes  # noqa: E402
 from autoenv.gates.seats import NEVER_PLAYED, reference_failed  # noqa: E402
-from autoenv.core.paths import EXAMPLES  # noqa: E402
-from autoenv.evaluation.verdict import decide  # noqa: E402
 from tests.audits import audit, probe_records, rec  # noqa: E402
 from tests.test_gates import CONFIG  # noqa: E402
 from tests.test_realenv import audit_of, config  # noqa: E402

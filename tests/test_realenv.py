@@ -17,17 +17,17 @@ from pathlib import Path
 import pytest
 
 from autoenv.core.config import Candidate, load_config, with_env
-from autoenv.endpoint.policies import NO_MATCH
 from autoenv.core.errors import AutoEnvError
+from autoenv.core.paths import EXAMPLES, PROJECT
+from autoenv.core.record import CandidateInfo
+from autoenv.core.traces import UNMATCHED, Rollout, normalised, to_rollout
+from autoenv.endpoint.policies import NO_MATCH
+from autoenv.endpoint.reference import no_reference_policy
 from autoenv.gates.dataset import measure
 from autoenv.gates.rules import Gates, judge_audit
 from autoenv.gates.seat_rules import constant_sum_game
 from autoenv.sandbox.install import install_candidate
-from autoenv.core.paths import EXAMPLES, PROJECT
-from autoenv.core.record import CandidateInfo
 from autoenv.sandbox.scripts import script_kind, ships_scripts
-from autoenv.core.traces import UNMATCHED, Rollout, normalised, to_rollout
-from autoenv.endpoint.reference import no_reference_policy
 from tests.conftest import autoenv, ledger, small_config
 
 GLOSSARY = EXAMPLES / "real-glossary"

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from autoenv.core.errors import AutoEnvError
-from autoenv.run.ledger import append_entry, read_entries, verify_chain
 from autoenv.core.record import (
     SCHEMA_FILE,
     SCHEMA_VERSION,
@@ -24,6 +23,7 @@ from autoenv.core.record import (
     json_schema,
     schema_text,
 )
+from autoenv.run.ledger import append_entry, read_entries, verify_chain
 
 V1_LEDGER = Path(__file__).parent / "data" / "ledger_v1.jsonl"
 

@@ -13,15 +13,16 @@ from test_cache import Served
 from test_pipeline import stats
 
 from autoenv.core.config import load_config
-from autoenv.run.demo import make_run_repo
+from autoenv.core.messages import Reply
+from autoenv.core.record import Entry, Verdict
 from autoenv.endpoint.policies import Policies
+from autoenv.evaluation.context import EvalOptions
+from autoenv.evaluation.pipeline import evaluate
+from autoenv.evaluation.rescore import find_source
+from autoenv.run.demo import make_run_repo
 from autoenv.run.fingerprint import FINGERPRINT_FILE, module_changes
 from autoenv.run.gitrepo import Repo
 from autoenv.run.ledger import read_entries
-from autoenv.core.messages import Reply
-from autoenv.evaluation.pipeline import EvalOptions, evaluate
-from autoenv.core.record import Entry, Verdict
-from autoenv.evaluation.rescore import find_source
 
 TASKSET = "candidate/candidate_env/taskset.py"
 ARITHMETIC = (Path(__file__).parents[1] / "examples" / "arithmetic" / "candidate_env" / "taskset.py").read_text()

@@ -10,9 +10,9 @@ import subprocess
 
 from conftest import autoenv, commit_all, ledger, small_config
 
-from autoenv.run.demo import make_run_repo
-from autoenv.driver.rules import forbidden_command
 from autoenv.core.paths import PROJECT
+from autoenv.driver.rules import forbidden_command
+from autoenv.run.demo import make_run_repo
 
 
 def block(stdout: str) -> dict[str, str]:

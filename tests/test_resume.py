@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import autoenv, freeze_warm_worker, freeze_worker, head, kill_pids, ledger, small_config
 
-from autoenv.sandbox import warmchild
-
-from autoenv.run.demo import make_run_repo
-from autoenv.evaluation.pipeline import unfinished_run
 from autoenv.core.traces import finished_episodes, trim_partial_line
+from autoenv.evaluation.preflight import unfinished_run
+from autoenv.run.demo import make_run_repo
+from autoenv.sandbox import warmchild
 
 pytestmark = pytest.mark.e2e
 

@@ -10,8 +10,8 @@ import pytest
 from review_run import copy_run, png_size, review, review_run
 
 from autoenv.core.record import TaskRow
-from autoenv.review.compare import Side, TaskScores, compare
 from autoenv.core.traces import Rollout
+from autoenv.review.compare import Side, TaskScores, compare
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from review_run import BRANCH, copy_run, review, review_run
 
-from autoenv.run.ledger import GENESIS, line_hash
 from autoenv.review.rows import sparkline
+from autoenv.run.ledger import GENESIS, line_hash
 
 VERDICTS = ["baseline", "discard", "inconclusive", "crash", "discard", "keep", "inconclusive"]
 

@@ -11,9 +11,9 @@ from matplotlib.image import imread
 from review_run import png_size, review, review_run
 
 from autoenv.cli import print_result
-from autoenv.run.ledger import read_entries
 from autoenv.review.plot import running_best
 from autoenv.review.rows import Point, Row
+from autoenv.run.ledger import read_entries
 
 
 @pytest.fixture(scope="module")

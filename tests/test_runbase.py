@@ -9,12 +9,16 @@ import pytest
 from conftest import autoenv, commit_all, head, small_config
 from test_pipeline import stats
 
-from autoenv.run.demo import make_run_repo
 from autoenv.core.errors import AutoEnvError
+from autoenv.evaluation.context import EvalOptions, Outcome
+from autoenv.evaluation.decision import verdict
+from autoenv.evaluation.pipeline import evaluate, one_at_a_time
+from autoenv.evaluation.preflight import preflight
+from autoenv.evaluation.recording import record
+from autoenv.run.demo import make_run_repo
 from autoenv.run.gitrepo import Repo
 from autoenv.run.ledger import read_entries
 from autoenv.run.lifecycle import new_run, rebase_rules
-from autoenv.evaluation.pipeline import EvalOptions, Outcome, evaluate, one_at_a_time, preflight, record, verdict
 from autoenv.run.runbase import NO_BASE, REF_PREFIX, RUN_FILE, RunBase, check_rules
 
 # one file of every protected kind, as a full AutoEnv checkout has them

@@ -20,15 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from autoenv.sandbox import warmchild
+from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.sandbox.environ import scrubbed
-from autoenv.sandbox.forwarder import TOKEN_VAR, forwarding, relay
 from autoenv.gates.oracle import OracleBook
 from autoenv.run.integrity import FOUND
-from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
+from autoenv.sandbox import warmchild
 from autoenv.sandbox.confine import SANDBOX_VAR, Sandbox, _probe, choose, needs_network, runtime_files, writable_paths
+from autoenv.sandbox.environ import scrubbed
+from autoenv.sandbox.forwarder import TOKEN_VAR, forwarding, relay
 from tests.conftest import autoenv, commit_all, head, ledger
 from tests.test_forwarder import KEY, KEY_VAR, keyed_provider  # noqa: F401 (a fixture)
 from tests.test_server import ADD_PROMPT, ANSWER, make_tasks

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from autoenv.core.config import with_env
+from autoenv.core.messages import ChatRequest
+from autoenv.core.paths import EXAMPLES, PROJECT
 from autoenv.endpoint.policies import Policies, choice
 from autoenv.gates.probes import REFUSAL
 from autoenv.gates.rules import Gates, judge_audit
 from autoenv.gates.seat_rules import constant_sum_game
-from autoenv.core.messages import ChatRequest
-from autoenv.core.paths import EXAMPLES, PROJECT
 from tests.conftest import autoenv, small_config
 from tests.test_realenv import audit_of, config
 

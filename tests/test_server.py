@@ -16,11 +16,11 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
+from autoenv.core.messages import ChatRequest
 from autoenv.endpoint.policies import Policies, PolicyError
 from autoenv.endpoint.server import Endpoint, Faults
 from autoenv.gates.oracle import OracleBook
 from autoenv.gates.probes import EXPLOITS
-from autoenv.core.messages import ChatRequest
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,8 +10,8 @@ from conftest import groups, row, rows
 
 from autoenv.core.config import Price
 from autoenv.core.resample import DRAWS, joint_draws, mean_interval, task_id
-from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import Rollout, to_rollout
+from autoenv.evaluation.stats import model_stats
 
 
 def ok(key: str, reward: float, *, components: dict | None = None, weights: dict | None = None,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from conftest import groups
 
-from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import TRACES_FILE, Rollout, read_rollouts, to_rollout
+from autoenv.evaluation.stats import model_stats
 
 _counter = iter(range(10**9))
 

@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from autoenv.run.demo import make_run_repo
+from autoenv.evaluation.context import EvalOptions
+from autoenv.evaluation.pipeline import evaluate
 from autoenv.model.build import build_server
 from autoenv.model.trainenv import train_python
-from autoenv.evaluation.pipeline import EvalOptions, evaluate
+from autoenv.run.demo import make_run_repo
 from tests.conftest import autoenv, small_config
 from tests.local_model import local_model_or_skip
 

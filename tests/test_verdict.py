@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from autoenv.core.config import Bands
-from autoenv.run.ledger import last_kept
 from autoenv.core.record import CandidateInfo, Entry, ModelStats, Verdict
-from autoenv.evaluation.stats import model_stats
 from autoenv.core.traces import Rollout
-from autoenv.evaluation.verdict import band_distance, baseline_of, comparable, decide, error_rates, rl_readiness
 from autoenv.endpoint.reference import reference_missing
+from autoenv.evaluation.stats import model_stats
+from autoenv.evaluation.verdict import band_distance, baseline_of, comparable, decide, error_rates, rl_readiness
+from autoenv.run.ledger import last_kept
 from autoenv.run.runbase import same_run
 
 BANDS = Bands()
@@ -50,7 +50,7 @@ def stats(target: list[int], strong: list[int] | None = None, *, target_errors=N
 
 def entry(commit: str, s: dict, verdict: str = "keep", offline: bool = False,
           branch: str | None = "autoenv/a") -> Entry:
-    """A ledger entry as pipeline.record writes it (the fields decide/comparable read)."""
+    """A ledger entry as autoenv.evaluation.recording.record writes it (the fields decide/comparable read)."""
     return Entry(commit=commit, timestamp="2026-01-01T00:00:00+00:00", eval_success=True, stats=s,
                  verdict=Verdict(verdict=verdict, reason="-"), offline=offline, branch=branch)
 

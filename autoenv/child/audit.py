@@ -33,9 +33,26 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+from autoenv.child.judge_routing import grader_outage
+from autoenv.child.limits import (
+    Breached,
+    TimeLimitExceeded,
+    batchable,
+    breaches,
+    fresh_breaches,
+    run_limited,
+    run_watched,
+    watch_stopped,
+    watch_unit,
+)
+from autoenv.child.rollout_probes import hung_tools, infer_oracle_rollouts, probe_rollouts
+from autoenv.child.tasks import load_tasks, seat_names
+from autoenv.child.worker import sample_tasks
+from autoenv.core.events import emit
+from autoenv.core.job import Job
+from autoenv.core.messages import Reply
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.core.events import emit
 from autoenv.gates import dataset
 from autoenv.gates.answer_oracle import format_reply, infer_format
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord
@@ -51,7 +68,6 @@ from autoenv.gates.probes import (
     probe_replies,
     prompt_spans,
 )
-from autoenv.child.rollout_probes import hung_tools, infer_oracle_rollouts, probe_rollouts
 from autoenv.gates.scoring import (
     NO_ORACLE,
     Scaffold,
@@ -63,23 +79,7 @@ from autoenv.gates.scoring import (
     total_reward,
 )
 from autoenv.gates.seats import seat_reference
-from autoenv.core.job import Job
-from autoenv.child.judge_routing import grader_outage
-from autoenv.child.limits import (
-    Breached,
-    TimeLimitExceeded,
-    batchable,
-    breaches,
-    fresh_breaches,
-    run_limited,
-    run_watched,
-    watch_stopped,
-    watch_unit,
-)
-from autoenv.core.messages import Reply
 from autoenv.sandbox.scripts import script_kind
-from autoenv.child.tasks import load_tasks, seat_names
-from autoenv.child.worker import sample_tasks
 
 STRATEGY_SAMPLE = 100
 """Tasks a many-strategy probe (prompt-copy) is scored on: its best of ~24 strategies needs more

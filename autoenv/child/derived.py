@@ -23,20 +23,20 @@ import re
 import time
 from pathlib import Path
 
+from autoenv.child.replay import assistant_messages, replay_mutations
+from autoenv.child.tasks import load_tasks, seat_names
+from autoenv.core.events import emit
+from autoenv.core.job import Job
+from autoenv.core.messages import Reply
+from autoenv.core.record import ROLES
+from autoenv.core.traces import iter_traces, to_rollout
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.core.events import emit
 from autoenv.gates.derived_record import DerivedRecord
 from autoenv.gates.oracle import OracleBook
 from autoenv.gates.probes import DERIVED_FILE, FILLER, _with_answer, wrong_answers
 from autoenv.gates.probes import DERIVED_MUTATIONS as MUTATIONS
-from autoenv.child.replay import assistant_messages, replay_mutations
 from autoenv.gates.scoring import reward_record, score_in_process, total_reward
-from autoenv.core.job import Job
-from autoenv.core.messages import Reply
-from autoenv.core.record import ROLES
-from autoenv.child.tasks import load_tasks, seat_names
-from autoenv.core.traces import iter_traces, to_rollout
 
 SINK_SIZE = 20
 REPLAY_LIMIT = 6

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 
-from autoenv.endpoint.policies import Policies, gullible_grader
 from autoenv.core.messages import ChatRequest, Reply
 from autoenv.core.traces import grader_outage
+from autoenv.endpoint.policies import Policies, gullible_grader
 
 __all__ = ["GraderPolicies", "grader_outage", "route_judges"]
 

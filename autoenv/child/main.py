@@ -25,16 +25,16 @@ import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from autoenv.endpoint.server import Endpoint
-from autoenv.core.events import emit
-from autoenv.child.exports import inspect_module
-from autoenv.sandbox.forwarder import relay
 from autoenv.child.audit import audit
 from autoenv.child.derived import derive
-from autoenv.core.job import Job
+from autoenv.child.exports import inspect_module
 from autoenv.child.judge_routing import GraderPolicies, route_judges
 from autoenv.child.rescore_stage import rescore
 from autoenv.child.worker import run as rollouts
+from autoenv.core.events import emit
+from autoenv.core.job import Job
+from autoenv.endpoint.server import Endpoint
+from autoenv.sandbox.forwarder import relay
 
 PARENT_POLL_SECONDS = 1.0
 

@@ -18,15 +18,15 @@ import os
 import random
 from typing import Any
 
+from autoenv.child.worker import LOCAL_KEY_VAR
+from autoenv.core.events import emit
+from autoenv.core.job import Job
+from autoenv.core.messages import ChatRequest, Reply, message_text
 from autoenv.endpoint.policies import Policies, PolicyError
 from autoenv.endpoint.server import Endpoint
-from autoenv.core.events import emit
 from autoenv.gates.oracle import OracleBook
 from autoenv.gates.replay_rules import REPLAY_MUTATIONS
 from autoenv.gates.scoring import reward_record, total_reward
-from autoenv.core.job import Job
-from autoenv.core.messages import ChatRequest, Reply, message_text
-from autoenv.child.worker import LOCAL_KEY_VAR
 
 POLICY = "replay"
 

@@ -22,16 +22,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from autoenv.child.audit import runtime_rewards
+from autoenv.child.tasks import load_tasks
+from autoenv.child.worker import sample_tasks
+from autoenv.core.events import emit
+from autoenv.core.job import Job
+from autoenv.core.traces import TRACES_FILE
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.core.events import emit
-from autoenv.run.fingerprint import FINGERPRINT_FILE, RESCORE_FILE, job_settings, task_fingerprint
-from autoenv.child.audit import runtime_rewards
 from autoenv.gates.oracle import OracleBook
-from autoenv.core.job import Job
-from autoenv.child.tasks import load_tasks
-from autoenv.core.traces import TRACES_FILE
-from autoenv.child.worker import sample_tasks
+from autoenv.run.fingerprint import FINGERPRINT_FILE, RESCORE_FILE, job_settings, task_fingerprint
 
 COPIED = ("tasks.json", "configs")
 

@@ -20,9 +20,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from autoenv.child.tasks import build_env, write_run_config
+from autoenv.child.worker import LOCAL_KEY_VAR
+from autoenv.core.events import emit
+from autoenv.core.job import Job
+from autoenv.core.traces import said, to_rollout
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.core.events import emit
 from autoenv.gates.answer_oracle import FORMATS, TRIAL_TASKS
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, ROLLOUT_ONLY, family_replies
 from autoenv.gates.oracle import OracleBook, has_hook
@@ -30,10 +34,6 @@ from autoenv.gates.probes import IN_PROCESS_ONLY, NEEDS_ORACLE
 from autoenv.gates.rejections import rejection
 from autoenv.gates.scoring import NO_ORACLE, reward_record, same_rewards, skipped, task_messages, total_reward
 from autoenv.gates.seats import NEVER_PLAYED, reference_failed, seat_reference, turns
-from autoenv.core.job import Job
-from autoenv.child.tasks import build_env, write_run_config
-from autoenv.core.traces import said, to_rollout
-from autoenv.child.worker import LOCAL_KEY_VAR
 
 
 async def infer_oracle_rollouts(vf, job: Job, env, tasks: list, seats: list[str]

@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autoenv.core.events import emit
-from autoenv.core.job import TASKSET_ID, Job
 from autoenv.child.limits import limit_hooks, run_limited
 from autoenv.child.runtime import choose_harness, seat_runtime
+from autoenv.core.events import emit
+from autoenv.core.job import TASKSET_ID, Job
 from autoenv.gates.oracle import OracleBook
 
 INFINITE_LIMIT = 1000

@@ -18,20 +18,20 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
-from autoenv.endpoint.server import Endpoint, Faults
-from autoenv.core.events import emit
-from autoenv.run.fingerprint import write_fingerprint
-from autoenv.gates.answer_oracle import inferred_format
-from autoenv.gates.oracle import OracleBook
 from autoenv.child.inprocess import HARNESS_ID, client_retries
 from autoenv.child.inprocess import seat as retry_seat
-from autoenv.core.job import Job
 from autoenv.child.permits import role_permits
 from autoenv.child.runtime import choose_harness
 from autoenv.child.sampling import TaskRef, choose_tasks
 from autoenv.child.tasks import load_tasks, task_row, write_run_config
+from autoenv.core.events import emit
+from autoenv.core.job import Job
 from autoenv.core.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, to_rollout
+from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
+from autoenv.endpoint.server import Endpoint, Faults
+from autoenv.gates.answer_oracle import inferred_format
+from autoenv.gates.oracle import OracleBook
+from autoenv.run.fingerprint import write_fingerprint
 
 SMOKE_BACKOFF_SECONDS = 2.0  # before the second attempt; doubled before each later one
 NO_KEY_VAR = "AUTOENV_NO_KEY"

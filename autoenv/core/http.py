@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from aiohttp import web
 
-
 HOST = "127.0.0.1"
 
 

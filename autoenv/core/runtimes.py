@@ -16,7 +16,6 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-
 RUNTIME_TYPES = ("subprocess", "docker", "modal", "prime", "e2b")
 
 

@@ -30,6 +30,9 @@ from pathlib import Path
 
 from autoenv.core import display
 from autoenv.core.config import CONFIG_NAME, Config, load_config
+from autoenv.core.errors import AutoEnvError
+from autoenv.core.formats import iso_now
+from autoenv.core.record import Entry
 from autoenv.driver import prompts
 from autoenv.driver.agents import AgentSpec, argv, check_ready, choose
 from autoenv.driver.budget import Limits, Spend, exhausted
@@ -37,14 +40,10 @@ from autoenv.driver.gate import driver_dir
 from autoenv.driver.settings import write_settings
 from autoenv.driver.state import DriverLock, log_event, read_json, write_json
 from autoenv.driver.transcript import LaunchStats, Transcript
-from autoenv.core.errors import AutoEnvError
-from autoenv.core.formats import iso_now
 from autoenv.run.gitrepo import Repo
 from autoenv.run.ledger import read_entries
 from autoenv.run.lifecycle import new_run
-from autoenv.run.runbase import harness_paths
-from autoenv.core.record import Entry
-from autoenv.run.runbase import BRANCH_PREFIX
+from autoenv.run.runbase import BRANCH_PREFIX, harness_paths
 
 ENDED = {"agent": "the agent stopped", "nudge": "stalled: nudged", "budget": "a budget is spent"}
 AUTH_ERRORS = ("invalid api key", "not logged in", "please run /login", "authentication_error", "401")

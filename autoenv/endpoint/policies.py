@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Protocol
 
-from autoenv.gates.probes import EXPLOITS, NEEDS_ORACLE, REFUSAL, probe_reply
 from autoenv.core.messages import ChatRequest, Reply, message_text, seeded_rng, tool_names
+from autoenv.gates.probes import EXPLOITS, NEEDS_ORACLE, REFUSAL, probe_reply
 
 
 class OracleSource(Protocol):

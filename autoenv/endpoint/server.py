@@ -27,11 +27,9 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from autoenv.endpoint.policies import ChatRequest, Policies, PolicyError, Reply
-from autoenv.core.messages import message_text
 from autoenv.core.http import HOST, error_response
-
-
+from autoenv.core.messages import message_text
+from autoenv.endpoint.policies import ChatRequest, Policies, PolicyError, Reply
 
 FAULT_KINDS = ("429", "500", "hang", "cut")
 

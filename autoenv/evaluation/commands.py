@@ -19,22 +19,25 @@ from autoenv.core import display
 from autoenv.core.config import CONFIG_NAME, load_config, with_env
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.formats import stamp
+from autoenv.core.job import Job
+from autoenv.core.paths import spec_warnings
+from autoenv.core.record import ROLES, CandidateInfo, Entry, GateReport
+from autoenv.evaluation.child_stages import config_job
+from autoenv.evaluation.context import Context, EvalOptions, Outcome
+from autoenv.evaluation.decision import compute_stats, verdict
+from autoenv.evaluation.recording import judge, record
+from autoenv.evaluation.report import GATES_FILE, render, render_gates, write_report
 from autoenv.gates.derived_rules import run_derived
 from autoenv.gates.rules import audit_plan, run_gates
+from autoenv.judge.render import render as judge_render
 from autoenv.run.gitrepo import Repo
-from autoenv.sandbox.install import inspect_candidate, install_candidate
 from autoenv.run.integrity import check as check_integrity
 from autoenv.run.integrity import rebuild
-from autoenv.core.job import Job
-from autoenv.judge.render import render as judge_render
 from autoenv.run.ledger import read_entries
 from autoenv.run.ledger import verify as verify_ledger
-from autoenv.core.paths import spec_warnings
-from autoenv.evaluation.pipeline import Context, EvalOptions, Outcome, compute_stats, config_job, judge, record, verdict
-from autoenv.core.record import ROLES, CandidateInfo, Entry, GateReport
-from autoenv.evaluation.report import GATES_FILE, render, render_gates, write_report
-from autoenv.sandbox.rollouts import Worker
 from autoenv.run.runbase import RulesCheck
+from autoenv.sandbox.install import inspect_candidate, install_candidate
+from autoenv.sandbox.rollouts import Worker
 
 
 def recompute(cwd: Path, config: Path | None = None, outputs_dir: Path | None = None, log_file: Path | None = None,

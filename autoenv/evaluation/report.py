@@ -7,13 +7,13 @@ from pathlib import Path
 
 from autoenv.core.config import Bands
 from autoenv.core.formats import mean_ci, number, quoted
+from autoenv.core.levels import order_by
+from autoenv.core.record import Entry, GateFinding, GateReport
+from autoenv.evaluation.rescore_table import paired_markdown
 from autoenv.gates.matrix import markdown as matrix_markdown
 from autoenv.judge.causes import causes
 from autoenv.judge.offline import CHECK_FIXES
 from autoenv.run.ledger import atomic_write
-from autoenv.core.levels import order_by
-from autoenv.core.record import Entry, GateFinding, GateReport
-from autoenv.evaluation.rescore_table import paired_markdown
 
 
 def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, plot: Path | None = None,

@@ -22,15 +22,15 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 
 from autoenv.core import display
-from autoenv.run.cache import REUSABLE
 from autoenv.core.childfiles import load_json, validated
 from autoenv.core.config import CONFIG_NAME, Config
+from autoenv.core.record import ROLES, Entry
+from autoenv.core.traces import TRACES_FILE
+from autoenv.run.cache import REUSABLE
 from autoenv.run.fingerprint import FINGERPRINT_FILE, RESCORE_FILE, rollout_changes
 from autoenv.run.gitrepo import Head, Repo
-from autoenv.core.record import ROLES, Entry
-from autoenv.sandbox.rollouts import Worker, WorkerResult
-from autoenv.core.traces import TRACES_FILE
 from autoenv.run.runbase import same_run
+from autoenv.sandbox.rollouts import Worker, WorkerResult
 
 LOOKBACK = 20
 """Finished evaluations of the run examined, newest first, for one to rescore."""

@@ -39,10 +39,10 @@ import numpy as np
 
 from autoenv.core.config import Bands
 from autoenv.core.formats import mean_ci
-from autoenv.run.ledger import last_kept
 from autoenv.core.record import Entry, ModelStats, Readiness, Role, Verdict
 from autoenv.core.resample import interval, joint_draws
 from autoenv.evaluation.stats import sums
+from autoenv.run.ledger import last_kept
 from autoenv.run.runbase import same_run
 
 Stats = Mapping[Role, ModelStats]

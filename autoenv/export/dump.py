@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
-from autoenv.gates.scoring import task_messages
 from autoenv.child.tasks import candidate_tasks, task_row
+from autoenv.gates.scoring import task_messages
 
 
 def main(argv: list[str]) -> int:

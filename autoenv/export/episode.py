@@ -14,8 +14,8 @@ from typing import Any
 
 import aiohttp
 
-from autoenv.core.messages import Reply
 from autoenv.child.tasks import candidate_tasks
+from autoenv.core.messages import Reply
 
 
 def _text(reply: Any) -> str:

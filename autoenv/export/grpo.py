@@ -22,8 +22,8 @@ from pathlib import Path
 
 from autoenv.core.config import CONFIG_NAME, load_config
 from autoenv.core.errors import AutoEnvError
-from autoenv.export.source import Kept, load_kept, reward_table
 from autoenv.core.levels import natural_order
+from autoenv.export.source import Kept, load_kept, reward_table
 
 TEMPLATES = Path(__file__).parent / "templates"
 IGNORE = shutil.ignore_patterns("__pycache__", "*.egg-info", ".venv", "build", "dist")

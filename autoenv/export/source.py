@@ -16,12 +16,12 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autoenv.run.cache import resolve
 from autoenv.core.config import CONFIG_NAME, load_config
 from autoenv.core.errors import AutoEnvError
+from autoenv.core.record import Entry
+from autoenv.run.cache import resolve
 from autoenv.run.gitrepo import Repo
 from autoenv.run.ledger import last_kept, read_entries
-from autoenv.core.record import Entry
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any
 
 from autoenv.core.config import Config
 from autoenv.core.formats import quoted
+from autoenv.core.record import GateReport
 from autoenv.gates import matrix
 from autoenv.gates.audit_record import Row
 from autoenv.gates.derived_record import DerivedProbeRecord, DerivedRecord, parse_derived, read_derived
@@ -23,7 +24,6 @@ from autoenv.gates.findings import Gates
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS
 from autoenv.gates.replay_rules import judge_replay
 from autoenv.gates.rules import add_matrix, summarize
-from autoenv.core.record import GateReport
 from autoenv.sandbox.rollouts import Worker
 
 

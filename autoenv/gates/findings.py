@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from autoenv.gates import matrix
 from autoenv.core.record import GateFinding, GateReport, GateStatus, ProbeSummary
+from autoenv.gates import matrix
 
 
 @dataclass

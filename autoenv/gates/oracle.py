@@ -17,8 +17,8 @@ import inspect
 from collections import Counter
 from typing import Any, Iterable
 
-from autoenv.gates.answer_oracle import format_reply
 from autoenv.core.messages import Reply, message_text
+from autoenv.gates.answer_oracle import format_reply
 
 HOOK = "oracle"
 

@@ -13,8 +13,8 @@ import json
 import random
 import re
 
-from autoenv.gates.families import FAMILIES, FAMILY_DEFENCES, family_replies, family_reply
 from autoenv.core.messages import Reply, ToolCall, seeded_rng, tool_names
+from autoenv.gates.families import FAMILIES, FAMILY_DEFENCES, family_replies, family_reply
 
 EXPLOITS = {
     "empty": "an empty reply",

@@ -30,17 +30,17 @@ from typing import Any
 
 from autoenv.core.config import Config
 from autoenv.core.formats import idx_list, quoted
+from autoenv.core.job import AuditPlan
+from autoenv.core.record import GateReport
 from autoenv.gates import coverage, free, matrix, ranges, rejections
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, Row, parse_audit, read_audit
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
 from autoenv.gates.findings import Gates
 from autoenv.gates.probes import EXPLOITS
+from autoenv.gates.ranges import max_reward
 from autoenv.gates.seat_rules import constant_sum_game, judge_seats
-from autoenv.core.job import AuditPlan
-from autoenv.core.record import GateReport
 from autoenv.sandbox.rollouts import Worker
 from autoenv.sandbox.scripts import blocked
-from autoenv.gates.ranges import max_reward
 
 PLACEHOLDER = re.compile(r"^\s*(todo|tbd|fixme|xxx)\b|<one-line description>|one line saying what|lorem ipsum", re.I)
 

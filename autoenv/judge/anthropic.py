@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from autoenv.core.config import Judge
+from autoenv.core.record import JudgeResult
 from autoenv.judge.base import JudgeCall, JudgeFailed
 from autoenv.judge.schema import findings_schema, prompt, validate
-from autoenv.core.record import JudgeResult
 
 MAX_READ = 20 * 1024
 MAX_RESULT = 24 * 1024  # room for a whole read plus its "read again with offset" hint

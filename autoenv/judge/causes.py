@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from autoenv.core.formats import idx_list, quoted
-from autoenv.gates.probes import DEFENCES
 from autoenv.core.record import GateFinding, GateReport
+from autoenv.gates.probes import DEFENCES
 
 CAUSE_ORDER = ("padding", "empty", "refusal", "garbage", "echo", "tool-spam", "wrong-answer", "format-only",
                "swap-answer", "abstain", "stub", "stall", "valid-tool-spam", "structural", "typical-value",

@@ -15,10 +15,10 @@ import shutil
 import subprocess
 
 from autoenv.core.config import Judge
-from autoenv.sandbox.environ import scrubbed
+from autoenv.core.record import JudgeResult
 from autoenv.judge.base import JudgeCall, JudgeFailed
 from autoenv.judge.schema import findings_schema, prompt, validate
-from autoenv.core.record import JudgeResult
+from autoenv.sandbox.environ import scrubbed
 
 KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 

@@ -17,9 +17,6 @@ from typing import Callable
 
 from autoenv.core.config import Bands, Judge
 from autoenv.core.formats import idx_list, quoted
-from autoenv.gates.probes import DEFENCES
-from autoenv.judge.base import JudgeCall
-from autoenv.judge.causes import causes
 from autoenv.core.record import (
     DatasetQuality,
     Entry,
@@ -34,6 +31,9 @@ from autoenv.core.record import (
     SpecFidelity,
 )
 from autoenv.endpoint.reference import oracle_inferred, reference_missing
+from autoenv.gates.probes import DEFENCES
+from autoenv.judge.base import JudgeCall
+from autoenv.judge.causes import causes
 
 FOLDED_WARNINGS = ("exploit matrix",)
 """Warnings shown under the cause they belong to (the matrix's harvests), not as dataset issues."""

@@ -9,10 +9,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from autoenv.core.config import Bands, Judge
+from autoenv.core.record import Entry, Findings, JudgeResult
 from autoenv.judge import registry
 from autoenv.judge.base import JudgeCall, JudgeFailed
 from autoenv.judge.offline import offline_findings
-from autoenv.core.record import Entry, Findings, JudgeResult
 
 
 def pick_backend(requested: str, offline: bool, cfg: Judge) -> str:

@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from autoenv.judge.base import JudgeFailed
 from autoenv.core.paths import spec_problem
 from autoenv.core.record import Findings
+from autoenv.judge.base import JudgeFailed
 
 PROMPT = """You are the judge of an RL training environment built by a coding agent. Your working
 directory is a workspace of copies: README.md lists what is there. Read spec.md, the

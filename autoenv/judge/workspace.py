@@ -16,10 +16,10 @@ import json
 import shutil
 from pathlib import Path
 
-from autoenv.gates.matrix import markdown as matrix_markdown
 from autoenv.core.paths import SPEC
 from autoenv.core.record import Entry
 from autoenv.core.traces import TRACES_FILE, to_rollout
+from autoenv.gates.matrix import markdown as matrix_markdown
 
 PER_ROLE = 6
 _PATTERNS = shutil.ignore_patterns("__pycache__", "*.egg-info", ".git", "*.pyc", "CLAUDE.md", "CLAIM.md", ".claude", ".env")

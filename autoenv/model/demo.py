@@ -6,11 +6,12 @@ import tempfile
 from pathlib import Path
 
 from autoenv.core import display
-from autoenv.run.demo import make_run_repo
-from autoenv.model.realrun import local_model, oracle_endpoint, real_config
 from autoenv.core.paths import EXAMPLES
-from autoenv.evaluation.pipeline import EvalOptions, evaluate
 from autoenv.core.record import Entry
+from autoenv.evaluation.context import EvalOptions
+from autoenv.evaluation.pipeline import evaluate
+from autoenv.model.realrun import local_model, oracle_endpoint, real_config
+from autoenv.run.demo import make_run_repo
 
 
 def real_model_demo(example: str, model: str = "smollm2", directory: Path | None = None,

@@ -12,10 +12,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from autoenv.core.errors import AutoEnvError
+from autoenv.core.paths import PROJECT
 from autoenv.model.build import build_server
 from autoenv.model.server import Server, free_port
 from autoenv.model.weights import ensure_gguf, weights
-from autoenv.core.paths import PROJECT
 
 # A small budget that a 135M model on 2 CPU cores finishes in minutes; replies are capped so a
 # rambling small model cannot hold a slot for minutes.

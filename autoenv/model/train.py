@@ -26,20 +26,21 @@ import numpy as np
 
 from autoenv.core import display
 from autoenv.core.config import CONFIG_NAME
-from autoenv.run.demo import make_run_repo
 from autoenv.core.errors import AutoEnvError
+from autoenv.core.levels import natural_order
+from autoenv.core.traces import read_rollouts
+from autoenv.evaluation.context import EvalOptions
+from autoenv.evaluation.pipeline import evaluate
 from autoenv.export.grpo import export_grpo
 from autoenv.export.source import kept_entry
-from autoenv.run.gitrepo import Repo
-from autoenv.core.levels import natural_order
 from autoenv.model.build import build_server, source_dir
 from autoenv.model.realrun import oracle_endpoint, real_config
 from autoenv.model.server import Server, machine_settings
 from autoenv.model.trainenv import train_python
 from autoenv.model.trainplots import before_after, reward_curve
 from autoenv.model.weights import ensure_gguf, weights
-from autoenv.evaluation.pipeline import EvalOptions, evaluate
-from autoenv.core.traces import read_rollouts
+from autoenv.run.demo import make_run_repo
+from autoenv.run.gitrepo import Repo
 
 HERE = Path(__file__).resolve().parent
 BOOTSTRAP = 10_000

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from autoenv.core.errors import AutoEnvError
 from autoenv.core.cachedir import cache_root
+from autoenv.core.errors import AutoEnvError
 
 TORCH_PIN = "torch==2.13.0"
 PACKAGES = ["trl==1.16.0", "peft", "datasets", "gguf", "sentencepiece", "matplotlib", "verifiers==0.4.0"]

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autoenv.core.errors import AutoEnvError
 from autoenv.core.cachedir import cache_root
+from autoenv.core.errors import AutoEnvError
 
 
 @dataclass(frozen=True)

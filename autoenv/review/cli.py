@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 
 from autoenv.core import display
-from autoenv.driver.gate import driver_dir
-from autoenv.driver.state import read_events
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.record import ROLES
+from autoenv.driver.gate import driver_dir
+from autoenv.driver.state import read_events
 from autoenv.review import terminal
 from autoenv.review.compare import compare, evaluation_side
 from autoenv.review.compare_plot import plot_comparison

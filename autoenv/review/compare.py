@@ -22,9 +22,9 @@ from autoenv.core.errors import AutoEnvError
 from autoenv.core.levels import natural_order
 from autoenv.core.record import TaskRow
 from autoenv.core.resample import interval, joint_draws, task_id
+from autoenv.core.traces import Rollout, read_rollouts
 from autoenv.review.rows import Row
 from autoenv.review.run import Project
-from autoenv.core.traces import Rollout, read_rollouts
 
 CONFIDENCE = 0.95
 

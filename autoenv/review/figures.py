@@ -40,8 +40,8 @@ def prewarm() -> None:
     """matplotlib imported in a thread now, while the harness waits on the child, not when the run plot is drawn
     (0.4 s of an evaluation's fixed cost on 2 cores)."""
     def load() -> None:
-        from matplotlib.backends import backend_agg  # noqa: F401 (deferred: imported here, off the main thread)
         from matplotlib import figure  # noqa: F401 (deferred with it)
+        from matplotlib.backends import backend_agg  # noqa: F401 (deferred: imported here, off the main thread)
     threading.Thread(target=load, name="autoenv-prewarm-matplotlib", daemon=True).start()
 
 

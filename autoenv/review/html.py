@@ -22,7 +22,6 @@ from pathlib import Path
 
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.formats import iso_now, number
-from autoenv.run.ledger import atomic_write
 from autoenv.core.levels import natural_order
 from autoenv.review.compare import compare, evaluation_side
 from autoenv.review.compare_plot import plot_comparison
@@ -31,6 +30,7 @@ from autoenv.review.plot import plot_run
 from autoenv.review.rows import Row, clip, money, point_text, short_time
 from autoenv.review.run import Project, Run
 from autoenv.review.transcripts import Transcript, evaluation_transcripts
+from autoenv.run.ledger import atomic_write
 
 ASSETS = Path(__file__).parent / "assets"
 MESSAGE_CHARS = 4000

@@ -23,17 +23,17 @@ from pathlib import Path
 
 from autoenv.core import display
 from autoenv.core.config import CONFIG_NAME
-from autoenv.endpoint.policies import Policies
 from autoenv.core.errors import AutoEnvError
-from autoenv.sandbox.install import install_candidate
 from autoenv.core.job import Job, RolloutPlan, SamplingSpec, Seat
-from autoenv.run.archive import archive_previous
 from autoenv.core.record import ROLES, Entry
+from autoenv.core.traces import read_rollouts
+from autoenv.endpoint.policies import Policies
 from autoenv.review.compare import Side, evaluation_side
 from autoenv.review.rows import Row
 from autoenv.review.run import Project
+from autoenv.run.archive import archive_previous
+from autoenv.sandbox.install import install_candidate
 from autoenv.sandbox.rollouts import run_worker
-from autoenv.core.traces import read_rollouts
 
 SEAT = "target"  # the worker's smoke rollout runs on the seat named target
 

@@ -1,6 +1,6 @@
 """Rows from git notes alone, for a run whose ledger is missing (deleted, or a fresh clone).
 
-The note `pipeline.note_text` attaches to each evaluated commit reads
+The note `autoenv.evaluation.recording.note_text` attaches to each evaluated commit reads
 `autoenv: keep | gates failed: 1 | target 0.4375 (model) | strong 1.0 (model) | offline`
 and then the verdict's reason. It keeps no intervals, learnable share, cost or
 description: those show as "–", and the commit's subject stands in for the description.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from autoenv.run.gitrepo import Annotated
 from autoenv.review.rows import Point, Row
+from autoenv.run.gitrepo import Annotated
 
 HEAD = re.compile(r"^autoenv: (?P<verdict>[a-z]+)")
 MODEL = re.compile(r"^(?P<role>target|strong) (?P<mean>\S+) \((?P<model>.*)\)$")

@@ -14,14 +14,14 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from autoenv.run.cache import resolve
 from autoenv.core.config import CONFIG_NAME, Config, load_config
 from autoenv.core.errors import AutoEnvError
-from autoenv.run.gitrepo import Repo
-from autoenv.run.ledger import chain_breaks, read_entries
 from autoenv.core.record import Entry
 from autoenv.review.notes import row_from_note
 from autoenv.review.rows import Row, mark_last_kept
+from autoenv.run.cache import resolve
+from autoenv.run.gitrepo import Repo
+from autoenv.run.ledger import chain_breaks, read_entries
 
 RUN_PREFIX = "autoenv/"
 

@@ -18,8 +18,8 @@ import hashlib
 import json
 
 from autoenv.core.config import Config
-from autoenv.run.gitrepo import Head, Repo
 from autoenv.core.record import Entry
+from autoenv.run.gitrepo import Head, Repo
 from autoenv.run.runbase import same_run
 
 REUSABLE = ("baseline", "keep", "discard", "inconclusive")

@@ -16,8 +16,8 @@ from pathlib import Path
 import git
 
 from autoenv.core.errors import AutoEnvError
-from autoenv.run.lifecycle import new_run
 from autoenv.core.paths import EXAMPLES, PROJECT, examples
+from autoenv.run.lifecycle import new_run
 
 ORACLE_METHOD = re.compile(r"(?m)^(    )def oracle\(self.*?(?=^\1?\S|\Z)", re.S)
 

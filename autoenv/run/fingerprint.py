@@ -26,8 +26,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from autoenv.core.events import emit
-from autoenv.run.gitrepo import Repo
 from autoenv.core.job import Job
+from autoenv.run.gitrepo import Repo
 
 DOC_SUFFIXES = (".md", ".rst")
 SCORING = ("reward", "metric")

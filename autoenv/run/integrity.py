@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autoenv.core.errors import AutoEnvError
-from autoenv.run.ledger import GENESIS, atomic_write, line_hash, locked, raw_lines
 from autoenv.core.record import Entry, RecordError
+from autoenv.run.ledger import GENESIS, atomic_write, line_hash, locked, raw_lines
 
 ENTRY_FIELD = re.compile(r"(?m)^entry: ([0-9a-f]{64})$")
 LEDGER_FIELD = re.compile(r"(?m)^ledger: ([0-9a-f]{64})$")

@@ -19,10 +19,18 @@ from pathlib import Path
 from autoenv.core.config import CONFIG_NAME, load_config
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.formats import iso_now
-from autoenv.run.gitrepo import Repo
 from autoenv.core.paths import EXAMPLES, SPEC, examples
-from autoenv.run.runbase import harness_paths
-from autoenv.run.runbase import BRANCH_PREFIX, REF_PREFIX, RUN_FILE, RunBase, check_rules, make_base, run_tag
+from autoenv.run.gitrepo import Repo
+from autoenv.run.runbase import (
+    BRANCH_PREFIX,
+    REF_PREFIX,
+    RUN_FILE,
+    RunBase,
+    check_rules,
+    harness_paths,
+    make_base,
+    run_tag,
+)
 
 
 def new_run(cwd: Path, tag: str, *, spec: Path | None = None, example: str | None = None, from_ref: str = "HEAD",

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from autoenv.core.config import Config
 from autoenv.core.errors import AutoEnvError
-from autoenv.run.gitrepo import Head, Repo
 from autoenv.core.protected import PROTECTED
 from autoenv.core.record import Entry
+from autoenv.run.gitrepo import Head, Repo
 from autoenv.run.ledger import temp_files
 
 RUN_FILE = ".autoenv/run.toml"

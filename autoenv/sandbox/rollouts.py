@@ -21,13 +21,12 @@ from pathlib import Path
 from typing import IO
 
 from autoenv.core import display
-
-from autoenv.sandbox import warmchild
-from autoenv.sandbox.environ import RUNTIME_KEYS, scrubbed
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.events import parse
 from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.core.paths import EXAMPLES
+from autoenv.core.traces import read_rollouts
+from autoenv.sandbox import warmchild
 from autoenv.sandbox.confine import (
     Sandbox,
     choose,
@@ -37,7 +36,7 @@ from autoenv.sandbox.confine import (
     runtime_files,
     writable_paths,
 )
-from autoenv.core.traces import read_rollouts
+from autoenv.sandbox.environ import RUNTIME_KEYS, scrubbed
 
 CHILD_MODULE = "autoenv.child.main"
 STARTUP_SECONDS = 180  # the interpreter, verifiers and the candidate's import, on a loaded machine

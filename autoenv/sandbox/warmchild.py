@@ -39,11 +39,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
-from autoenv.sandbox.forwarder import TOKEN_VAR, forward_root
-from autoenv.core.job import Job
 from autoenv.core.cachedir import cache_root
+from autoenv.core.job import Job
 from autoenv.core.paths import PROJECT
 from autoenv.sandbox.confine import Sandbox
+from autoenv.sandbox.forwarder import TOKEN_VAR, forward_root
 
 WARM_VAR = "AUTOENV_WARM"
 SERVER_MODULE = "autoenv.child.forkserver"

@@ -1,0 +1,163 @@
+"""Preflight: config, git state, the ledger against the notes, the rules, keys and endpoints, before any work.
+
+Failures here raise and record nothing: they are the user's to fix (exit 2), or a provider that
+does not answer (exit 3). A commit that changed the rules is found here and recorded as
+`tampered` without any model call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from autoenv.core import display
+from autoenv.core.config import CONFIG_NAME, Config, check_runtime_ready, load_config, with_env
+from autoenv.core.errors import AutoEnvError, ProviderUnavailable
+from autoenv.core.formats import stamp
+from autoenv.core.paths import spec_warnings
+from autoenv.core.record import (
+    ROLES,
+    Entry,
+)
+from autoenv.core.traces import (
+    finished_episodes,
+)
+from autoenv.driver.gate import refuse_when_spent
+from autoenv.evaluation.context import Context, EvalOptions
+from autoenv.evaluation.provider import api_key, check_endpoint
+from autoenv.run.archive import archive_previous
+from autoenv.run.cache import cache_key
+from autoenv.run.envref import environment_ref
+from autoenv.run.gitrepo import Repo
+from autoenv.run.integrity import check as check_integrity
+from autoenv.run.integrity import summary as integrity_summary
+from autoenv.run.ledger import raw_lines, read_entries
+from autoenv.run.ledger import verify as verify_ledger
+from autoenv.run.runbase import NO_BASE, check_rules, harness_paths, refuse
+
+
+def preflight(options: EvalOptions) -> Context:
+    with display.stage("preflight", "config, git state, keys"):
+        repo = Repo(options.cwd)
+        config = run_config(repo, options)
+        for message in verify_ledger(config.path("log_file")):
+            display.note(message)
+        ledger_check = verify_notes(repo, config)
+        head = repo.head()
+        repo.require_clean(harness_paths(config), head.commit, candidate=config.path("candidate"))
+        refuse_when_spent(config.path("outputs"), config.path("log_file"), head.branch)  # autoenv run's budget
+        candidate = config.path("candidate")
+        if config.candidate.install and not candidate.is_dir():
+            raise AutoEnvError(
+                f"no candidate directory at {candidate}",
+                where=f"{config.root / CONFIG_NAME} [paths] candidate",
+                fix="create candidate/ (see program.md) or point paths.candidate at it",
+            )
+        rules = check_rules(repo, head)
+        if rules.changed:
+            display.tampered(rules.changed)
+            if rules.on_tamper == "refuse":
+                raise refuse(rules)
+        elif rules.base is None:
+            display.warn(NO_BASE + f" (branch {head.branch or '(detached HEAD)'} has no .autoenv/run.toml; "
+                         "start runs with autoenv new <tag>)")
+        if not options.offline and not rules.changed:
+            check_keys(config)
+            check_endpoints(config)
+        check_runtime_ready(config.runtime.type, config.root / CONFIG_NAME)
+        environment = environment_ref(options.env, config.candidate.taskset, config.candidate.package or None) \
+            if options.env else None
+        out = config.path("outputs") / (f"env/{environment.key}" if environment else head.commit)
+        interrupted = None if options.restart else unfinished_run(out, read_entries(config.path("log_file")))
+        if interrupted is None:
+            archive_previous(out)
+        else:
+            display.note(f"resuming the interrupted evaluation {interrupted} from its finished rollouts "
+                         "(--restart to start over)")
+        display.note(f"commit {head.commit[:12]} on {head.branch or '(detached HEAD)'}: {head.subject}")
+        warnings = spec_warnings(config.root)
+        for warning in warnings:
+            display.warn(warning)
+        if options.offline:
+            display.note(f"offline: target = {config.offline.target}, strong = {config.offline.strong} (scripted)")
+        if environment:
+            display.note(f"--env {options.env}: environment {environment.key}, recorded apart from the run's "
+                         f"evaluations (compared only with evaluations of the same content; outputs {out.name}/)")
+    return Context(config=config, repo=repo, head=head, options=options, run_id=interrupted or stamp(), out=out,
+                   warnings=warnings, resuming=interrupted is not None,
+                   rules=rules, ledger_check=ledger_check, ledger_seen=raw_lines(config.path("log_file")),
+                   cache_key=None if environment else cache_key(repo, head, config, options.offline),
+                   environment=environment)
+
+
+def run_config(repo: Repo, options: EvalOptions) -> Config:
+    """config.toml; when it no longer loads and the run base says it was changed, the base's own
+    config.toml, so the commit is still recorded as tampered rather than refused."""
+    path = options.config or repo.root / CONFIG_NAME
+    try:
+        config = load_config(path)
+        return with_env(config, options.env, options.env_id) if options.env else config
+    except AutoEnvError:
+        rules = None if options.config else check_rules(repo, repo.head())
+        if rules is None or rules.base is None or f"{CONFIG_NAME} (modified)" not in rules.changed \
+                and f"{CONFIG_NAME} (deleted)" not in rules.changed:
+            raise
+        display.warn(f"{CONFIG_NAME} does not load; the run base's {CONFIG_NAME} (commit {rules.base[:12]}) is used")
+        return load_config(path, text=repo.run_git("show", f"{rules.base}:{CONFIG_NAME}") + "\n")
+
+
+def verify_notes(repo: Repo, config: Config) -> str:
+    """`autoenv verify` before any work: the ledger against the git notes; what it found, for the entry."""
+    log = config.path("log_file")
+    notes = repo.notes()
+    problems = check_integrity(log, notes)
+    for problem in problems:
+        display.warn(f"ledger: {problem}")
+    return integrity_summary(log, notes, problems)
+
+
+def check_keys(config: Config) -> None:
+    for role, model in config.models().items():
+        if model.api_key_var and not os.environ.get(model.api_key_var):
+            raise AutoEnvError(
+                f"the {role} model needs an API key in ${model.api_key_var}, which is not set",
+                where=f"{config.root / CONFIG_NAME} [{role}] api_key_var",
+                fix=f"export {model.api_key_var}=... (never write the key into a file), "
+                "or run offline with scripted policies: bash evaluate.sh --offline",
+            )
+
+
+def unfinished_run(out: Path, entries: list[Entry]) -> str | None:
+    """The run id of an evaluation of this commit that stopped after some rollouts and recorded nothing."""
+    try:
+        run_id = json.loads((out / "run.json").read_text())["run_id"]
+    except (OSError, ValueError, KeyError):
+        return None
+    if any(e.run_id == run_id for e in entries) or not (out / "job.json").is_file():
+        return None
+    return run_id if any(finished_episodes(out / role) for role in ROLES) else None
+
+
+def check_endpoints(config: Config) -> None:
+    """Ask each real model's endpoint before any gate runs: a wrong URL or key is the user's
+    to fix (exit 2), a provider that does not answer is nobody's commit (exit 3)."""
+    for role, model in config.models().items():
+        check = check_endpoint(model.base_url, model.model, api_key(model.api_key_var))
+        where = f"{config.root / CONFIG_NAME} [{role}] base_url = {model.base_url}"
+        if check.ok:
+            display.note(f"{role} endpoint answers ({check.detail})")
+        elif check.fixable and "does not list the model" in check.detail:
+            raise AutoEnvError(f"the {role} endpoint does not serve the configured model: {check.detail}",
+                               where=f"{config.root / CONFIG_NAME} [{role}] model = {model.model!r}",
+                               fix=f"set [{role}] model to one of the models the endpoint lists (or fix [{role}] "
+                               "base_url if it points at the wrong server)")
+        elif check.fixable:
+            raise AutoEnvError(f"the {role} endpoint refused the request: {check.detail}", where=where,
+                               fix=f"check [{role}] base_url, model and the key in ${model.api_key_var or '(none)'}")
+        else:
+            raise ProviderUnavailable(
+                f"provider unavailable: the {role} endpoint did not answer after {check.attempts} attempts: "
+                f"{check.detail}", where=where,
+                fix="nothing was run or recorded: check the URL and the provider's status, then run evaluate.sh again "
+                "(or bash evaluate.sh --offline to evaluate with scripted models)")
