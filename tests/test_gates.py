@@ -203,8 +203,8 @@ def test_clean_audit_passes():
         assert find(report, name).status == "pass", name
     assert "task keys" not in {f.name for f in report.findings}
     assert list(report.probes) == ["oracle", *[p for p in EXPLOITS if p not in NEEDS_TOOLS]]
-    assert report.probes["oracle"]["mean"] == 1.0
-    assert report.probes["padding"]["of_oracle"] == 1.0 and report.probes["empty"]["of_oracle"] == 0.0
+    assert report.probes["oracle"].mean == 1.0
+    assert report.probes["padding"].of_oracle == 1.0 and report.probes["empty"].of_oracle == 0.0
 
 
 def test_audit_without_probes_judges_only_the_checks():
@@ -256,7 +256,7 @@ def test_no_oracle_records_is_a_warning():
     assert f.status == "warn" and "unproven" in f.message
     assert report.passed
     assert find(report, "probe empty").status == "pass"
-    assert report.probes["empty"]["of_oracle"] == 0.0  # judged against the maximum
+    assert report.probes["empty"].of_oracle == 0.0  # judged against the maximum
 
 
 def test_a_reward_that_raised_is_an_error_never_a_pass():
@@ -266,8 +266,8 @@ def test_a_reward_that_raised_is_an_error_never_a_pass():
     f = find(report, "reward errors")
     assert f.status == "fail" and "task 5 (echo): ValueError: planted" in f.message
     assert "task 5 (oracle)" in f.message
-    assert report.probes["echo"]["scored"] == 10 and report.probes["echo"]["errors"] == 1
-    assert report.probes["oracle"]["mean"] == 1.0  # the failed reply is not scored as 0 either
+    assert report.probes["echo"].scored == 10 and report.probes["echo"].errors == 1
+    assert report.probes["oracle"].mean == 1.0  # the failed reply is not scored as 0 either
     assert not report.passed
 
 
@@ -276,7 +276,7 @@ def test_a_probe_whose_every_reply_raised_is_not_a_pass():
     records += [rec("garbage", i, {}, {}, error="RuntimeError: boom") for i in range(10)]
     report = judge_only_probes(records)
     assert find(report, "probe garbage").status != "pass"
-    assert report.probes["garbage"]["scored"] == 0
+    assert report.probes["garbage"].scored == 0
     assert "reward errors" in {n.split(":")[0] for n in report.failed}
 
 
@@ -286,7 +286,7 @@ def test_partially_scored_error_record_is_not_counted():
     records.append(rec("empty", 99, {"correct": 1.0}, error="ValueError: second reward raised"))
     report = judge_only_probes(records)
     assert find(report, "reward errors").status == "fail"
-    assert report.probes["empty"]["mean"] == 0.0 and report.probes["empty"]["scored"] == 10
+    assert report.probes["empty"].mean == 0.0 and report.probes["empty"].scored == 10
 
 
 @pytest.mark.parametrize("bad", [None, float("nan"), float("inf"), 1.7, -0.2, "1.0"])
@@ -299,7 +299,7 @@ def test_a_reward_outside_its_range_is_an_error(bad):
                                            and abs(bad) != float("inf") else {}))
     f = find(report, "reward errors")
     assert f.status == "fail" and "task 42 (oracle)" in f.message and "'correct'" in f.message
-    assert report.probes["oracle"]["mean"] == 1.0 and report.probes["oracle"]["scored"] == 10
+    assert report.probes["oracle"].mean == 1.0 and report.probes["oracle"].scored == 10
     assert find(report, "oracle").status == "pass"
     assert find(report, "probe padding").status == "pass"  # the 1.7 did not lift padding over the oracle
     json.dumps(report.report().model_dump(mode="json"))
@@ -314,7 +314,7 @@ def test_an_undeclared_range_is_observed_and_warned_not_an_error(low, high):
     f = find(report, "reward range")
     assert f.status == "warn" and f.data["range"] == [min(low, 0.0), max(high, 1.0)]
     assert f"scores from {low:g} to {high:g}" in f.message and "not an error" in f.message
-    assert report.probes["oracle"]["mean"] == 1.0 and find(report, "probe empty").status == "pass"
+    assert report.probes["oracle"].mean == 1.0 and find(report, "probe empty").status == "pass"
     farmed = judge_only_probes(records[:5] + [rec("empty", i, {"payoff": high}) for i in range(5)])
     assert "probe empty" in " ".join(farmed.failed)  # a payoff the empty reply farms is still caught
 
@@ -335,7 +335,7 @@ def test_exploit_above_its_share_of_the_oracle_fails_and_names_the_component():
     assert "allowed 10% of the oracle" in f.message and "harvested formatted" in f.message
     assert "correct:" not in f.message  # nothing harvested there
     assert "best task idx" in f.message
-    assert report.probes["wrong-answer"]["of_oracle"] == 0.2
+    assert report.probes["wrong-answer"].of_oracle == 0.2
     assert "probe wrong-answer: " + f.message in report.failed
 
 
@@ -371,7 +371,7 @@ def test_probe_with_every_task_skipped_is_skipped():
     report = judge_only_probes(records)
     f = find(report, "probe kitchen-sink")
     assert f.status == "skip" and "10 tasks" in f.message
-    assert report.passed and report.probes["kitchen-sink"]["skipped"] == 10
+    assert report.passed and report.probes["kitchen-sink"].skipped == 10
 
 
 def test_oracle_hook_that_raised_on_some_tasks_is_a_reward_error():
@@ -404,9 +404,9 @@ def test_rollout_provider_errors_and_timeouts_are_excluded_from_means():
     report = judge_only_probes(records, deterministic_scoring=True)
     assert "reward errors" not in {f.name for f in report.findings}
     assert find(report, "oracle").status == "pass"
-    assert report.probes["oracle"]["mean"] == 1.0 and report.probes["oracle"]["scored"] == 4
-    assert report.probes["oracle"]["errors"] == 2
-    assert report.probes["echo"]["scored"] == 4 and report.probes["echo"]["mean"] == 0.0
+    assert report.probes["oracle"].mean == 1.0 and report.probes["oracle"].scored == 4
+    assert report.probes["oracle"].errors == 2
+    assert report.probes["echo"].scored == 4 and report.probes["echo"].mean == 0.0
     assert report.passed
 
 

@@ -24,6 +24,7 @@ from autoenv.core.traces import UNMATCHED, Rollout, normalised, to_rollout
 from autoenv.endpoint.policies import NO_MATCH
 from autoenv.endpoint.reference import no_reference_policy
 from autoenv.gates.dataset import measure
+from autoenv.gates.rows import Row
 from autoenv.gates.rules import Gates, judge_audit
 from autoenv.gates.seat_rules import constant_sum_game
 from autoenv.sandbox.install import install_candidate
@@ -99,8 +100,9 @@ def test_constant_sum_games_and_declared_ranges(tmp_path):
     seats = ["first", "second"]
     zero_sum = [probe("garbage", e, s, v) for e, (a, b) in {"e1": (1, -1), "e2": (-2, 2), "e3": (0, 0)}.items()
                 for s, v in zip(seats, (a, b))]
-    assert constant_sum_game(zero_sum, seats) == 0 and constant_sum_game(zero_sum, ["first"]) is None
-    assert constant_sum_game(zero_sum[:2] + [probe("garbage", "e9", s, 1) for s in seats], seats) is None
+    rows = [Row.model_validate(r) for r in zero_sum]
+    assert constant_sum_game(rows, seats) == 0 and constant_sum_game(rows, ["first"]) is None
+    assert constant_sum_game(rows[:2] + [Row.model_validate(probe("garbage", "e9", s, 1)) for s in seats], seats) is None
     before, after = Gates(), Gates()
     judge_audit(audit_of([dict(r) for r in zero_sum], seats=seats), cfg, before)
     judge_audit(audit_of([dict(r) for r in zero_sum], seats=seats, reward_range=[-2, 2]), cfg, after)

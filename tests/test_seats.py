@@ -19,6 +19,7 @@ from autoenv.core.messages import ChatRequest
 from autoenv.core.paths import EXAMPLES, PROJECT
 from autoenv.endpoint.policies import Policies, choice
 from autoenv.gates.probes import REFUSAL
+from autoenv.gates.rows import Row
 from autoenv.gates.rules import Gates, judge_audit
 from autoenv.gates.seat_rules import constant_sum_game
 from tests.conftest import autoenv, small_config
@@ -56,7 +57,7 @@ def test_per_seat_rows_judge_the_fair_share_and_leave_out_the_others_failure(tmp
     fair = [seat_record("empty", f"{s}{i}", s, v, -v) for s in seats for i, v in enumerate((0, -1, 0, 1))]
     beats = [seat_record("garbage", f"g{s}{i}", s, v, -v) for s in seats for i, v in enumerate((2, 1, 2, 0 if s == "first" else 1))]
     forfeit = [seat_record("echo", f"e{s}{i}", s, 1, -1, failed=i < 2) for s in seats for i in range(3)]
-    assert constant_sum_game(fair, seats) == 0  # the reference seats' rewards complete each episode
+    assert constant_sum_game([Row.model_validate(r) for r in fair], seats) == 0  # the reference seats' rewards complete each episode
     gates = Gates()
     judge_audit(audit_of(fair + beats + forfeit, seats=seats, reward_range=[-2, 2],
                          seat_reference={"policy": "choice", "why": "the fixed policy `choice`"}), cfg, gates)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,11 +31,6 @@ AUDIT_FILE = "audit.json"
 Score = bool | int | float | str | None
 """A reward component's score as the candidate returned it: a finite number is the contract, and anything
 else is kept as it was (not coerced) so the rules can name it as the environment error it is."""
-
-
-Row = dict[str, Any]
-"""A probe record as the judgement works on it (`ProbeRecord.row()`, a derive-stage or replay record): a mutable
-dict the rules add `env_error` and `reward` to, which the exploit matrix and the content-free rules read."""
 
 
 class AuditPart(BaseModel):
@@ -147,12 +142,6 @@ class ProbeRecord(AuditPart):
     choices: int | None = Field(None, description="Bare option positions among them.")
     copied: str | None = Field(None, description="What prompt-copy copied on this task.")
     answer_is_copy: bool | None = Field(None, description="What it copied is this task's answer.")
-
-    def row(self) -> Row:
-        """A mutable copy for the judgement, which adds `env_error` and `reward` to it: the shape the exploit
-        matrix and the content-free rules (autoenv.gates.matrix, autoenv.gates.free) share with the derive
-        stage's and the replay's rows. Fields the child did not write stay absent, as in the file."""
-        return self.model_dump(exclude_unset=True)
 
 
 class AuditRecord(AuditPart):

@@ -18,12 +18,12 @@ from autoenv.core.config import Config
 from autoenv.core.formats import quoted
 from autoenv.core.record import GateReport
 from autoenv.gates import matrix
-from autoenv.gates.audit_record import Row
 from autoenv.gates.derived_record import DerivedProbeRecord, DerivedRecord, parse_derived, read_derived
 from autoenv.gates.findings import Gates
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS
 from autoenv.gates.replay_rules import judge_replay
-from autoenv.gates.rules import add_matrix, summarize
+from autoenv.gates.rows import Row, summarize
+from autoenv.gates.rules import add_matrix
 from autoenv.sandbox.rollouts import Worker
 
 
@@ -35,7 +35,7 @@ def judge_derived(derived: DerivedRecord | dict[str, Any], config: Config, repor
         judge_replay(judged_rows(replayed), config.probes.exploit_max, report, add_matrix)
     records = [r for r in derived.records if not r.probe.startswith("replay ")]
     rows = judged_rows(records)
-    references = [row for row in rows if row["probe"] == "reference" and not row["env_error"]]
+    references = [row for row in rows if row.probe == "reference" and not row.env_error]
     if not references:
         if not derived.replayed:
             report.add("derived probes", "skip", "n/a, not tested: " + (derived.reason or derived.replay_reason
@@ -46,56 +46,54 @@ def judge_derived(derived: DerivedRecord | dict[str, Any], config: Config, repor
         weights.update(r.weights)
     by_probe: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
-        by_probe[row["probe"]].append(row)
-    reference = summarize("reference", references, weights)
-    report.probes["derived reference"] = {**reference, "description": "the models' best reply per task, rescored"}
-    base = reference["mean"] or 0.0
+        by_probe[row.probe].append(row)
+    reference = summarize("reference", references, weights, "the models' best reply per task, rescored")
+    report.probes["derived reference"] = reference
+    base = reference.mean or 0.0
     report.add("probe derived reference", "pass" if base > 0 else "warn",
-               f"{reference['scored']} best replies of the models rescored in-process: mean {base:.3f}",
-               references=reference["scored"])
+               f"{reference.scored} best replies of the models rescored in-process: mean {base:.3f}",
+               references=reference.scored)
     limit = config.probes.exploit_max
     add_matrix(report, {"reference": references, **{n: by_probe.get(n, []) for n in DERIVED_MUTATIONS}}, weights,
                limit, prefix="derived ")
     for name in DERIVED_MUTATIONS:
-        summary = summarize(name, by_probe.get(name, []), weights)
-        summary["description"] = DERIVED_MUTATIONS[name]
-        summary["of_oracle"] = None if not base or summary["mean"] is None else round(summary["mean"] / base, 4)
+        summary = summarize(name, by_probe.get(name, []), weights, DERIVED_MUTATIONS[name])
+        summary = summary.model_copy(update={
+            "of_oracle": None if not base or summary.mean is None else round(summary.mean / base, 4)})
         report.probes[f"derived {name}"] = summary
-        if summary["mean"] is None:
+        if summary.mean is None:
             report.add(f"probe derived {name}", "skip", f"n/a, not tested: does not apply to any of the "
                        f"{len(by_probe.get(name, []))} reference replies")
             continue
-        best = summary["best"][0] if summary["best"] else None
-        evidence = f"; best task idx {best['idx']} scored {best['reward']:.2f}: {quoted(best['reply'], 80)}" if best else ""
+        best = summary.best[0] if summary.best else None
+        evidence = f"; best task idx {best.idx} scored {best.reward:.2f}: {quoted(best.reply, 80)}" if best else ""
         if name in DERIVED_VARIANTS:
-            kept = summary["of_oracle"] or 0.0
+            kept = summary.of_oracle or 0.0
             status = "warn" if name == "whitespace" and kept < 0.5 else "pass"
             report.add(f"probe derived {name}", status, f"keeps {kept:.0%} of the reference's reward "
                        + ("(whitespace must not matter)" if status == "warn" else "(measured, not judged)"))
             continue
         if name == "padding":
-            bad = summary["mean"] > base + 1e-9
+            bad = summary.mean > base + 1e-9
             rule = "must not beat the reference"
         else:
-            bad = summary["mean"] > limit * base + 1e-9
+            bad = summary.mean > limit * base + 1e-9
             rule = f"allowed {limit:.0%} of the reference"
-        harvested = ", ".join(f"{k}: {v}" for k, v in summary["harvested"].items())
-        report.add(f"probe derived {name}", "fail" if bad else "pass", f"mean {summary['mean']:.3f} ({rule})"
-                   + (f"; harvested {harvested}{evidence}" if bad else ""), harvested=summary["harvested"] if bad else {})
+        harvested = ", ".join(f"{k}: {v}" for k, v in summary.harvested.items())
+        report.add(f"probe derived {name}", "fail" if bad else "pass", f"mean {summary.mean:.3f} ({rule})"
+                   + (f"; harvested {harvested}{evidence}" if bad else ""), harvested=summary.harvested if bad else {})
 
 
 def judged_rows(records: list[DerivedProbeRecord]) -> list[Row]:
-    """The judged copies of the records: `env_error` set where scoring failed or a played reply's reward component
-    is not a finite number (excluded from the means like the audit's environment errors, never multiplied)."""
+    """The records judged: `env_error` set where scoring failed or a played reply's reward component is not a
+    finite number (excluded from the means like the audit's environment errors, never multiplied)."""
     rows = []
     for r in records:
-        row = r.row()
         problem = None if r.skipped else r.error
         for name, score in r.components.items():
             if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
                 problem = problem or f"reward {name!r} returned {score!r}, not a finite number"
-        row["env_error"] = None if r.skipped else problem
-        rows.append(row)
+        rows.append(Row.judged(r, None if r.skipped else problem))
     return rows
 
 
@@ -104,7 +102,7 @@ def run_derived(config: Config, worker: Worker, gates: GateReport) -> GateReport
     started = time.time()
     worker.run("derive")
     derived = read_derived(worker.job.audit_dir / DERIVED_FILE)
-    report = Gates(findings=list(gates.findings), probes={k: v.model_dump() for k, v in gates.probes.items()},
+    report = Gates(findings=list(gates.findings), probes=dict(gates.probes),
                    mode=gates.mode, matrix=matrix.thaw(gates.matrix, config.probes.exploit_max))
     judge_derived(derived, config, report)
     report.seconds = round((gates.seconds or 0) + time.time() - started, 2)

@@ -14,7 +14,7 @@ class Gates:
     """Gate findings as the checks find them; `report()` freezes them into the record's GateReport."""
 
     findings: list[GateFinding] = field(default_factory=list)
-    probes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    probes: dict[str, ProbeSummary] = field(default_factory=dict)
     mode: str | None = None
     seconds: float | None = None
     matrix: dict[str, Any] = field(default_factory=dict)
@@ -23,7 +23,7 @@ class Gates:
         self.findings.append(GateFinding(name=name, status=cast(GateStatus, status), message=message, data=data))
 
     def report(self) -> GateReport:
-        return GateReport(findings=self.findings, probes={k: ProbeSummary(**v) for k, v in self.probes.items()},
+        return GateReport(findings=self.findings, probes=dict(self.probes),
                           mode=self.mode, seconds=self.seconds, matrix=matrix.freeze(self.matrix))
 
     @property

@@ -10,9 +10,14 @@ label count allows a constant answer, and the exploit coverage per reward compon
 
 from __future__ import annotations
 
+from typing import Literal
+
 from autoenv.core.formats import quoted
+from autoenv.core.record import GateReport, ProbeSummary
 from autoenv.gates.audit_record import DatasetMeasure
 from autoenv.gates.families import FAMILIES
+from autoenv.gates.findings import Gates
+from autoenv.gates.rows import Row
 
 CONTENT_FREE = ("empty", "refusal", "echo", "garbage", "tool-spam", "constant", *FAMILIES)
 MARGIN = 0.125
@@ -33,13 +38,13 @@ def answer_share_allowed(max_share: float, labels: int | None) -> float:
     return max(max_share, label_allowance(labels or 0))
 
 
-def correctness_component(summaries: dict, by_probe: dict[str, list[dict]], weights: dict[str, float]) -> str | None:
+def correctness_component(summaries: dict[str, ProbeSummary], by_probe: dict[str, list[Row]],
+                          weights: dict[str, float]) -> str | None:
     """The reward component that tells a right answer from a wrong one: the positively weighted component
     with the largest gap between the oracle and the wrong-answer probe (None when none separates them)."""
     def mean(name: str, component: str) -> float | None:
-        values = [r["components"][component] for r in by_probe.get(name, [])
-                  if not r.get("skipped") and not r.get("env_error") and component in (r.get("components") or {})
-                  and isinstance(r["components"][component], (int, float))]
+        values = [v for r in by_probe.get(name, [])
+                  if not r.skipped and not r.env_error and (v := r.score(component)) is not None]
         return sum(values) / len(values) if values else None
     gaps = {}
     for component, weight in weights.items():
@@ -49,30 +54,31 @@ def correctness_component(summaries: dict, by_probe: dict[str, list[dict]], weig
     return max(gaps, key=lambda c: gaps[c]) if gaps else None
 
 
-def copies_a_constant(records: list[dict]) -> str | None:
+def copies_a_constant(records: list[Row]) -> str | None:
     """The span prompt-copy's best strategy copied when it is the same on every task (a word of the system
     prompt, say `true`): then it is a constant answer, judged like the constant probe."""
-    copied = {r.get("copied") for r in records if not r.get("skipped")}
+    copied = {r.copied for r in records if not r.skipped}
     return next(iter(copied)) if len(copied) == 1 and None not in copied else None
 
 
-def judge_constant(records: list[dict], summary: dict, correct: str | None, reference: float, exploit_max: float,
-                   dataset: DatasetMeasure, max_answer_share: float, own: str = "answer_is_constant",
+def judge_constant(records: list[Row], summary: ProbeSummary, correct: str | None, reference: float,
+                   exploit_max: float, dataset: DatasetMeasure, max_answer_share: float,
+                   own: Literal["answer_is_constant", "answer_is_copy"] = "answer_is_constant",
                    what: str = "a constant answer") -> tuple[bool, str]:
     """The constant probe: the accuracy of answering the taskset's most common answer everywhere, read from the
     correctness signal (`correct`: the component that separates the oracle from a wrong answer), allowed the
     sampled tasks whose answer it is while the label set is as balanced as its label count allows."""
-    played = [r for r in records if not r.get("skipped") and not r.get("env_error") and r.get("outcome", "ok") == "ok"]
-    fair = sum(bool(r.get(own)) for r in played) / len(played) if played else 0.0
+    played = [r for r in records if r.played]
+    fair = sum(bool(getattr(r, own)) for r in played) / len(played) if played else 0.0
     labels, top = dataset.distinct_answers, dataset.top_answer_share
     balanced = top is None or top <= answer_share_allowed(max_answer_share, labels) + 1e-9
     allowed = max(exploit_max, fair if balanced else min(fair, label_allowance(labels or 0)))
     if correct is not None:
-        values = [r["components"].get(correct) or 0.0 for r in played]
+        values = [r.score(correct) or 0.0 for r in played]
         accuracy = sum(values) / len(values) if values else 0.0
         source = f"by the `{correct}` reward (the component that separates the oracle from a wrong answer)"
     else:
-        accuracy = (summary["mean"] or 0.0) / (reference or 1.0)
+        accuracy = (summary.mean or 0.0) / (reference or 1.0)
         source = "by the total reward against the oracle's (no component separates the oracle from a wrong answer)"
     why = (f"the {fair:.0%} of sampled tasks whose answer it is" if allowed == fair and fair > exploit_max else
            f"{exploit_max:.0%} (probes.exploit_max)" if allowed == exploit_max else
@@ -81,12 +87,13 @@ def judge_constant(records: list[dict], summary: dict, correct: str | None, refe
                                        f"allowed {why}")
 
 
-def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights: dict[str, float], *,
+def judge_free(report: Gates, summaries: dict[str, ProbeSummary], by_probe: dict[str, list[Row]],
+               weights: dict[str, float], *,
                declared: bool, maximum: float, free_max: float, dataset: DatasetMeasure, max_answer_share: float,
                inapplicable: dict[str, str] | None = None) -> dict[str, tuple[bool, str]]:
     """Add the `content-free` finding: each content-free probe's mean as a share of the reward's range.
     Returns, per probe judged, whether it failed and the rule in words (for the probe's own row)."""
-    scored = [r["reward"] for rs in by_probe.values() for r in rs if isinstance(r.get("reward"), (int, float))]
+    scored = [total for rs in by_probe.values() for r in rs if (total := r.total) is not None]
     floor = min([0.0, *scored])
     top = maximum if declared else max(scored, default=0.0)
     source = "declared by the task's reward_range" if declared else "the highest total reward observed on any probe"
@@ -98,7 +105,9 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
         else:
             report.add("content-free", "skip", "n/a, not tested: no probe reply was scored")
         return {}
-    failures, shares, untested = [], {}, []
+    failures: list[str] = []
+    shares: dict[str, float] = {}
+    untested: list[str] = []
     paid_by: dict[str, str] = {}  # failed probe -> the component that paid it
     verdicts: dict[str, tuple[bool, str]] = {}
     labels = dataset.distinct_answers or 0
@@ -106,26 +115,26 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
         summary = summaries.get(name)
         if summary is None or name in (inapplicable or {}):
             continue
-        if summary["mean"] is None:
+        if summary.mean is None:
             untested.append(name)
             continue
-        share = (summary["mean"] - floor) / (top - floor)
+        share = (summary.mean - floor) / (top - floor)
         shares[name] = round(share, 4)
         allowed = free_max
         if name == "constant":  # the label allowance, and (as in its own row) the sampled tasks whose answer it is
-            played = [r for r in by_probe.get(name, []) if not r.get("skipped") and not r.get("env_error")]
-            fair = sum(bool(r.get("answer_is_constant")) for r in played) / len(played) if played else 0.0
+            played = [r for r in by_probe.get(name, []) if not r.skipped and not r.env_error]
+            fair = sum(bool(r.answer_is_constant) for r in played) / len(played) if played else 0.0
             balanced = (dataset.top_answer_share or 0.0) <= answer_share_allowed(max_answer_share, labels) + 1e-9
             allowed = max(free_max, label_allowance(labels) if labels >= 2 else 0.0, fair if balanced else 0.0)
         if name == "structural":
-            choices = max((r.get("choices") or 0 for r in by_probe.get(name, [])), default=0)
+            choices = max((r.choices or 0 for r in by_probe.get(name, [])), default=0)
             allowed = max(free_max, label_allowance(choices))
         verdicts[name] = (share > allowed + 1e-9, (f"{share:.0%} of the reward's range, allowed {allowed:.0%} "
                                                    "above its floor (content-free, probes.free_max)"))
         if share > allowed + 1e-9:
             paid = _paid(by_probe.get(name, []), weights)
             paid_by[name] = paid
-            strategy = next((r.get("strategy") for r in by_probe.get(name, []) if r.get("strategy")), None)
+            strategy = next((r.strategy for r in by_probe.get(name, []) if r.strategy), None)
             failures.append(f"{name} reaches {share:.0%} of the range (allowed {allowed:.0%}), paid by "
                             f"`{paid}`" + (f", best strategy {quoted(strategy)}" if strategy and strategy != name else ""))
     span = f"[{floor:g}, {top:.3g}] ({source})"
@@ -140,22 +149,21 @@ def judge_free(report, summaries: dict, by_probe: dict[str, list[dict]], weights
     return verdicts
 
 
-def _paid(records: list[dict], weights: dict[str, float]) -> str:
+def _paid(records: list[Row], weights: dict[str, float]) -> str:
     """The component that paid a probe most (mean score times weight)."""
     totals: dict[str, float] = {}
     for r in records:
-        for component, score in (r.get("components") or {}).items():
-            if isinstance(score, (int, float)) and not r.get("skipped"):
-                totals[component] = totals.get(component, 0.0) + score * weights.get(component, 1.0)
+        for component, score in ({} if r.skipped else r.numbers()).items():
+            totals[component] = totals.get(component, 0.0) + score * weights.get(component, 1.0)
     return max(totals, key=lambda c: totals[c]) if totals else "?"
 
 
-def coverage(report, summaries: dict, by_probe: dict[str, list[dict]], weights: dict[str, float],
-             untested: dict[str, str], inapplicable: dict[str, str]) -> None:
+def coverage(report: Gates, summaries: dict[str, ProbeSummary], by_probe: dict[str, list[Row]],
+             weights: dict[str, float], untested: dict[str, str], inapplicable: dict[str, str]) -> None:
     """The `exploit coverage` finding: how many probes were scored on each reward component, which could not
     run, and which do not apply to this environment's prompts."""
-    per = {c: sorted(n for n, s in summaries.items() if n != "oracle" and s["mean"] is not None
-                     and any(c in (r.get("components") or {}) for r in by_probe.get(n, []) if not r.get("skipped")))
+    per = {c: sorted(n for n, s in summaries.items() if n != "oracle" and s.mean is not None
+                     and any(c in r.components for r in by_probe.get(n, []) if not r.skipped))
            for c in weights}
     total = sum(1 for n in summaries if n != "oracle" and n not in inapplicable)
     text = "; ".join(f"`{c}`: {len(names)} of {total} probes" for c, names in per.items()) or "no reward component"
@@ -166,7 +174,7 @@ def coverage(report, summaries: dict, by_probe: dict[str, list[dict]], weights: 
                inapplicable=sorted(inapplicable))
 
 
-def coverage_line(gates) -> str | None:
+def coverage_line(gates: GateReport | None) -> str | None:
     """The result block's `coverage` field: probes scored per reward component, and those that could not run."""
     found = [f for f in (gates.findings if gates is not None else []) if f.name == "exploit coverage"]
     if not found:

@@ -13,34 +13,29 @@ from __future__ import annotations
 
 from autoenv.core.formats import quoted
 from autoenv.core.record import ExploitMatrix, Harvest
+from autoenv.gates.rows import Row
 
 REFERENCES = ("oracle", "derived reference", "replay reference")
 NOT_EXPLOITS = {"derived final-only", "derived truncated", "derived case", "derived whitespace", "replay no-tools"}
 """Columns shown but not judged: the reference behaviour and the measured variants."""
 
 
-def _scored(records: list[dict]) -> list[dict]:
-    return [r for r in records if not r.get("skipped") and not r.get("env_error") and r.get("outcome", "ok") == "ok"]
-
-
-def add_columns(matrix: dict, by_probe: dict[str, list[dict]], weights: dict[str, float],
+def add_columns(matrix: dict, by_probe: dict[str, list[Row]], weights: dict[str, float],
                 prefix: str = "") -> None:
     """Add each probe's per-component means (and its best reply per component) to `matrix`."""
     matrix.setdefault("weights", {}).update(weights)
     for probe, records in by_probe.items():
-        scored = _scored(records)
+        scored = [r for r in records if r.played]
         if not scored:
             continue
         column, best = {}, {}
         for component in weights:
-            values = [(r["components"].get(component), r) for r in scored
-                      if isinstance(r["components"].get(component), (int, float))]
+            values = [(v, r) for r in scored if (v := r.score(component)) is not None]
             if not values:
                 continue
             column[component] = round(sum(v for v, _ in values) / len(values), 4)
             top = max(values, key=lambda pair: pair[0])
-            best[component] = {"idx": top[1].get("idx"), "reply": (top[1].get("reply") or "")[:200],
-                               "score": top[0]}
+            best[component] = {"idx": top[1].idx, "reply": top[1].reply[:200], "score": top[0]}
         matrix.setdefault("scores", {})[prefix + probe] = column
         matrix.setdefault("best", {})[prefix + probe] = best
 

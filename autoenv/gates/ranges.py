@@ -11,7 +11,10 @@ declared range is still an environment error: the env broke its own declaration.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from autoenv.gates.audit_record import ProbeRecord
 
 
 @dataclass(frozen=True)
@@ -31,20 +34,20 @@ class RewardRange:
                 "observed": "observed"}[self.source]
 
 
-def scores(records: list[dict]) -> list[float]:
+def scores(records: Sequence[ProbeRecord]) -> list[float]:
     """Every finite reward score in the probe records, the reference seats' rewards included."""
     out = []
     for r in records:
-        if r.get("skipped"):
+        if r.skipped:
             continue
-        values = list((r.get("components") or {}).values()) + [o.get("reward") for o in r.get("others") or []]
+        values = [*r.components.values(), *(o.reward for o in r.others)]
         for value in values:
             if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
                 out.append(float(value))
     return out
 
 
-def choose(declared: list[float] | None, records: list[dict]) -> RewardRange:
+def choose(declared: list[float] | None, records: Sequence[ProbeRecord]) -> RewardRange:
     """The range to check and normalise scores against (see the module docstring)."""
     if declared:
         return RewardRange(float(declared[0]), float(declared[1]), "declared")

@@ -6,6 +6,11 @@ calls; keeping nearly all of the replayed reference's reward then means the fina
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from autoenv.gates.findings import Gates
+from autoenv.gates.rows import Row
+
 REPLAY_MUTATIONS = {
     "swap-answer": "the reference transcript replayed with another task's final answer (its tool calls and moves kept)",
     "drop-answer": "the reference transcript replayed with its final answer emptied",
@@ -16,13 +21,18 @@ KEEP_MAX = 0.9
 """A judged mutation keeping more than this share of the reference's reward: the final answer is not scored."""
 
 
-def judge_replay(records: list[dict], exploit_max: float, report, add_matrix) -> None:
+AddMatrix = Callable[..., None]
+"""autoenv.gates.rules.add_matrix, passed in by the derived rules: this module stays light (the derive stage's record
+imports its mutation names in the child)."""
+
+
+def judge_replay(records: list[Row], exploit_max: float, report: Gates, add_matrix: AddMatrix) -> None:
     """Findings for the replayed transcripts: a judged mutation (the final answer swapped or dropped) fails when it
     keeps more than KEEP_MAX of the reference's reward; each is also a column of the exploit matrix."""
-    def mean(name: str) -> tuple[float | None, list[dict]]:
-        scored = [r for r in records if r["probe"] == f"replay {name}" and not r.get("skipped")
-                  and not r.get("env_error") and not r.get("error") and isinstance(r.get("reward"), (int, float))]
-        return (sum(r["reward"] for r in scored) / len(scored) if scored else None), scored
+    def mean(name: str) -> tuple[float | None, list[Row]]:
+        scored = [r for r in records if r.probe == f"replay {name}" and not r.skipped
+                  and not r.env_error and not r.error and r.reward is not None]
+        return (sum(r.reward or 0.0 for r in scored) / len(scored) if scored else None), scored
     base, references = mean("reference")
     if not base:
         report.add("probe replay reference", "skip", "n/a, not tested: no multi-turn transcript earned reward on "
@@ -32,12 +42,9 @@ def judge_replay(records: list[dict], exploit_max: float, report, add_matrix) ->
                f"replayed through real rollouts: mean {base:.3f}", references=len(references))
     weights: dict[str, float] = {}
     for r in records:
-        weights.update(r.get("weights") or {})
-    by_probe = {name: [r for r in records if r["probe"] == f"replay {name}"] for name in ("reference", *REPLAY_MUTATIONS)}
-    for rs in by_probe.values():
-        for r in rs:
-            if r.get("error") and not r.get("skipped"):
-                r["env_error"] = r["error"]
+        weights.update(r.weights)
+    # a replayed reply that errored is already an environment error (autoenv.gates.derived_rules.judged_rows)
+    by_probe = {name: [r for r in records if r.probe == f"replay {name}"] for name in ("reference", *REPLAY_MUTATIONS)}
     add_matrix(report, by_probe, weights, exploit_max, prefix="replay ")
     for name, what in REPLAY_MUTATIONS.items():
         value, scored = mean(name)
@@ -50,8 +57,8 @@ def judge_replay(records: list[dict], exploit_max: float, report, add_matrix) ->
                        f"judged: {what})", kept=round(kept, 4))
             continue
         bad = kept > KEEP_MAX + 1e-9
-        best = max(scored, key=lambda r: r["reward"])
+        best = max(scored, key=lambda r: r.reward or 0.0)
         report.add(f"probe replay {name}", "fail" if bad else "pass",
                    f"mean {value:.3f}, {kept:.0%} of the replayed reference (allowed {KEEP_MAX:.0%}: destroying the "
-                   "final answer must cost reward)" + (f"; e.g. task idx {best['idx']} kept {best['reward']:.2f}: the "
+                   "final answer must cost reward)" + (f"; e.g. task idx {best.idx} kept {best.reward or 0.0:.2f}: the "
                                                        "final answer is not scored" if bad else ""), kept=round(kept, 4))

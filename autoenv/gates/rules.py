@@ -33,10 +33,11 @@ from autoenv.core.formats import idx_list, quoted
 from autoenv.core.job import AuditPlan
 from autoenv.core.record import GateReport
 from autoenv.gates import coverage, free, matrix, ranges, rejections
-from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, Row, parse_audit, read_audit
+from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, parse_audit, read_audit
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
 from autoenv.gates.findings import Gates
 from autoenv.gates.probes import EXPLOITS
+from autoenv.gates.rows import Row, summarize
 from autoenv.gates.ranges import max_reward
 from autoenv.gates.seat_rules import constant_sum_game, judge_seats
 from autoenv.sandbox.rollouts import Worker
@@ -189,7 +190,6 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
     audit = audit if isinstance(audit, AuditRecord) else parse_audit(audit)
     p = config.probes
     records = audit.probes or []
-    rows = [r.row() for r in records]  # the judged copies: env_error and reward are added to them
     if audit.deterministic_scoring is not None:
         ok = audit.deterministic_scoring
         report.add("deterministic scoring", "pass" if ok else "fail",
@@ -197,21 +197,21 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
                    "scoring the same transcript twice gave different rewards: rewards must be pure functions")
     weights: dict[str, float] = {}
     errors: list[str] = []
-    by_probe: dict[str, list[Row]] = defaultdict(list)
-    rng = ranges.choose(list(audit.reward_range) if audit.reward_range else None, rows)
+    rng = ranges.choose(list(audit.reward_range) if audit.reward_range else None, records)
     declared = rng.normalises or None  # scores are normalised from a range other than [0, 1]
     low, high, documented = rng.low, rng.high, rng.text()
     oracle_rejected = any(r.rejected for r in records if r.probe == "oracle")
     rejected: list[ProbeRecord] = []
-    for r, row in zip(records, rows):
+    rows: list[Row] = []  # each record judged once, in the records' order
+    for r in records:
         if r.skipped:
-            by_probe[r.probe].append(row)
+            rows.append(Row.judged(r))
             if r.error:
                 errors.append(f"task {r.idx} ({r.probe}): {r.error}")
             continue
         if r.rejected and not oracle_rejected:  # the env refused an off-contract reply, by design
             rejected.append(r)
-            by_probe[r.probe].append({**row, "skipped": True, "reason": f"rejected by the env: {r.rejected}"})
+            rows.append(Row.judged(r))
             continue
         outcome = r.outcome or ("env_error" if r.error else "ok")
         problem = r.error if outcome == "env_error" else None
@@ -223,10 +223,9 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
                 problem = problem or f"reward {name!r} returned {score}, outside its {documented} range [{low:g}, {high:g}]"
         if not problem and not r.components and (r.outcome or "ok") == "ok":
             problem = "the rollout finished without any reward"
-        row["env_error"] = problem
+        rows.append(Row.judged(r, problem))
         if problem:
             errors.append(f"task {r.idx} ({r.probe}): {problem}")
-        by_probe[r.probe].append(row)
     seats = audit.seats
     constant_sum = constant_sum_game(rows, seats)
     if rng.source == "observed":
@@ -237,9 +236,13 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
                    + "; ".join(sorted({f"{r.probe}: {r.rejected}" for r in rejected})[:2]),
                    rejected=len(rejected), examples=sorted({r.rejected or "" for r in rejected})[:3])
     if declared and high > low:  # the statistics compare shares of [0, 1]: normalise the declared range
-        for row in rows:
-            if not row.get("env_error") and row.get("components"):
-                row["components"] = {k: (v - low) / (high - low) for k, v in row["components"].items()}
+        rows = [row.model_copy(update={"components": {k: (v - low) / (high - low) for k, v in row.numbers().items()}})
+                if not row.env_error and row.components else row for row in rows]
+    by_probe: dict[str, list[Row]] = defaultdict(list)
+    for r, row in zip(records, rows):
+        if r.rejected and not r.skipped and not oracle_rejected:  # left out as the env's choice, not a failure
+            row = row.model_copy(update={"skipped": True, "reason": f"rejected by the env: {r.rejected}"})
+        by_probe[r.probe].append(row)
     maximum = max_reward(weights)
     per_seat = any(r.probed_seat for r in records)
     share = 0.0  # the probed seat's fair share of a constant-sum game, on the scale the statistics use
@@ -250,10 +253,10 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
     from_failure: dict[str, list[Row]] = {}
     if per_seat:  # an episode whose reference seat did not play measures the reference, not the probe
         for name in list(by_probe):
-            failed = [r for r in by_probe[name] if r.get("other_failed")]
+            failed = [r for r in by_probe[name] if r.other_failed]
             if failed:
                 from_failure[name] = failed
-                by_probe[name] = [r for r in by_probe[name] if not r.get("other_failed")]
+                by_probe[name] = [r for r in by_probe[name] if not r.other_failed]
     if errors:
         report.add("reward errors", "fail", f"{len(errors)} probe replies hit environment errors, e.g. "
                    + "; ".join(distinct_errors(errors, audit.unprepared_scripts)[:3]),
@@ -262,9 +265,9 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
     summaries = {name: summarize(name, by_probe[name], weights) for name in sorted(by_probe, key=order.index)}
     report.probes = summaries
     oracle = summaries.get("oracle")
-    if oracle and oracle["scored"] == 0 and not oracle["errors"] and not any(r.get("error") for r in by_probe["oracle"]):
+    if oracle and oracle.scored == 0 and not oracle.errors and not any(r.error for r in by_probe["oracle"]):
         oracle = None  # no reference reply at all (no hook, nothing inferable): not an error, unproven
-    reference = oracle["mean"] if oracle and oracle["mean"] is not None else maximum
+    reference = oracle.mean if oracle and oracle.mean is not None else maximum
     source = audit.oracle_source
     inferred = (f"inferred from the tasks' `answer` field in the {source.split(':', 1)[1]} format (the candidate "
                 "has no oracle hook: this proves only that the answer so formatted earns the reward); "
@@ -281,34 +284,34 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
         report.add("oracle", "warn", "the task has no oracle hook and no answer-field oracle could be inferred: "
                    "solvability is unproven offline and the exploits built from the oracle's reply were not "
                    "tested (add `def oracle(self, messages)`, see program.md)", source=source)
-    elif oracle["mean"] is None:
+    elif oracle.mean is None:
         report.add("oracle", "fail", "no oracle reply could be scored (the hook raised or the reward failed "
                    "on every sampled task): see reward errors", cause="unscored")
     elif maximum <= 0:
         report.add("oracle", "fail", "no positive reward weight: nothing can be earned", cause="no positive weight")
     elif per_seat and constant_sum is not None:
         report.add("oracle", "pass", f"the oracle at every seat of a constant-sum game (payoffs summing to "
-                   f"{constant_sum:g}): mean {oracle['mean']:.3f} per seat against a fair share of {share:.3f}; "
+                   f"{constant_sum:g}): mean {oracle.mean:.3f} per seat against a fair share of {share:.3f}; "
                    "self-play proves the hook plays every seat, not how well", source=source)
     else:
-        short = [r for r in by_probe["oracle"] if r.get("reward") is not None and r["reward"] < p.oracle_min * maximum]
-        share = (oracle["mean"] or 0) / maximum
+        short = [r for r in by_probe["oracle"] if (total := r.total) is not None and total < p.oracle_min * maximum]
+        share = (oracle.mean or 0) / maximum
         status = "pass" if share >= p.oracle_min and not short else "fail"
-        if status == "fail" and inferred and audit.mode == "rollouts" and (oracle["mean"] or 0) > 0:
+        if status == "fail" and inferred and audit.mode == "rollouts" and (oracle.mean or 0) > 0:
             # the answer played alone as the final reply: what tools or turns earn is out of its reach
             status = "warn"
             inferred += ("a shortfall is not a failure here: the answer alone cannot earn what tool calls or "
                          "turns earn (an oracle hook would show it); ")
-        report.add("oracle", status, inferred + f"mean {oracle['mean']:.3f} of a maximum {maximum:g} ({share:.0%}, "
-                   f"wanted >= {p.oracle_min:.0%})" + (f"; below on task idx {idx_list([r['idx'] for r in short][:8])}: "
-                   "unsolvable or wrongly scored" if short else ""), tasks=[r["idx"] for r in short],
+        report.add("oracle", status, inferred + f"mean {oracle.mean:.3f} of a maximum {maximum:g} ({share:.0%}, "
+                   f"wanted >= {p.oracle_min:.0%})" + (f"; below on task idx {idx_list([r.idx for r in short][:8])}: "
+                   "unsolvable or wrongly scored" if short else ""), tasks=[r.idx for r in short],
                    components=_short_components(short, weights), source=source)
     untested: dict[str, str] = {}
     inapplicable: dict[str, str] = {}
     correct = free.correctness_component(summaries, by_probe, weights)
-    inapplicable.update({n: "; ".join(sorted({r["reason"] for r in by_probe[n]})) for n, s in summaries.items()
-                         if s["mean"] is None and not s["errors"] and by_probe[n]
-                         and all(r.get("skipped") and r.get("reason") in NOT_APPLICABLE.values() for r in by_probe[n])})
+    inapplicable.update({n: "; ".join(sorted({r.reason or "" for r in by_probe[n]})) for n, s in summaries.items()
+                         if s.mean is None and not s.errors and by_probe[n]
+                         and all(r.skipped and r.reason in NOT_APPLICABLE.values() for r in by_probe[n])})
     content_free = {} if per_seat or constant_sum is not None else free.judge_free(
         report, summaries, by_probe, weights, declared=bool(declared), maximum=maximum, free_max=p.free_max,
         dataset=audit.dataset, max_answer_share=config.checks.max_answer_share, inapplicable=inapplicable)
@@ -319,7 +322,7 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
             judge_seats(report, name, summary, by_probe[name], from_failure.get(name, []), share,
                          maximum if constant_sum is not None else reference, p.exploit_max, audit, untested)
             continue
-        if constant_sum is not None and summary["mean"] is not None:
+        if constant_sum is not None and summary.mean is not None:
             report.add(f"probe {name}", "skip", f"not applicable: a constant-sum game of {len(seats)} seats "
                        f"({', '.join(seats)}, payoffs summing to {constant_sum:g} in every episode) with every "
                        "seat playing this probe: a seat's reward is the other seat's failure, not a harvest. Probing one "
@@ -328,23 +331,24 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
             untested[name] = (f"a constant-sum game of {len(seats)} seats: probing one seat needs a reference "
                               "policy for the others")
             continue
-        summary["of_oracle"] = None if not reference or summary["mean"] is None else round(summary["mean"] / reference, 4)
-        if summary["mean"] is None:
-            if summary["errors"]:
-                report.add(f"probe {name}", "fail", f"every reply hit an error ({summary['errors']} of "
-                           f"{summary['tasks']}): see reward errors", errors=summary["errors"])
+        summary = summaries[name] = summary.model_copy(update={
+            "of_oracle": None if not reference or summary.mean is None else round(summary.mean / reference, 4)})
+        if summary.mean is None:
+            if summary.errors:
+                report.add(f"probe {name}", "fail", f"every reply hit an error ({summary.errors} of "
+                           f"{summary.tasks}): see reward errors", errors=summary.errors)
             else:
-                reasons = sorted({r.get("reason") or r.get("why") or "the task has no answer in the oracle's reply"
-                                  for r in by_probe[name] if r.get("skipped")})
+                reasons = sorted({r.reason or "the task has no answer in the oracle's reply"
+                                  for r in by_probe[name] if r.skipped})
                 if name in inapplicable:  # nothing of the kind to exploit here
                     report.add(f"probe {name}", "skip", "n/a, does not apply: " + inapplicable[name], reasons=reasons)
                     continue
                 untested[name] = "; ".join(reasons)
-                report.add(f"probe {name}", "skip", f"n/a, not tested on any of {summary['tasks']} tasks: "
+                report.add(f"probe {name}", "skip", f"n/a, not tested on any of {summary.tasks} tasks: "
                            + untested[name], reasons=reasons)
             continue
         if name == "padding":
-            bad = oracle is not None and summary["mean"] > (oracle["mean"] or 0) + 1e-9
+            bad = oracle is not None and summary.mean > (oracle.mean or 0) + 1e-9
             limit = "must not beat the oracle"
         elif name == "constant":  # its accuracy, against what the sampled tasks and the label count allow
             bad, limit = free.judge_constant(by_probe[name], summary, correct, reference or 0.0, p.exploit_max,
@@ -356,33 +360,33 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
         elif name in FAMILIES:  # content-free families: judged against the reward's range (autoenv.gates.free)
             bad, limit = content_free.get(name, (False, "not judged: the reward's range is unobserved"))
         else:
-            bad = summary["mean"] > p.exploit_max * (reference or 0) + 1e-9
+            bad = summary.mean > p.exploit_max * (reference or 0) + 1e-9
             limit = f"allowed {p.exploit_max:.0%} of the oracle"
-        harvested = ", ".join(f"{k}: {v}" for k, v in summary["harvested"].items())
-        best = summary["best"][0] if summary["best"] else None
-        partly = f"; tested on {summary['scored']} of {summary['tasks']} tasks" if summary["scored"] < summary["tasks"] else ""
-        strategy = next((r.get("strategy") for r in by_probe[name] if r.get("strategy")), None)
+        harvested = ", ".join(f"{k}: {v}" for k, v in summary.harvested.items())
+        best = summary.best[0] if summary.best else None
+        partly = f"; tested on {summary.scored} of {summary.tasks} tasks" if summary.scored < summary.tasks else ""
+        strategy = next((r.strategy for r in by_probe[name] if r.strategy), None)
         if strategy:
             limit += (f"; best strategy: {quoted(strategy)}" if name in FAMILIES else
                       f"; best copying strategy: the prompt's {strategy}")
         report.add(f"probe {name}", "fail" if bad else "pass",
-                   f"mean {summary['mean']:.3f} ({limit})" + partly
+                   f"mean {summary.mean:.3f} ({limit})" + partly
                    + (f"; harvested {harvested}" if harvested and bad else "")
-                   + (f"; best task idx {best['idx']} scored {best['reward']:.2f}: {quoted(best['reply'], 80)}"
+                   + (f"; best task idx {best.idx} scored {best.reward:.2f}: {quoted(best.reply, 80)}"
                       if bad and best else ""),
-                   harvested=summary["harvested"] if bad else {})
+                   harvested=summary.harvested if bad else {})
     if per_seat and constant_sum is not None and share:
         # a seat's gain over its fair share, as a share of the way to full marks (the oracle's self-play earns
         # exactly the fair share: no column of its own)
         each = share / (sum(weights.values()) or 1.0)
-        gains = {name: [{**r, "components": {k: (v - each) / max(1.0 - each, 1e-9) for k, v in
-                                             (r.get("components") or {}).items() if isinstance(v, (int, float))}}
+        gains = {name: [r.model_copy(update={"components": {k: (v - each) / max(1.0 - each, 1e-9)
+                                                             for k, v in r.numbers().items()}})
                         for r in rs] for name, rs in by_probe.items() if name != "oracle"}
         add_matrix(report, gains, weights, p.exploit_max)
     else:
         add_matrix(report, by_probe, weights, p.exploit_max)
     free.coverage(report, summaries, by_probe, weights, untested, inapplicable)
-    tested = [n for n, s in summaries.items() if n != "oracle" and s["mean"] is not None and n not in untested]
+    tested = [n for n, s in summaries.items() if n != "oracle" and s.mean is not None and n not in untested]
     exploits = [n for n in summaries if n != "oracle" and n not in inapplicable]
     thin = coverage.too_thin(len(tested), len(exploits))
     report.add("probes tested", "warn" if untested or thin else "pass",
@@ -421,33 +425,10 @@ def _short_components(short: list[Row], weights: dict[str, float]) -> dict[str, 
     replies, for the components that fell below full marks (the ones to look at)."""
     out = {}
     for name, weight in weights.items():
-        values = [r["components"][name] for r in short if weight > 0 and name in r["components"]]
+        values = [v for r in short if weight > 0 and (v := r.score(name)) is not None]
         if values and sum(values) / len(values) < 1:
             out[name] = round(sum(values) / len(values), 3)
     return out
-
-
-def summarize(name: str, records: list[Row], weights: dict[str, float]) -> Row:
-    scored = [r for r in records if not r.get("skipped") and not r.get("env_error")
-              and r.get("outcome", "ok") == "ok"]
-    for r in scored:
-        r["reward"] = sum(r["components"][k] * r["weights"].get(k, 1.0) for k in r["components"])
-    rewards = [r["reward"] for r in scored]
-    harvested = {}
-    for component, weight in weights.items():
-        values = [r["components"].get(component) for r in scored if r["components"].get(component) is not None]
-        if values and sum(values) > 0:
-            harvested[component] = f"{sum(values) / len(values):.2f} of 1.0 (weight {weight:g})"
-    best = sorted(scored, key=lambda r: r["reward"], reverse=True)[:3]
-    return {
-        "description": EXPLOITS.get(name, "the candidate's reference behaviour"),
-        "mean": round(sum(rewards) / len(rewards), 4) if rewards else None,
-        "tasks": len(records), "scored": len(scored), "skipped": sum(1 for r in records if r.get("skipped")),
-        "errors": sum(1 for r in records if r.get("env_error") or r.get("outcome") in ("provider_error", "timeout")),
-        "harvested": harvested,
-        "best": [{"idx": r["idx"], "key": r["key"], "reward": round(r["reward"], 4), "reply": r.get("reply", "")[:200]}
-                 for r in best if r["reward"] > 0],
-    }
 
 
 def audit_plan(config: Config, probes: bool = True) -> AuditPlan:
@@ -477,7 +458,7 @@ def add_matrix(report: Gates, by_probe: dict[str, list[Row]], weights: dict[str,
     matrix.add_columns(report.matrix, by_probe, weights, prefix)
     added = {prefix + name for name in by_probe}
     found = [h for h in matrix.harvests(report.matrix, limit) if h.probe in added]
-    if not found and not any(not r.get("skipped") and r.get("components") for rs in by_probe.values() for r in rs):
+    if not found and not any(not r.skipped and r.components for rs in by_probe.values() for r in rs):
         report.add(f"exploit matrix{' (derived)' if prefix else ''}", "skip", "n/a, not tested: no probe reply was "
                    "scored, so no reward component could be checked for a harvest", harvests=[])
         return

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from autoenv.core.formats import quoted
-from autoenv.gates.audit_record import AuditRecord, Row
+from autoenv.core.record import ProbeSummary
+from autoenv.gates.audit_record import AuditRecord, OtherSeat
 from autoenv.gates.findings import Gates
+from autoenv.gates.rows import Row
 
 
 def constant_sum_game(records: list[Row], seats: list[str]) -> float | None:
@@ -28,46 +30,45 @@ def constant_sum_game(records: list[Row], seats: list[str]) -> float | None:
         return None
     totals: dict[str, list[float]] = defaultdict(list)
     for r in records:
-        if r.get("episode") and r.get("outcome") == "ok" and not r.get("env_error"):
-            totals[r["episode"]].append(sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()))
-            for other in r.get("others") or []:  # per-seat probing: the reference seats of the same episode
-                if other.get("outcome") == "ok" and isinstance(other.get("reward"), (int, float)):
-                    totals[r["episode"]].append(other["reward"])
+        if r.episode and r.outcome == "ok" and not r.env_error:
+            totals[r.episode].append(r.weighted())
+            for other in r.others:  # per-seat probing: the reference seats of the same episode
+                if other.outcome == "ok" and other.reward is not None:
+                    totals[r.episode].append(other.reward)
     sums = [sum(v) for v in totals.values() if len(v) == len(seats)]
     if len(sums) < 2 or max(sums) - min(sums) > 1e-9:
         return None
     return round(sums[0], 9)
 
 
-def judge_seats(report: Gates, name: str, summary: Row, records: list[Row], failed: list[Row], share: float,
+def judge_seats(report: Gates, name: str, summary: ProbeSummary, records: list[Row], failed: list[Row], share: float,
                  top: float, exploit_max: float, audit: AuditRecord, untested: dict[str, str]) -> None:
     """One exploit probe of a multi-seat env probed seat by seat: each seat's mean over its fair share
     (`share`, 0 unless the game is constant-sum) may reach `exploit_max` of the way to `top`; episodes whose
     reference seat did not play are left out, and a gain in them is named as the other seat's failure."""
     reference = audit.seat_reference
-    policy = (reference.policy if reference else None) or next((r.get("reference") for r in records + failed if r.get("reference")), "?")
+    policy = (reference.policy if reference else None) or next((r.reference for r in records + failed if r.reference), "?")
     gained = []
     for r in failed:
-        if r.get("reward") is None and r.get("components"):
-            r["reward"] = sum(v * r["weights"].get(k, 1.0) for k, v in r["components"].items())
-        if (r.get("reward") or 0) > share + 1e-9:
+        reward = r.total if r.total is not None else r.weighted() if r.components else None
+        if (reward or 0) > share + 1e-9:
             gained.append(r)
     named = (f"; {len(gained)} of {len(failed)} episodes left out gave the probed seat a reward from another seat's "
              f"failure (the reference `{policy}` did not play: "
-             + "; ".join(sorted({f"{o['seat']}: {_did(o)}" for r in gained for o in r.get("others") or []
-                                  if o.get("failed")})[:2]) + "), not a harvest"
+             + "; ".join(sorted({f"{o.seat}: {_did(o)}" for r in gained for o in r.others if o.failed})[:2])
+             + "), not a harvest"
              if gained else f"; {len(failed)} episodes left out: the reference seat did not play" if failed else "")
     seats: dict[str, list[float]] = defaultdict(list)
     for r in records:
-        if r.get("reward") is not None:
-            seats[r["probed_seat"]].append(r["reward"])
+        if (total := r.total) is not None:
+            seats[r.probed_seat or "?"].append(total)
     if not seats:
-        if summary["errors"]:
-            report.add(f"probe {name}", "fail", f"every reply hit an error ({summary['errors']} of "
-                       f"{summary['tasks']}): see reward errors", errors=summary["errors"])
+        if summary.errors:
+            report.add(f"probe {name}", "fail", f"every reply hit an error ({summary.errors} of "
+                       f"{summary.tasks}): see reward errors", errors=summary.errors)
             return
         why = (f"every episode's reward came from another seat's failure (reference `{policy}`)" if failed else
-               "; ".join(sorted({r.get("reason") or "not played" for r in records if r.get("skipped")})) or "not played")
+               "; ".join(sorted({r.reason or "not played" for r in records if r.skipped})) or "not played")
         untested[name] = why
         report.add(f"probe {name}", "skip", "n/a, not tested: " + why + named, reasons=[why],
                    from_other_failure=len(gained))
@@ -84,8 +85,8 @@ def judge_seats(report: Gates, name: str, summary: Row, records: list[Row], fail
                from_other_failure=len(gained))
 
 
-def _did(other: Row) -> str:
+def _did(other: OtherSeat) -> str:
     """What a reference seat that did not play did instead."""
-    if other.get("outcome") != "ok":
-        return f"ended {other.get('outcome')}"
-    return "an empty reply" if not (other.get("reply") or "").strip() else quoted(other['reply'], 50)
+    if other.outcome != "ok":
+        return f"ended {other.outcome}"
+    return "an empty reply" if not other.reply.strip() else quoted(other.reply, 50)
