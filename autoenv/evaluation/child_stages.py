@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from autoenv.core import display
 from autoenv.core.config import Config
@@ -53,7 +54,7 @@ def rescored(ctx: Context, worker: Worker) -> WorkerResult | None:
     return result
 
 
-def smoke_unavailable(ctx: Context, smoke: dict) -> ProviderUnavailable:
+def smoke_unavailable(ctx: Context, smoke: dict[str, Any]) -> ProviderUnavailable:
     attempts = smoke.get("attempts", 1)
     return ProviderUnavailable(
         f"provider unavailable: the smoke rollout on the target model failed at the provider "

@@ -9,6 +9,7 @@ the record's `ModelStats`, stored in the ledger as is.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -23,7 +24,7 @@ OUTCOMES = ("ok", "provider_error", "timeout", "env_error")
 TIE = 1e-9
 
 
-def _mean(values) -> float | None:
+def _mean(values: Sequence[float] | np.ndarray) -> float | None:
     return round(float(np.mean(values)), 4) if len(values) else None
 
 

@@ -11,6 +11,7 @@ inferred: it proves only that the answer field, so formatted, earns the reward.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from autoenv.core.errors import AutoEnvError
 from autoenv.gates.audit_record import AUDIT_FILE, read_audit
@@ -29,7 +30,7 @@ def format_reply(answer: object, form: str) -> str:
     return FORMATS[form].format(answer)
 
 
-async def infer_format(tasks: list, score) -> tuple[str | None, dict[str, float]]:
+async def infer_format(tasks: list[Any], score: Any) -> tuple[str | None, dict[str, float]]:
     """The format whose replies earn the most reward on up to TRIAL_TASKS tasks with an answer.
 
     `score(task, text)` is an awaitable giving the reply's total reward (None on an error).

@@ -8,6 +8,10 @@ and the verdict cannot be `keep` on that model-free evidence (autoenv.evaluation
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from autoenv.core.record import GateFinding
+
 UNTESTED = "untested"
 """`data["coverage"]` of the `probes tested` finding when the gates could not play enough probes."""
 MIN_SHARE = 0.5
@@ -38,6 +42,6 @@ def untested_text(tested: int, total: int, untested: dict[str, str]) -> str:
             "so these gates do not show the reward resists cheap tricks; add " + "; or ".join(adds) + ". ")
 
 
-def untested(findings) -> list[str]:
+def untested(findings: Iterable[GateFinding]) -> list[str]:
     """`name: message` of the findings that say the gates are untested."""
     return [f"{f.name}: {f.message}" for f in findings if (f.data or {}).get("coverage") == UNTESTED]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter, defaultdict
+from typing import Any
 
 import numpy as np
 
@@ -77,14 +78,14 @@ def near_duplicate_pairs(texts: list[str], threshold: float) -> list[tuple[int, 
     return pairs
 
 
-def exact_key(row: dict) -> str:
+def exact_key(row: dict[str, Any]) -> str:
     """What makes two tasks the same task: the whole prompt (system prompt included), its media parts
     (image digests) and the task's own data fields (answer, info, seed), never the text alone."""
     return "\x1f".join((normalize(row.get("system", "") + "\n" + row["prompt"]), row.get("parts", ""),
                         "" if row.get("fields") else row.get("data", "")))
 
 
-def templated(a: dict, b: dict) -> bool:
+def templated(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Two prompts filled from one template with the tasks' own, different data (a seed, a deal number): the
     words that differ between them all come from their data fields or media, so they are not near-duplicates."""
     if a.get("data", "") == b.get("data", "") and a.get("parts", "") == b.get("parts", ""):
@@ -96,7 +97,7 @@ def templated(a: dict, b: dict) -> bool:
     return not differ and a.get("parts", "") != b.get("parts", "") or bool(differ) and differ <= fields
 
 
-def measure(rows: list[dict], near_threshold: float) -> dict:
+def measure(rows: list[dict[str, Any]], near_threshold: float) -> dict[str, Any]:
     """Numbers about a dataset of rows {key, idx, prompt, system?, parts?, data?, answer?, difficulty?, category?}.
 
     Exact duplicates compare the whole prompt (system prompt included), its media parts and the

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from typing import Any
 
 from autoenv.core.messages import Reply, ToolCall
 
@@ -73,7 +74,7 @@ def render(value: object, form: str) -> str:
     return FORMATS[form].format(text)
 
 
-def prompt_text(messages: list[dict], roles: tuple[str, ...] = ("user",)) -> str:
+def prompt_text(messages: list[dict[str, Any]], roles: tuple[str, ...] = ("user",)) -> str:
     return "\n".join(m["content"] for m in messages if m.get("role") in roles and isinstance(m.get("content"), str))
 
 
@@ -82,7 +83,7 @@ def _number(text: str) -> str:
     return str(int(value)) if value == int(value) else f"{value:g}"
 
 
-def options(messages: list[dict]) -> list[tuple[str, str]]:
+def options(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """The labelled options of a multiple-choice prompt (label, text), when it has at least three."""
     found = OPTION.findall(prompt_text(messages))
     return found if len(found) >= 3 else []
@@ -111,7 +112,7 @@ def structural_picks(found: list[tuple[str, str]]) -> dict[str, str]:
     return picks
 
 
-def family_replies(name: str, *, messages: list[dict], answers: list[str]) -> dict[str, Reply]:
+def family_replies(name: str, *, messages: list[dict[str, Any]], answers: list[str]) -> dict[str, Reply]:
     """Every reply family `name` tries on one task, by strategy ({} when it does not apply here)."""
     if name in ROLLOUT_ONLY:  # in-process means one single-turn reply without tools: nothing to play
         return {}
@@ -161,7 +162,7 @@ def family_replies(name: str, *, messages: list[dict], answers: list[str]) -> di
     raise ValueError(f"unknown probe family {name!r}")
 
 
-def family_reply(name: str, *, messages: list[dict], answers: list[str], tools: list[dict] | None = None
+def family_reply(name: str, *, messages: list[dict[str, Any]], answers: list[str], tools: list[dict[str, Any]] | None = None
                  ) -> Reply | None:
     """The family's next message through real rollouts: its first strategy, or the turn-by-turn play of
     valid-tool-spam and stall."""
@@ -179,18 +180,18 @@ SEEN_ID = re.compile(r"\b[A-Z][A-Z0-9_-]{3,}\d\b|\b\d{3,}\b")
 WRONG_ANSWER = "<answer>0</answer>\nAnswer: 0"
 
 
-def _text(content) -> str:
+def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return content if isinstance(content, str) else ""
 
 
-def valid_arguments(tool: dict, seen: list[str]) -> dict:
+def valid_arguments(tool: dict[str, Any], seen: list[str]) -> dict[str, Any]:
     """Arguments `tool` accepts: each parameter's enumeration, an example in the description, an id from an
     earlier tool result, else a plain value of its type."""
     spec = tool.get("function") or tool
     examples = dict(EXAMPLE_ARG.findall(spec.get("description") or ""))
-    args: dict = {}
+    args: dict[str, Any] = {}
     for param, schema in ((spec.get("parameters") or {}).get("properties") or {}).items():
         kind = schema.get("type")
         if schema.get("enum"):
@@ -206,7 +207,7 @@ def valid_arguments(tool: dict, seen: list[str]) -> dict:
     return args
 
 
-def tool_spam_turn(messages: list[dict], tools: list[dict]) -> Reply | None:
+def tool_spam_turn(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply | None:
     """Two rounds of every tool called with valid arguments, then a wrong answer."""
     if not tools:
         return None
@@ -219,7 +220,7 @@ def tool_spam_turn(messages: list[dict], tools: list[dict]) -> Reply | None:
     return Reply(tool_calls=calls)
 
 
-def stall_turn(messages: list[dict]) -> Reply:
+def stall_turn(messages: list[dict[str, Any]]) -> Reply:
     """The same minimal valid move every turn: the first choice the last message offers, else the first
     reply repeated, else a bare acknowledgement."""
     last = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")

@@ -20,16 +20,16 @@ def defines_gold(vf: Any, task: Any) -> bool:
     return type(task).validate is not vf.Task.validate
 
 
-async def gold_check(vf: Any, job: Job, env: Any, seat: str, tasks: list) -> dict:
+async def gold_check(vf: Any, job: Job, env: Any, seat: str, tasks: list[Any]) -> dict[str, Any]:
     """{"checked", "valid", "invalid": [idx], "unchecked": [idx], "errors": [text]} over `tasks`."""
     from verifiers.v1.runtimes import make_runtime  # deferred: verifiers only inside the child
     from verifiers.v1.utils.compile import resolve_runtime_config  # deferred with it
     from verifiers.v1.utils.decorators import invoke  # deferred with it
 
     base = getattr(env.config, seat).runtime
-    out: dict = {"checked": 0, "valid": 0, "invalid": [], "unchecked": [], "errors": []}
+    out: dict[str, Any] = {"checked": 0, "valid": 0, "invalid": [], "unchecked": [], "errors": []}
 
-    async def check(task) -> None:
+    async def check(task: Any) -> None:
         runtime = make_runtime(resolve_runtime_config(base, task), name=f"autoenv-gold-{uuid.uuid4().hex[:8]}")
         trace = vf.Trace(task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
                          agent=vf.AgentInfo(config=vf.AgentConfig(runtime=base), name="gold", trainable=False))

@@ -11,6 +11,8 @@ with the probe, the task and the reply. The feedback file and the judge's worksp
 
 from __future__ import annotations
 
+from typing import Any
+
 from autoenv.core.formats import quoted
 from autoenv.core.record import ExploitMatrix, Harvest
 from autoenv.gates.rows import Row
@@ -20,7 +22,7 @@ NOT_EXPLOITS = {"derived final-only", "derived truncated", "derived case", "deri
 """Columns shown but not judged: the reference behaviour and the measured variants."""
 
 
-def add_columns(matrix: dict, by_probe: dict[str, list[Row]], weights: dict[str, float],
+def add_columns(matrix: dict[str, Any], by_probe: dict[str, list[Row]], weights: dict[str, float],
                 prefix: str = "") -> None:
     """Add each probe's per-component means (and its best reply per component) to `matrix`."""
     matrix.setdefault("weights", {}).update(weights)
@@ -40,7 +42,7 @@ def add_columns(matrix: dict, by_probe: dict[str, list[Row]], weights: dict[str,
         matrix.setdefault("best", {})[prefix + probe] = best
 
 
-def harvests(matrix: dict, limit: float) -> list[Harvest]:
+def harvests(matrix: dict[str, Any], limit: float) -> list[Harvest]:
     """Components an exploit probe earned above its share, with the evidence."""
     scores, best = matrix.get("scores", {}), matrix.get("best", {})
     out = []
@@ -63,14 +65,14 @@ def harvests(matrix: dict, limit: float) -> list[Harvest]:
     return out
 
 
-def freeze(matrix: dict) -> ExploitMatrix | None:
+def freeze(matrix: dict[str, Any]) -> ExploitMatrix | None:
     if not matrix.get("scores"):
         return None
     return ExploitMatrix(weights=matrix["weights"], scores=matrix["scores"],
                          harvests=[*matrix.get("kept", []), *harvests(matrix, matrix.get("limit", 0.1))])
 
 
-def thaw(frozen: ExploitMatrix | None, limit: float) -> dict:
+def thaw(frozen: ExploitMatrix | None, limit: float) -> dict[str, Any]:
     """A frozen matrix back into the working dict, its harvests kept as found (for more columns)."""
     if frozen is None:
         return {"limit": limit}

@@ -27,14 +27,14 @@ def _norm(text: str) -> str:
     return " ".join(text.split())
 
 
-def first_user_text(messages: list[dict]) -> str:
+def first_user_text(messages: list[dict[str, Any]]) -> str:
     for message in messages:
         if message.get("role") == "user":
             return _norm(message_text(message.get("content")))
     return ""
 
 
-def system_text(messages: list[dict]) -> str:
+def system_text(messages: list[dict[str, Any]]) -> str:
     return _norm(
         " ".join(message_text(m.get("content")) for m in messages if m.get("role") == "system")
     )
@@ -74,7 +74,7 @@ class OracleBook:
     def __len__(self) -> int:
         return sum(len(v) for v in self._by_prompt.values())
 
-    def find(self, messages: list[dict]) -> Any | None:
+    def find(self, messages: list[dict[str, Any]]) -> Any | None:
         matches = self._by_prompt.get(first_user_text(messages))
         if not matches:
             return None
@@ -86,11 +86,11 @@ class OracleBook:
                     return task
         return matches[0]
 
-    def task_key(self, messages: list[dict]) -> str | None:
+    def task_key(self, messages: list[dict[str, Any]]) -> str | None:
         task = self.find(messages)
         return task.key if task is not None else None
 
-    def next_message(self, messages: list[dict]) -> Reply | None:
+    def next_message(self, messages: list[dict[str, Any]]) -> Reply | None:
         task = self.find(messages)
         if task is None:
             return None

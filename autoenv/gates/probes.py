@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from typing import Any
 
 from autoenv.core.messages import Reply, ToolCall, seeded_rng, tool_names
 from autoenv.gates.families import FAMILIES, FAMILY_DEFENCES, family_replies, family_reply
@@ -158,7 +159,7 @@ def _with_answer(text: str, answer: str, replacement: str) -> str:
     return text[: m.start()] + replacement + text[m.end():]
 
 
-def prompt_spans(messages: list[dict], tools: list[dict]) -> dict[str, str]:
+def prompt_spans(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, str]:
     """Numbers, quoted spans and words of the prompt and the tools' descriptions, by copying
     strategy (`number 1`, `number -1` for the last, `quoted 2`, `word 1`, ...): what a policy
     could copy without solving anything."""
@@ -177,7 +178,7 @@ def prompt_spans(messages: list[dict], tools: list[dict]) -> dict[str, str]:
 
 
 def probe_replies(name: str, *, oracle: Reply | None, answer: str | None, answers: list[str],
-                  messages: list[dict], tools: list[dict], key: str, seed: int = 0,
+                  messages: list[dict[str, Any]], tools: list[dict[str, Any]], key: str, seed: int = 0,
                   constant: str | None = None) -> dict[str, Reply]:
     """Every reply the probe tries on one task, by strategy ({} when it does not apply). Only
     prompt-copy tries several; the gates keep the one strategy that does best over all tasks
@@ -195,7 +196,7 @@ def probe_replies(name: str, *, oracle: Reply | None, answer: str | None, answer
 
 
 def probe_reply(name: str, *, oracle: Reply | None, answer: str | None, answers: list[str],
-                messages: list[dict], tools: list[dict], key: str, seed: int = 0,
+                messages: list[dict[str, Any]], tools: list[dict[str, Any]], key: str, seed: int = 0,
                 constant: str | None = None) -> Reply | None:
     """The probe's next assistant message, or None when the probe does not apply here."""
     rng = seeded_rng(seed, name, key, len(messages))

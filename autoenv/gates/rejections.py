@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
@@ -34,7 +35,7 @@ def own_code(path: str, roots: list[Path], modules: list[str]) -> bool:
     return any(f"/{m}/" in resolved.as_posix() for m in modules)
 
 
-def rejection(errors: list[dict], roots: list[Path], modules: list[str]) -> str | None:
+def rejection(errors: list[dict[str, Any]], roots: list[Path], modules: list[str]) -> str | None:
     """`Type: message (file:line in fn)` when an episode error was raised by the candidate's own code, else None."""
     for error in errors:
         where = raised_where(error.get("traceback"))

@@ -37,8 +37,8 @@ from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, par
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
 from autoenv.gates.findings import Gates
 from autoenv.gates.probes import EXPLOITS
-from autoenv.gates.rows import Row, summarize
 from autoenv.gates.ranges import max_reward
+from autoenv.gates.rows import Row, summarize
 from autoenv.gates.seat_rules import constant_sum_game, judge_seats
 from autoenv.sandbox.rollouts import Worker
 from autoenv.sandbox.scripts import blocked

@@ -18,7 +18,7 @@ REPLY_PREVIEW = 400
 NO_ORACLE = "needs the oracle's reply, and the candidate has no oracle hook and no inferable answer-field oracle"
 
 
-def task_messages(task) -> list[dict]:
+def task_messages(task: Any) -> list[dict[str, Any]]:
     data = task.data
     messages = [{"role": "system", "content": data.system_prompt}] if data.system_prompt else []
     if isinstance(data.prompt, str):
@@ -28,7 +28,7 @@ def task_messages(task) -> list[dict]:
     return messages
 
 
-def reward_record(trace, probe: str, task, reply_text: str, error: str | None = None) -> dict:
+def reward_record(trace: Any, probe: str, task: Any, reply_text: str, error: str | None = None) -> dict[str, Any]:
     components, weights = {}, {}
     for name, value in (trace.rewards or {}).items() if trace is not None else []:
         components[name] = None if value is None else value.score
@@ -43,7 +43,7 @@ class Scaffold:
     computed once) and the agent record. Built once per task instead of once per reply (a probe scores up to ~24
     replies a task); each trace gets shallow copies of these, so scoring one reply cannot change another's."""
 
-    def __init__(self, vf, task) -> None:
+    def __init__(self, vf: Any, task: Any) -> None:
         from verifiers.v1.graph import MessageNode  # deferred: verifiers is imported only inside the child
 
         self.nodes: list[Any] = []
@@ -55,14 +55,14 @@ class Scaffold:
         self.agent = vf.AgentInfo(config=vf.AgentConfig())
         self.node_type = MessageNode
 
-    def trace(self, vf, reply) -> Any:
+    def trace(self, vf: Any, reply: Any) -> Any:
         nodes = [node.model_copy() for node in self.nodes]
         assistant = vf.AssistantMessage(content=reply.content)
         nodes.append(self.node_type(message=assistant, parent=len(nodes) - 1 if nodes else None, sampled=True))
         return vf.Trace(task=self.task.model_copy(), agent=self.agent.model_copy(), nodes=nodes)
 
 
-async def score_in_process(vf, task, reply, scaffold: Scaffold | None = None) -> tuple:
+async def score_in_process(vf: Any, task: Any, reply: Any, scaffold: Scaffold | None = None) -> tuple[Any, str | None]:
     """Score `reply` as the single assistant turn of `task`; returns (trace, error). `scaffold` (the task's, built
     once) saves rebuilding the prompt's part of the trace for each of a task's replies."""
     trace = (scaffold or Scaffold(vf, task)).trace(vf, reply)
@@ -74,23 +74,23 @@ async def score_in_process(vf, task, reply, scaffold: Scaffold | None = None) ->
     return trace, None
 
 
-def same_rewards(a: dict, b: dict) -> bool:
+def same_rewards(a: dict[str, Any], b: dict[str, Any]) -> bool:
     shared = set(a) & set(b)
-    def value(r):
+    def value(r: Any) -> Any:
         return None if r is None else r.score
     return all((value(a[k]) == value(b[k])) or (_nan(value(a[k])) and _nan(value(b[k]))) for k in shared)
 
 
-def _nan(x) -> bool:
+def _nan(x: Any) -> bool:
     return isinstance(x, float) and math.isnan(x)
 
 
-def total_reward(trace) -> float | None:
+def total_reward(trace: Any) -> float | None:
     values = [(v.score, v.weight) for v in (trace.rewards or {}).values() if v is not None]
     if not values or any(not isinstance(score, (int, float)) or _nan(score) for score, _ in values):
         return None
-    return sum(score * weight for score, weight in values)
+    return float(sum(score * weight for score, weight in values))
 
 
-def skipped(probe: str, task, reason: str | None, error: str | None = None) -> dict:
+def skipped(probe: str, task: Any, reason: str | None, error: str | None = None) -> dict[str, Any]:
     return {"probe": probe, "key": task.key, "idx": task.data.idx, "skipped": True, "reason": reason, "error": error}

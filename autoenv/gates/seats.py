@@ -10,6 +10,8 @@ that never played at all (a solver seat after a rejected proposal) is recorded a
 
 from __future__ import annotations
 
+from typing import Any
+
 from autoenv.gates.oracle import has_hook
 from autoenv.gates.probes import REFUSAL
 
@@ -21,7 +23,7 @@ NEVER_PLAYED = ("the probed seat never got a turn: the episode ended before it (
                 "rejected or the game was over), so this probe measured nothing at that seat")
 
 
-def seat_reference(seats: list[str], task) -> dict | None:
+def seat_reference(seats: list[str], task: Any) -> dict[str, Any] | None:
     """Who plays the seats a per-seat probe does not: the oracle hook when the task has one, else a fixed policy."""
     if len(seats) < 2:
         return None
@@ -31,7 +33,7 @@ def seat_reference(seats: list[str], task) -> dict | None:
             "moves each message offers, in the offered form; a refusal when it offers none)"}
 
 
-def turns(trace) -> int:
+def turns(trace: Any) -> int:
     """How many replies the seat of `trace` sent (0: it never got a turn)."""
     return len(trace.assistant_messages) if trace is not None else 0
 
