@@ -480,7 +480,7 @@ def clean_float(value: float | None) -> float | None:
 
 
 def json_schema() -> dict[str, Any]:
-    """The JSON Schema of a ledger entry, as committed under autoenv/schema/."""
+    """The JSON Schema of a ledger entry, as committed under autoenv/core/schema/."""
     schema = Entry.model_json_schema(mode="serialization")
     schema["title"] = f"AutoEnv ledger entry (schema_version {SCHEMA_VERSION})"
     return schema
