@@ -37,13 +37,13 @@ def printed(show) -> str:
 
 
 def test_only_the_display_modules_use_rich():
-    """display.py for the pipeline, review/terminal.py for the review commands (on display's consoles)."""
+    """core/display.py for the pipeline, review/terminal.py for the review commands (on display's consoles)."""
     users = sorted(str(p.relative_to(AUTOENV)) for p in AUTOENV.rglob("*.py")
                    if any(isinstance(node, (ast.Import, ast.ImportFrom))
                           and any((getattr(node, "module", None) or alias.name).startswith("rich")
                                   for alias in node.names)
                           for node in ast.walk(ast.parse(p.read_text()))))
-    assert users == ["display.py", "review/terminal.py"]
+    assert users == ["core/display.py", "review/terminal.py"]
 
 
 def test_the_consoles_never_read_markup_or_emoji_codes():

@@ -17,9 +17,9 @@ from typing import Any
 from autoenv.core.config import Config
 from autoenv.core.formats import quoted
 from autoenv.core.record import GateReport
-from autoenv.gates import matrix
 from autoenv.gates.derived_record import DerivedProbeRecord, DerivedRecord, parse_derived, read_derived
 from autoenv.gates.findings import Gates
+from autoenv.gates.matrix import Matrix
 from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS
 from autoenv.gates.replay_rules import judge_replay
 from autoenv.gates.rows import Row, summarize
@@ -103,7 +103,7 @@ def run_derived(config: Config, worker: Worker, gates: GateReport) -> GateReport
     worker.run("derive")
     derived = read_derived(worker.job.audit_dir / DERIVED_FILE)
     report = Gates(findings=list(gates.findings), probes=dict(gates.probes),
-                   mode=gates.mode, matrix=matrix.thaw(gates.matrix, config.probes.exploit_max))
+                   mode=gates.mode, matrix=Matrix.thaw(gates.matrix, config.probes.exploit_max))
     judge_derived(derived, config, report)
     report.seconds = round((gates.seconds or 0) + time.time() - started, 2)
     out = report.report()

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from autoenv.core.record import GateFinding, GateReport, GateStatus, ProbeSummary
-from autoenv.gates import matrix
+from autoenv.gates.matrix import Matrix
 
 
 @dataclass
@@ -17,14 +17,14 @@ class Gates:
     probes: dict[str, ProbeSummary] = field(default_factory=dict)
     mode: str | None = None
     seconds: float | None = None
-    matrix: dict[str, Any] = field(default_factory=dict)
+    matrix: Matrix = field(default_factory=Matrix)
 
     def add(self, name: str, status: str, message: str, **data: Any) -> None:
         self.findings.append(GateFinding(name=name, status=cast(GateStatus, status), message=message, data=data))
 
     def report(self) -> GateReport:
         return GateReport(findings=self.findings, probes=dict(self.probes),
-                          mode=self.mode, seconds=self.seconds, matrix=matrix.freeze(self.matrix))
+                          mode=self.mode, seconds=self.seconds, matrix=self.matrix.freeze())
 
     @property
     def failed(self) -> list[str]:

@@ -11,7 +11,7 @@ with the probe, the task and the reply. The feedback file and the judge's worksp
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
 
 from autoenv.core.formats import quoted
 from autoenv.core.record import ExploitMatrix, Harvest
@@ -22,62 +22,87 @@ NOT_EXPLOITS = {"derived final-only", "derived truncated", "derived case", "deri
 """Columns shown but not judged: the reference behaviour and the measured variants."""
 
 
-def add_columns(matrix: dict[str, Any], by_probe: dict[str, list[Row]], weights: dict[str, float],
-                prefix: str = "") -> None:
-    """Add each probe's per-component means (and its best reply per component) to `matrix`."""
-    matrix.setdefault("weights", {}).update(weights)
-    for probe, records in by_probe.items():
-        scored = [r for r in records if r.played]
-        if not scored:
-            continue
-        column, best = {}, {}
-        for component in weights:
-            values = [(v, r) for r in scored if (v := r.score(component)) is not None]
-            if not values:
+@dataclass(frozen=True)
+class Evidence:
+    """A probe's best-scoring reply on one component: the cell's evidence."""
+
+    idx: int | None
+    """The task's idx."""
+    reply: str
+    """The reply, cut to 200 characters."""
+    score: float
+    """Its score on the component."""
+
+
+@dataclass
+class Matrix:
+    """The exploit matrix as the rules build it, column by column; `freeze()` makes it the record's ExploitMatrix."""
+
+    limit: float = 0.1
+    """probes.exploit_max: the share of the reference's score an exploit may harvest from a component."""
+    weights: dict[str, float] = field(default_factory=dict)
+    """Each component's weight."""
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    """probe -> component -> mean score over the probe's played replies."""
+    best: dict[str, dict[str, Evidence]] = field(default_factory=dict)
+    """probe -> component -> its best reply, for the columns added since the matrix was thawed."""
+    kept: list[Harvest] = field(default_factory=list)
+    """The harvests a frozen matrix carried (its columns' evidence is not kept)."""
+
+    def add_columns(self, by_probe: dict[str, list[Row]], weights: dict[str, float], prefix: str = "") -> None:
+        """Add each probe's per-component means (and its best reply per component)."""
+        self.weights.update(weights)
+        for probe, records in by_probe.items():
+            scored = [r for r in records if r.played]
+            if not scored:
                 continue
-            column[component] = round(sum(v for v, _ in values) / len(values), 4)
-            top = max(values, key=lambda pair: pair[0])
-            best[component] = {"idx": top[1].idx, "reply": top[1].reply[:200], "score": top[0]}
-        matrix.setdefault("scores", {})[prefix + probe] = column
-        matrix.setdefault("best", {})[prefix + probe] = best
+            column: dict[str, float] = {}
+            best: dict[str, Evidence] = {}
+            for component in weights:
+                values = [(v, r) for r in scored if (v := r.score(component)) is not None]
+                if not values:
+                    continue
+                column[component] = round(sum(v for v, _ in values) / len(values), 4)
+                top = max(values, key=lambda pair: pair[0])
+                best[component] = Evidence(idx=top[1].idx, reply=top[1].reply[:200], score=top[0])
+            self.scores[prefix + probe] = column
+            self.best[prefix + probe] = best
 
-
-def harvests(matrix: dict[str, Any], limit: float) -> list[Harvest]:
-    """Components an exploit probe earned above its share, with the evidence."""
-    scores, best = matrix.get("scores", {}), matrix.get("best", {})
-    out = []
-    for probe, column in scores.items():
-        if probe not in best or probe in REFERENCES or probe in NOT_EXPLOITS:
-            continue
-        reference = scores.get("derived reference" if probe.startswith("derived ") else
-                               "replay reference" if probe.startswith("replay ") else "oracle", {})
-        for component, value in column.items():
-            if matrix["weights"].get(component, 1.0) <= 0:
+    def harvests(self, limit: float | None = None) -> list[Harvest]:
+        """Components an exploit probe earned above its share, with the evidence."""
+        limit = self.limit if limit is None else limit
+        out = []
+        for probe, column in self.scores.items():
+            if probe not in self.best or probe in REFERENCES or probe in NOT_EXPLOITS:
                 continue
-            if probe.endswith("padding"):
-                over = component in reference and value > reference[component] + 1e-9
-            else:
-                over = value > limit * max(reference.get(component, 1.0), 1e-9) + 1e-9
-            if over:
-                evidence = best[probe][component]
-                out.append(Harvest(component=component, probe=probe, score=value, idx=evidence["idx"],
-                                   reply=evidence["reply"]))
-    return out
+            reference = self.scores.get("derived reference" if probe.startswith("derived ") else
+                                        "replay reference" if probe.startswith("replay ") else "oracle", {})
+            for component, value in column.items():
+                if self.weights.get(component, 1.0) <= 0:
+                    continue
+                if probe.endswith("padding"):
+                    over = component in reference and value > reference[component] + 1e-9
+                else:
+                    over = value > limit * max(reference.get(component, 1.0), 1e-9) + 1e-9
+                if over:
+                    evidence = self.best[probe][component]
+                    out.append(Harvest(component=component, probe=probe, score=value, idx=evidence.idx,
+                                       reply=evidence.reply))
+        return out
 
+    def freeze(self) -> ExploitMatrix | None:
+        """The record's ExploitMatrix (None when no probe was scored)."""
+        if not self.scores:
+            return None
+        return ExploitMatrix(weights=self.weights, scores=self.scores, harvests=[*self.kept, *self.harvests()])
 
-def freeze(matrix: dict[str, Any]) -> ExploitMatrix | None:
-    if not matrix.get("scores"):
-        return None
-    return ExploitMatrix(weights=matrix["weights"], scores=matrix["scores"],
-                         harvests=[*matrix.get("kept", []), *harvests(matrix, matrix.get("limit", 0.1))])
-
-
-def thaw(frozen: ExploitMatrix | None, limit: float) -> dict[str, Any]:
-    """A frozen matrix back into the working dict, its harvests kept as found (for more columns)."""
-    if frozen is None:
-        return {"limit": limit}
-    return {"weights": dict(frozen.weights), "scores": {k: dict(v) for k, v in frozen.scores.items()},
-            "kept": list(frozen.harvests), "limit": limit}
+    @classmethod
+    def thaw(cls, frozen: ExploitMatrix | None, limit: float) -> Matrix:
+        """A frozen matrix back into a working one, its harvests kept as found (for more columns)."""
+        if frozen is None:
+            return cls(limit=limit)
+        return cls(limit=limit, weights=dict(frozen.weights), scores={k: dict(v) for k, v in frozen.scores.items()},
+                   kept=list(frozen.harvests))
 
 
 def markdown(m: ExploitMatrix) -> list[str]:

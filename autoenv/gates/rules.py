@@ -32,7 +32,7 @@ from autoenv.core.config import Config
 from autoenv.core.formats import idx_list, quoted
 from autoenv.core.job import AuditPlan
 from autoenv.core.record import GateReport
-from autoenv.gates import coverage, free, matrix, ranges, rejections
+from autoenv.gates import coverage, free, ranges, rejections
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, parse_audit, read_audit
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
 from autoenv.gates.findings import Gates
@@ -454,10 +454,10 @@ def run_gates(config: Config, worker: Worker) -> GateReport:
 def add_matrix(report: Gates, by_probe: dict[str, list[Row]], weights: dict[str, float], limit: float,
                prefix: str = "") -> None:
     """Add the probes' columns to the exploit matrix; name the components harvested above their share."""
-    report.matrix["limit"] = limit
-    matrix.add_columns(report.matrix, by_probe, weights, prefix)
+    report.matrix.limit = limit
+    report.matrix.add_columns(by_probe, weights, prefix)
     added = {prefix + name for name in by_probe}
-    found = [h for h in matrix.harvests(report.matrix, limit) if h.probe in added]
+    found = [h for h in report.matrix.harvests() if h.probe in added]
     if not found and not any(not r.skipped and r.components for rs in by_probe.values() for r in rs):
         report.add(f"exploit matrix{' (derived)' if prefix else ''}", "skip", "n/a, not tested: no probe reply was "
                    "scored, so no reward component could be checked for a harvest", harvests=[])
