@@ -1,4 +1,5 @@
-"""The package's shape: no import cycles (function-local imports included), and local imports only to defer verifiers."""
+"""The package's shape: its parts form layers (imports run down, never across or up), no import cycles between
+modules or parts (function-local imports included), and local imports only to defer verifiers."""
 
 from __future__ import annotations
 
@@ -27,9 +28,9 @@ def resolve(name: str) -> str | None:
     return name or None
 
 
-def imports(path: Path) -> set[str]:
-    """Every autoenv module `path` imports, at any depth, plus the packages that import runs."""
-    found = set()
+def located_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, autoenv module) for every import in `path`, at any depth."""
+    found = []
     for node in ast.walk(ast.parse(path.read_text())):
         names: list[str] = []
         if isinstance(node, ast.Import):
@@ -37,11 +38,19 @@ def imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [f"{node.module}.{a.name}" for a in node.names]
         for name in names:
-            if name.startswith("autoenv"):
-                target = resolve(name)
-                while target and target != "autoenv":
-                    found.add(target)
-                    target = target.rpartition(".")[0]  # importing a.b.c runs a.b's __init__ first
+            target = resolve(name) if name.startswith("autoenv") else None
+            if target:
+                found.append((node.lineno, target))
+    return found
+
+
+def imports(path: Path) -> set[str]:
+    """Every autoenv module `path` imports, at any depth, plus the packages that import runs."""
+    found = set()
+    for _, target in located_imports(path):
+        while target and target != "autoenv":
+            found.add(target)
+            target = target.rpartition(".")[0]  # importing a.b.c runs a.b's __init__ first
     return found
 
 
@@ -151,22 +160,6 @@ def part_of(module: str) -> str:
     return parts[1]
 
 
-def located_imports(path: Path) -> list[tuple[int, str]]:
-    """(line, autoenv module) for every import in `path`, at any depth."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [f"{node.module}.{a.name}" for a in node.names]
-        for name in names:
-            target = resolve(name) if name.startswith("autoenv") else None
-            if target:
-                found.append((node.lineno, target))
-    return found
-
-
 def part_edges(modules: dict[str, Path]) -> list[tuple[str, str, str]]:
     """(importing part, imported part, 'file:line imports module') for each import across parts."""
     out = []
@@ -198,27 +191,8 @@ def test_the_parts_have_no_cycle():
     edges: dict[str, set[str]] = {}
     for src, dst, _ in part_edges(MODULES):
         edges.setdefault(src, set()).add(dst)
-    cycle = find_cycle_in(edges)
+    cycle = find_cycle(edges)  # parts are not modules: the package rule never applies
     assert cycle is None, "cycle between parts: " + " -> ".join(cycle or [])
-
-
-def find_cycle_in(edges: dict[str, set[str]]) -> list[str] | None:
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in sorted(edges.get(node, ())):
-            if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
-            if nxt not in state and (cycle := visit(nxt)):
-                return cycle
-        stack.pop()
-        state[node] = 2
-        return None
-
-    return next((c for n in sorted(edges) if n not in state and (c := visit(n))), None)
 
 
 def test_the_layer_check_names_a_planted_upward_import(tmp_path):
@@ -227,7 +201,7 @@ def test_the_layer_check_names_a_planted_upward_import(tmp_path):
     modules = {**MODULES, "autoenv.core.planted": planted}
     offenders = upward(part_edges(modules))
     assert offenders == [f"{planted}:2 imports autoenv.evaluation.pipeline (core -> evaluation: evaluation is not below core)"]
-    assert find_cycle_in({"run": {"evaluation"}, "evaluation": {"run"}}) is not None
+    assert find_cycle({"run": {"evaluation"}, "evaluation": {"run"}}) is not None
 
 
 PART_DOC = re.compile(r"May import: (?P<may>[^.]*)\.\s+Imported by: (?P<by>[^.]*)\.", re.S)
