@@ -204,7 +204,7 @@ def test_the_layer_check_names_a_planted_upward_import(tmp_path):
     assert find_cycle({"run": {"evaluation"}, "evaluation": {"run"}}) is not None
 
 
-PART_DOC = re.compile(r"May import: (?P<may>[^.]*)\.\s+Imported by: (?P<by>[^.]*)\.", re.S)
+PART_DOC = re.compile(r"May import: (?P<may>[^.]*)\.\s+Imported by: (?P<by>[^.]*)\.", re.DOTALL)
 
 
 def test_each_part_says_what_it_is_what_it_may_import_and_what_imports_it():
