@@ -10,6 +10,9 @@ rose by more than 0.01 over the previous line, discard when it fell by more than
     discard is a false decision.
 (b) power: the target mean moves 0.15 toward the wanted band (from below: 0.05 -> 0.20,
     from above: 0.85 -> 0.70). Keep is right.
+(c) the same two, "changed tasks": the agent changed the dataset (new prompts, so no task key
+    is shared), so the new evaluation runs on a fresh draw of tasks from a pool with the
+    after-mean and the verdict compares the two unpaired. A/A: same pool distribution.
 
 Usage: .venv/bin/python bench/verdict.py [--trials 300]
 """
@@ -21,7 +24,7 @@ import math
 
 import numpy as np
 
-from autoenv.core.config import Bands, Verdict
+from autoenv.core.config import Bands, Stats, Verdict
 from autoenv.core.record import Entry, ModelStats
 from autoenv.core.record import Verdict as Decision
 from autoenv.core.traces import Rollout
@@ -51,21 +54,25 @@ def shift(rates: np.ndarray, target_mean: float) -> np.ndarray:
     return 1 / (1 + np.exp(-(logits + (low + high) / 2)))
 
 
-def evaluate(rng, rates: np.ndarray, tasks: np.ndarray, rollouts: int, model: str) -> ModelStats:
+def evaluate(rng, rates: np.ndarray, tasks: np.ndarray, rollouts: int, model: str, prefix: str = "t") -> ModelStats:
     records = [
-        Rollout(trace_id="", task_key=f"t{t}", idx=int(t), outcome="ok", reward=float(rng.random() < rates[t]),
+        Rollout(trace_id="", task_key=f"{prefix}{t}", idx=int(t), outcome="ok", reward=float(rng.random() < rates[t]),
                 components={"correct": 0.0})
         for t in tasks for _ in range(rollouts)
     ]
     return model_stats(model, records, solve_threshold=1.0)
 
 
-def run_pair(rng, before: tuple, after: tuple, examples: int, rollouts: int, confidence: float) -> tuple[str, str]:
+def run_pair(rng, before: tuple, after: tuple, examples: int, rollouts: int, confidence: float,
+             changed: bool = False) -> tuple[str, str]:
     tasks = rng.choice(POOL, size=examples, replace=False)  # the harness's seeded sample, same both times
+    prefix = "n" if changed else "t"  # a changed dataset: other prompts, so other task keys
     old = {"target": evaluate(rng, before[0], tasks, rollouts, "t"), "strong": evaluate(rng, before[1], tasks, rollouts, "s")}
-    new = {"target": evaluate(rng, after[0], tasks, rollouts, "t"), "strong": evaluate(rng, after[1], tasks, rollouts, "s")}
+    new = {"target": evaluate(rng, after[0], tasks, rollouts, "t", prefix),
+           "strong": evaluate(rng, after[1], tasks, rollouts, "s", prefix)}
     kept = Entry(commit="kept", timestamp="-", eval_success=True, stats=old, verdict=Decision(verdict="keep", reason="-"))
-    ours = decide(new, BANDS, kept, confidence=confidence, seed=int(rng.integers(1 << 30))).verdict
+    ours = decide(new, BANDS, kept, confidence=confidence, seed=int(rng.integers(1 << 30)),
+                  min_tasks=Stats().min_tasks).verdict
     delta = new["target"].mean - old["target"].mean
     seed_rule = "keep" if delta > 0.01 else "discard" if delta < -0.01 else "inconclusive"
     return ours, seed_rule
@@ -97,6 +104,11 @@ def main() -> None:
         "A/A target 0.85 (above band)": (0.85, 0.85),
         "power 0.05 -> 0.20 (toward band)": (0.05, 0.20),
         "power 0.85 -> 0.70 (toward band)": (0.85, 0.70),
+        "A/A changed tasks, target 0.10": (0.10, 0.10),
+        "A/A changed tasks, target 0.45": (0.45, 0.45),
+        "A/A changed tasks, target 0.85": (0.85, 0.85),
+        "power changed tasks 0.05 -> 0.20": (0.05, 0.20),
+        "power changed tasks 0.85 -> 0.70": (0.85, 0.70),
     }
     print(f"confidence {args.confidence}; {args.trials} trials per cell; false = keep or discard under A/A; right = keep under power")
     print(f"{'scenario':<36} {'budget':>7} {'ours: false/right':>18} {'seed rule, same budget':>23} {'seed rule, 20 rollouts':>23}")
@@ -107,8 +119,13 @@ def main() -> None:
             for _ in range(args.trials):
                 base = task_rates(rng, mu_before)
                 strong = task_rates(rng, STRONG_MEAN)
-                after = base if mu_after == mu_before else shift(base, mu_after)
-                o, s = run_pair(rng, (base, strong), (after, strong), examples, rollouts, args.confidence)
+                redrawn = "changed" in name
+                if redrawn:  # the new dataset: its own tasks, drawn around the after-mean
+                    after, strong_after = task_rates(rng, mu_after), task_rates(rng, STRONG_MEAN)
+                else:
+                    after, strong_after = (base if mu_after == mu_before else shift(base, mu_after)), strong
+                o, s = run_pair(rng, (base, strong), (after, strong_after), examples, rollouts, args.confidence,
+                                changed=redrawn)
                 ours.append(o)
                 seed_same.append(s)
                 seed_own.append(seed_budget_pair(rng, (base, strong), (after, strong)))
@@ -118,12 +135,19 @@ def main() -> None:
             summary[(name, examples, rollouts)] = {"ours": cells[0], "seed": cells[1]}
             print(f"{name:<36} {examples:>4}x{rollouts:<2} {cells[0]:>18.1%} {cells[1]:>23.1%} {cells[2]:>23.1%}")
     print()
-    print("budget  worst A/A false (ours)  worst power (ours)  meets A/A <= 5% and power >= 80%")
+    print("budget  worst A/A false (ours)  worst power (ours)  meets A/A <= 5% and power >= 80%"
+          "   changed tasks: worst A/A false, worst power")
     for examples, rollouts in budgets:
-        aa = max(v["ours"] for (n, e, r), v in summary.items() if (e, r) == (examples, rollouts) and n.startswith("A/A"))
-        power = min(v["ours"] for (n, e, r), v in summary.items() if (e, r) == (examples, rollouts) and n.startswith("power"))
+        aa = max(v["ours"] for (n, e, r), v in summary.items() if (e, r) == (examples, rollouts) and n.startswith("A/A")
+                 and "changed" not in n)
+        power = min(v["ours"] for (n, e, r), v in summary.items() if (e, r) == (examples, rollouts)
+                    and n.startswith("power") and "changed" not in n)
+        aa_c = max(v["ours"] for (n, e, r), v in summary.items() if (e, r) == (examples, rollouts) and n.startswith("A/A")
+                   and "changed" in n)
+        power_c = min(v["ours"] for (n, e, r), v in summary.items() if (e, r) == (examples, rollouts)
+                      and n.startswith("power") and "changed" in n)
         ok = aa <= 0.05 + 1.96 * math.sqrt(0.05 * 0.95 / args.trials) and power >= 0.80
-        print(f"{examples:>3}x{rollouts:<3} {aa:>22.1%} {power:>19.1%}  {'yes' if ok else 'no'}")
+        print(f"{examples:>3}x{rollouts:<3} {aa:>22.1%} {power:>19.1%}  {'yes' if ok else 'no':<52} {aa_c:>6.1%} {power_c:>6.1%}")
 
 
 if __name__ == "__main__":

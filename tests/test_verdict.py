@@ -543,11 +543,95 @@ def test_band_statements_follow_the_interval():
     assert "overlapping its floor 0.7" in standing(inside, low_strong, BANDS)
 
 
-def test_too_few_shared_tasks_are_not_compared():
+def test_too_few_tasks_are_not_compared_and_the_fix_is_the_dataset_not_a_setting():
     old = entry("a" * 40, stats(counts(0.5, n=8), counts(1.0, n=8)))
     new = stats(counts(0.25, n=8), counts(1.0, n=8))
     v = decide(new, BANDS, old, min_tasks=10)
     assert v.verdict == "inconclusive" and v.compared_to == old.commit
-    assert v.reason.startswith("too few shared tasks to compare: 8 task(s) shared with aaaaaaaa, fewer than "
-                               "stats.min_tasks = 10")
+    assert v.reason.startswith("too few tasks to compare: this evaluation scored 8 task(s) and shares 8 with "
+                               "aaaaaaaa; a comparison needs at least 10 (stats.min_tasks). If the dataset offers "
+                               "fewer distinct tasks than that, give it more.")
+    assert "budget" not in v.reason  # a setting the agent may not change is never its advice
     assert decide(new, BANDS, old, min_tasks=8).reason != v.reason  # at the minimum: compared
+
+
+def changed(target: float, strong: float = 1.0, n: int = N, prefix: str = "new") -> dict:
+    """An evaluation whose tasks all differ from the kept one's (a changed dataset: new prompts, new keys)."""
+    return stats(counts(target, n=n), counts(strong, n=n), prefix=prefix)
+
+
+@pytest.mark.parametrize("before, after, want", [
+    (0.05, 0.45, "keep"),  # the new tasks put the target inside its band
+    (0.45, 0.05, "discard"),  # ... or out of it
+    (0.45, 0.4, "inconclusive"),  # both inside: distance 0 on both sides, learnable shares alike
+])
+def test_a_changed_dataset_is_compared_unpaired_and_can_be_kept_or_discarded(before, after, want):
+    # Tasks are keyed by their prompt: a changed prompt template once shared 0 tasks with the kept
+    # evaluation, and every later commit of the run ended "too few shared tasks to compare".
+    old = entry("a" * 40, stats(counts(before), counts(1.0)))
+    v = decide(changed(after), BANDS, old, min_tasks=10)
+    assert v.verdict == want, v.reason
+    assert v.compared_to == old.commit
+    assert "the tasks changed (0 of this evaluation's 40 shared with aaaaaaaa's 40: a new dataset or new prompts), " \
+           "so the two are compared unpaired, each on its own tasks" in v.reason
+    assert "not how the scores of the same tasks moved" in v.reason
+    assert "budget." not in v.reason
+
+
+def test_the_unpaired_interval_is_wider_than_the_paired_one_on_the_same_numbers():
+    # tasks differ in difficulty (all or nothing), and the easy ones stay easy: pairing cancels that
+    old = entry("a" * 40, stats([R] * 2 + [0] * (N - 2), counts(1.0)))
+    after = [R] * 8 + [0] * (N - 8)
+    paired = decide(stats(after, counts(1.0)), BANDS, old, min_tasks=10)
+    unpaired = decide(stats(after, counts(1.0), prefix="new"), BANDS, old, min_tasks=10)
+
+    def width(reason: str) -> float:
+        low, high = map(float, re.search(r"interval \[([-+.\d]+), ([-+.\d]+)\]", reason).groups())
+        return high - low
+
+    assert width(unpaired.reason) > width(paired.reason)
+    assert "the tasks changed" not in paired.reason
+
+
+def test_a_partly_changed_dataset_with_enough_shared_tasks_stays_paired():
+    old = entry("a" * 40, stats(counts(0.05), counts(1.0)))
+    half = {"target": 0.45, "strong": 1.0}  # task-000..019 shared with the kept evaluation, 20 new ones
+    merged = {role: model_stats("small-model" if role == "target" else "big-model",
+                                rollouts(counts(mean, n=20), prefix="task") + rollouts(counts(mean, n=20), prefix="new"),
+                                1.0)
+              for role, mean in half.items()}
+    v = decide(merged, BANDS, old, min_tasks=10)
+    assert v.verdict == "keep" and "the tasks changed" not in v.reason
+
+
+def test_a_kept_evaluation_with_too_few_tasks_hands_the_reference_on():
+    # A first evaluation of a 5-task dataset can never be compared with; once the dataset grows, the
+    # first evaluation with enough tasks becomes the run's reference instead of locking the run.
+    old = entry("a" * 40, stats(counts(0.4, n=5), counts(1.0, n=5)))
+    v = decide(changed(0.45), BANDS, old, min_tasks=10)
+    assert v.verdict == "baseline" and v.compared_to == old.commit
+    assert v.reason.startswith("the kept aaaaaaaa scored only 5 task(s), too few to compare with "
+                               "(stats.min_tasks = 10), and shares 0 with this evaluation: this one, on 40 tasks, "
+                               "becomes the reference")
+
+
+def test_unpaired_comparisons_of_unchanged_environments_rarely_decide():
+    # A/A on changed tasks: the same environment's tasks redrawn (each task's success rate from one
+    # Beta distribution around the mean). A keep or discard here is a false decision; its rate must
+    # stay near the nominal 5% (bench/verdict.py measures it at more trials, side by side).
+    rng = np.random.default_rng(3)
+    false = 0
+    trials = 150
+    for trial in range(trials):
+        def evaluation(prefix: str, mean: float) -> dict:
+            rates = rng.beta(2 * mean, 2 * (1 - mean), size=N)
+            return stats([int((rng.random(R) < p).sum()) for p in rates],
+                         [int((rng.random(R) < q).sum()) for q in rng.beta(2 * 0.85, 2 * 0.15, size=N)],
+                         prefix=prefix)
+        mean = (0.10, 0.45, 0.85)[trial % 3]
+        old = entry("a" * 40, evaluation("old", mean))
+        v = decide(evaluation("new", mean), BANDS, old, min_tasks=10, seed=trial)
+        false += v.verdict in ("keep", "discard")
+    assert false / trials <= 0.05 + 2 * (0.05 * 0.95 / trials) ** 0.5, false
+
+

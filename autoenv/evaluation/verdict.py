@@ -33,6 +33,7 @@ measures this rule next to the seed's on simulated environments.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -93,6 +94,35 @@ def baseline_of(entries: list[Entry], stats: Stats, *, branch: str | None, offli
 
 
 
+
+
+@dataclass(frozen=True)
+class TaskChange:
+    """How an evaluation's tasks relate to the kept one's. Tasks are keyed by their content (the
+    prompt), so a change to the dataset or its prompts leaves few or none shared: the two are
+    then compared unpaired, each on its own tasks, and a keep or discard stays possible."""
+
+    shared: int
+    new: int
+    """Tasks scored in this evaluation."""
+    old: int
+    """Tasks scored in the kept one."""
+    kept: str
+
+    @classmethod
+    def between(cls, target: ModelStats, kept: Entry) -> TaskChange:
+        new, old = set(target.per_task or {}), set(kept.stats["target"].per_task or {})
+        return cls(shared=len(new & old), new=len(new), old=len(old), kept=kept.commit)
+
+    def unpaired(self, min_tasks: int) -> bool:
+        """Too few shared tasks for a paired comparison: each side is judged on its own tasks."""
+        return self.shared < max(min_tasks, 2)
+
+    def note(self) -> str:
+        return (f"the tasks changed ({self.shared} of this evaluation's {self.new} shared with {self.kept[:8]}'s "
+                f"{self.old}: a new dataset or new prompts), so the two are compared unpaired, each on its own tasks: "
+                "this tells whether the new tasks put the models closer to the wanted state, not how the scores of "
+                "the same tasks moved, and it resolves only bigger changes than a paired comparison")
 
 
 def comparable(entry: Entry, stats: Stats, offline: bool) -> bool:
@@ -166,12 +196,19 @@ def decide(
         return Verdict(verdict="discard", reason="no scored rollouts for one of the models")
     if kept is None:
         return Verdict(verdict="baseline", reason=f"{_first_of(run, t, s)}. {standing(t, s, bands)}")
-    shared = set(t.per_task or {}) & set(kept.stats["target"].per_task or {})
-    if len(shared) < min_tasks:
+    changed = TaskChange.between(t, kept)
+    if changed.unpaired(min_tasks) and changed.new < min_tasks:
         return Verdict(verdict="inconclusive", compared_to=kept.commit, reason=(
-            f"too few shared tasks to compare: {len(shared)} task(s) shared with {kept.commit[:8]}, fewer than "
-            f"stats.min_tasks = {min_tasks}; raise budget.examples. {standing(t, s, bands)}"))
-    verdict = _compare(t, s, kept, bands, confidence, seed)
+            f"too few tasks to compare: this evaluation scored {changed.new} task(s) and shares {changed.shared} with "
+            f"{kept.commit[:8]}; a comparison needs at least {min_tasks} (stats.min_tasks). If the dataset offers "
+            f"fewer distinct tasks than that, give it more. {standing(t, s, bands)}"))
+    if changed.unpaired(min_tasks) and changed.old < min_tasks:
+        return Verdict(verdict="baseline", compared_to=kept.commit, reason=(
+            f"the kept {kept.commit[:8]} scored only {changed.old} task(s), too few to compare with "
+            f"(stats.min_tasks = {min_tasks}), and shares {changed.shared} with this evaluation: this one, on "
+            f"{changed.new} tasks, becomes the reference the run's next evaluations are compared with. "
+            f"{standing(t, s, bands)}"))
+    verdict = _compare(t, s, kept, bands, confidence, seed, changed if changed.unpaired(min_tasks) else None)
     if verdict.verdict == "keep" and gates_untested:  # model-free evidence the gates do not have
         verdict = Verdict(verdict="inconclusive", reason=(
             f"{verdict.reason}; but not kept: the gates are untested ({gates_untested[0][:300]}), so nothing shows "
@@ -217,12 +254,21 @@ def standing(t: ModelStats, s: ModelStats, bands: Bands) -> str:
     return f"Target {mean_ci(t)} is {target}; strong {mean_ci(s)} is {strong}: {where}"
 
 
-def _compare(t: ModelStats, s: ModelStats, kept: Entry, bands: Bands, confidence: float, seed: int) -> Verdict:
+def _compare(t: ModelStats, s: ModelStats, kept: Entry, bands: Bands, confidence: float, seed: int,
+             changed: TaskChange | None = None) -> Verdict:
+    """Keep, discard or inconclusive on the interval of the change in distance: paired over shared tasks,
+    or unpaired (`changed`: too few tasks shared) with each evaluation resampled over its own tasks."""
     old_t, old_s = kept.stats["target"], kept.stats["strong"]
     tables = [sums(m.per_task or {}) for m in (t, s, old_t, old_s)]
-    new_tr, new_sr, old_tr, old_sr = joint_draws(*tables, seed=seed)
+    if changed is None:
+        new_tr, new_sr, old_tr, old_sr = joint_draws(*tables, seed=seed)
+        clusters = len(set().union(*tables))
+    else:  # independent resamples; the smaller side sets the small-sample widening
+        new_tr, new_sr = joint_draws(tables[0], tables[1], seed=seed)
+        old_tr, old_sr = joint_draws(tables[2], tables[3], seed=seed + UNPAIRED_SEED)
+        clusters = min(changed.new, changed.old)
     delta = band_distance(new_tr, new_sr, bands) - band_distance(old_tr, old_sr, bands)
-    low, high = interval(delta, confidence, len(set().union(*tables)))
+    low, high = interval(delta, confidence, clusters)
     d_new = band_distance(t.mean, s.mean, bands)
     d_old = band_distance(old_t.mean, old_s.mean, bands)
     label = "the run's baseline" if kept.verdict.verdict == "baseline" else "last kept"
@@ -230,18 +276,24 @@ def _compare(t: ModelStats, s: ModelStats, kept: Entry, bands: Bands, confidence
     summary = (f"distance to the wanted state {d_new:.3f} vs {d_old:.3f} at {where} "
                f"(difference {d_new - d_old:+.3f}, {confidence:.0%} interval [{low:+.3f}, {high:+.3f}]); "
                f"target {mean_ci(t)} vs {mean_ci(old_t)}")
+    if changed is not None:
+        summary = f"{summary}; {changed.note()}"
     if high < 0:
         return Verdict(verdict="keep", reason="closer to the wanted state: " + summary)
     if low > 0:
         return Verdict(verdict="discard", reason="farther from the wanted state: " + summary)
     if d_new == 0 and d_old == 0:
-        learn = _learnable_comparison(t, old_t, confidence, seed)
+        learn = _learnable_comparison(t, old_t, confidence, seed, unpaired=changed is not None)
         if learn is not None:
-            return learn
+            return learn.model_copy(update={"reason": f"{learn.reason}; {changed.note()}"}) if changed else learn
     return Verdict(verdict="inconclusive", reason=(
         f"the difference is inside the noise: {summary}. At this budget only changes in the target "
-        f"mean beyond about {resolvable(t, old_t):.2f} can be told apart; "
-        "raise budget.examples to resolve smaller ones"))
+        f"mean beyond about {resolvable(t, old_t):.2f} can be told apart: a smaller effect needs a bigger "
+        "evaluation budget, which is the person's to set"))
+
+
+UNPAIRED_SEED = 7919
+"""Offsets the kept side's resampling seed in an unpaired comparison, so the two sides' draws are independent."""
 
 
 def resolvable(new: ModelStats, old: ModelStats) -> float:
@@ -252,7 +304,8 @@ def resolvable(new: ModelStats, old: ModelStats) -> float:
     return float(np.sqrt(sum(h * h for h in halves))) if halves else float("nan")
 
 
-def _learnable_comparison(new: ModelStats, old: ModelStats, confidence: float, seed: int) -> Verdict | None:
+def _learnable_comparison(new: ModelStats, old: ModelStats, confidence: float, seed: int,
+                          unpaired: bool = False) -> Verdict | None:
     """Both in the wanted state: did the share of tasks with disagreeing rollouts change?"""
     def flags(model: ModelStats) -> dict[str, tuple[float, float]]:
         # a table of (disagree, 1) per task with >= 2 scored rollouts: its "mean" is the share
@@ -261,8 +314,13 @@ def _learnable_comparison(new: ModelStats, old: ModelStats, confidence: float, s
     new_f, old_f = flags(new), flags(old)
     if not new_f or not old_f:
         return None
-    new_r, old_r = joint_draws(new_f, old_f, seed=seed + 1)
-    low, high = interval(new_r - old_r, confidence, len(set(new_f) | set(old_f)))
+    if unpaired:
+        (new_r,), (old_r,) = joint_draws(new_f, seed=seed + 1), joint_draws(old_f, seed=seed + 1 + UNPAIRED_SEED)
+        clusters = min(len(new_f), len(old_f))
+    else:
+        new_r, old_r = joint_draws(new_f, old_f, seed=seed + 1)
+        clusters = len(set(new_f) | set(old_f))
+    low, high = interval(new_r - old_r, confidence, clusters)
     detail = (f"both in the wanted state; learnable share {new.disagree_share} vs "
               f"{old.disagree_share} ({confidence:.0%} interval of the difference "
               f"[{low:+.3f}, {high:+.3f}])")
