@@ -120,3 +120,22 @@ def test_the_exported_trl_script_runs_grpo_steps_on_cpu(kept_run, smoke_python, 
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["steps"] == 2
+
+
+def test_the_default_commit_is_the_newest_kept_of_the_run_checked_out():
+    from autoenv.core.record import Entry, Environment, Verdict
+    from autoenv.export.source import newest_kept
+
+    def entry(commit: str, branch: str, verdict: str, env: bool = False) -> Entry:
+        return Entry(commit=commit * 40, timestamp="-", eval_success=True, branch=branch,
+                     verdict=Verdict(verdict=verdict, reason="-"),
+                     environment=Environment(id="k", source="s", content_hash="h") if env else None)
+
+    entries = [entry("a", "autoenv/one", "baseline"), entry("b", "autoenv/one", "keep"),
+               entry("c", "autoenv/one", "discard"), entry("d", "autoenv/two", "keep"),
+               entry("e", "autoenv/one", "baseline", env=True)]
+    assert newest_kept(entries, "autoenv/one").commit == "b" * 40  # not two's newer keep, not the --env one
+    assert newest_kept(entries, "autoenv/two").commit == "d" * 40
+    assert newest_kept(entries, None).commit == "d" * 40  # detached: the newest kept of any run
+    assert newest_kept(entries, "autoenv/three").commit == "d" * 40
+    assert newest_kept(entries[2:3], "autoenv/one") is None

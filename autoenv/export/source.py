@@ -67,12 +67,22 @@ def kept_entry(root: Path, commit: str | None = None) -> tuple[Entry, Path]:
         matches = [source for e in entries if e.commit == full and (source := resolve(entries, e)).kept]
         entry = matches[-1] if matches else None
     else:
-        entry = last_kept(entries)
+        entry = newest_kept(entries, Repo(root).head().branch)
     if entry is None:
         raise AutoEnvError(f"no kept evaluation{' of ' + commit if commit else ''} in {log.name}",
                            where=str(log), fix="evaluate the candidate first (bash evaluate.sh); only a kept "
                            "(or baseline) commit is exported, so the package carries numbers that were measured")
     return entry, cfg.path("outputs") / entry.commit
+
+
+def newest_kept(entries: list[Entry], branch: str | None) -> Entry | None:
+    """The commit `export` and `train` take by default: the newest kept (or baseline) evaluation of the
+    run checked out (`branch`), under any rules: one clone can hold several runs' ledger lines, and a kept
+    commit after a changed dataset (an unpaired comparison) counts like any other. On a detached HEAD or
+    a branch with no kept evaluation, the newest kept candidate of any run. (`Entry.kept` never admits an
+    `eval --env` evaluation or a cache pointer.)"""
+    own = last_kept(entries, lambda e: e.branch == branch) if branch else None
+    return own or last_kept(entries)
 
 
 def extract_candidate(root: Path, commit: str, dest: Path, folder: str = "candidate") -> Path:
