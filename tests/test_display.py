@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+
+from conftest import autoenv
 
 from autoenv.core import display
 from autoenv.core.record import GateFinding, GateReport, ProbeSummary
@@ -61,3 +66,39 @@ def test_a_silent_stage_off_a_terminal_says_it_is_still_running(capsys, monkeypa
     after = capsys.readouterr().out
     release.wait(0.5)
     assert "still running" not in after + capsys.readouterr().out  # the heartbeat ends with its stage
+
+
+def test_errors_wrap_at_the_readers_width_under_their_own_text(tmp_path):
+    """The real CLI's error (what, where, fix) at COLUMNS=80 and 60: no line past the width, each field's
+    later lines start under its text, every word kept in order; captured output without COLUMNS keeps
+    one line per field, so a grep finds the message whole."""
+    fix = ("results are keyed by commit: run inside your AutoEnv clone (or `git init && git add -A && "
+           "git commit -m init` first)")
+    for columns in (80, 60):
+        done = autoenv("log", cwd=tmp_path, env={"COLUMNS": str(columns)})
+        assert done.returncode == 2
+        lines = done.stderr.splitlines()
+        print(done.stderr)
+        # past the width only a word longer than a line (the test's own path), whole after its label
+        assert {line for line in lines if len(line) > columns} <= {f"error: {tmp_path}", f"  where: {tmp_path}"}
+        where = next(i for i, line in enumerate(lines) if line.startswith("  where: "))
+        start = next(i for i, line in enumerate(lines) if line.startswith("  fix: "))
+        assert len(lines) > start + 1 and all(line.startswith(" " * 7) and line[7] != " " for line in lines[start + 1:])
+        assert " ".join(line.strip() for line in lines[start:]) == f"fix: {fix}"
+        assert " ".join(line.strip() for line in lines[:where]) == f"error: {tmp_path} is not inside a git repository"
+        assert all(line.startswith(" " * 7) for line in lines[1:where])  # under "error: "'s text
+    captured = autoenv("log", cwd=tmp_path, env={"COLUMNS": ""}).stderr.splitlines()
+    assert captured == [f"error: {tmp_path} is not inside a git repository", f"  where: {tmp_path}", f"  fix: {fix}"]
+
+
+def test_warnings_wrap_and_keep_a_path_longer_than_the_line_whole():
+    long_path = "/tmp/" + "x" * 70 + "/config.toml"
+    script = (f"from autoenv.core import display; display.warn('candidates will run unconfined: bubblewrap is "
+              f"missing at {long_path}; install it (apt-get install bubblewrap) or set [sandbox] confine = none')")
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "COLUMNS": "60", "NO_COLOR": "1"},
+                          capture_output=True, text=True, check=True)
+    lines = done.stdout.splitlines()
+    print(done.stdout)
+    assert lines[0].startswith("  ! candidates will run") and all(line.startswith("    ") for line in lines[1:])
+    assert [line for line in lines if len(line) > 60] == [f"    {long_path};"]  # the one word longer than a line
+    assert " ".join(line.strip() for line in lines).endswith("or set [sandbox] confine = none")

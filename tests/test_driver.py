@@ -246,3 +246,34 @@ def test_a_second_driver_on_the_same_run_is_refused_with_the_pid(run_repo, agent
     with pytest.raises(ProcessLookupError):
         os.kill(launches(env)[0]["pid"], 0)
     assert head(root)
+
+
+def test_log_agent_reads_at_80_and_60_columns_with_the_stop_reason_whole(run_repo, agent):
+    """A real run's events (a start, a launch ended by a nudge, two launches, the stop): in a narrow terminal
+    `log --agent` stacks them, every line within the width, no header cut to a letter, the stop reason whole."""
+    root = run_repo(run_base=True)
+    env = agent([[{"hang": True}], [edit(1), COMMIT], [edit(2), COMMIT]])
+    drive(RunOptions(cwd=root, tag=TAG, agent="claude", max_usd=0.1, stall_minutes=0.05, env=env, grace=5))
+    log = events(root)
+    assert [e["event"] for e in log] == ["start", "launch", "nudge", "launch", "launch", "stop"]
+    reason = log[-1]["reason"]
+    assert reason.startswith("max_usd: ") and len(reason) > 60
+    for columns in (80, 60):
+        done = autoenv("log", "--agent", cwd=root, env={"COLUMNS": str(columns)})
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        print(done.stdout)
+        assert max(len(line) for line in lines) <= columns, [line for line in lines if len(line) > columns]
+        assert "…" not in done.stdout and "time (U" not in done.stdout  # nothing cut, no squeezed table
+        joined = " ".join(line.strip() for line in lines)
+        assert joined.startswith(f"autoenv/{TAG}: 3 agent launches, 1 nudge, agent $0.1000 ")
+        assert f"stop: {reason} after " in joined  # the reason whole, then its numbers
+        assert "launch 1: start exit -15, ended by nudge" in joined
+        assert "nudge (launch 1): no commit and no evaluation for 0.05 min: resumed with a nudge" in joined
+        assert joined.count("tokens 2000/200 · evals 0 · commits 1 · refused 0") == 2
+        events_at = [line for line in lines[1:] if not line.startswith(("   ", "  $"))]  # the heading may wrap
+        assert len(events_at) == 6 and all(re.match(r"\d\d-\d\d \d\d:\d\d (start|launch|nudge|stop)", line)
+                                           for line in events_at)  # an event's time first, the rest indented
+    wide = autoenv("log", "--agent", cwd=root, env={"COLUMNS": "132"}).stdout
+    assert "time (UTC)   event   launch  ended by  seconds" in wide and "tokens in/out" in wide  # room: the table
+    assert " ".join(wide.split()).count("max_usd:") == 1 and reason.split()[-1] in wide

@@ -16,6 +16,7 @@ import io
 import os
 import re
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -122,7 +123,8 @@ def note(message: str) -> None:
 
 
 def warn(message: str) -> None:
-    console.print(Text(f"  ! {message}", style="yellow"))
+    """`  ! message` in yellow, wrapped at the reader's width under its text (see `wrapped`)."""
+    console.print(wrapped("  ! ", message, console, ("yellow", "yellow")))
     _printed()
 
 
@@ -134,16 +136,50 @@ def tampered(changes: list[str], why: str = "protected files differ from the run
 
 
 def show_error(error: AutoEnvError) -> None:
-    err_console.print(Text.assemble(("error:", "bold red"), f" {error.what}"))
+    """`error: what`, `  where: ...`, `  fix: ...`, each wrapped at the reader's width under its own text."""
+    err_console.print(wrapped("error: ", error.what, err_console, ("bold red", "")))
     if error.where:
-        err_console.print(Text.assemble("  ", ("where:", "bold"), f" {error.where}"))
+        err_console.print(wrapped("  where: ", error.where, err_console, ("bold", "")))
     if error.fix:
-        err_console.print(Text.assemble("  ", ("fix:", "bold"), f" {error.fix}"))
+        err_console.print(wrapped("  fix: ", error.fix, err_console, ("bold", "")))
 
 
 def interrupted() -> None:
-    err_console.print(Text.assemble(("interrupted", "yellow"),
-                                    ": nothing was recorded for this run; traces written so far are kept"))
+    err_console.print(wrapped("interrupted: ", "nothing was recorded for this run; traces written so far are kept",
+                              err_console, ("yellow", "")))
+
+
+def reader_width(target: Console | None = None) -> int | None:
+    """The reader's width when it is known (a terminal, or COLUMNS set); None for captured output,
+    whose lines are kept whole so that a grep finds a message on one line."""
+    target = target or console
+    return target.width if target.is_terminal or _columns.isdigit() else None
+
+
+def wrap(text: str, width: int | None, indent: int, first: int | None = None) -> list[str]:
+    """`text` as lines of at most `width` characters: the first `first` characters (default `indent`) are
+    taken by a label, later lines start `indent` spaces in; words are never split (a path or a flag
+    longer than a line stays whole on its own line) and the text's own line breaks are kept.
+    `width` None: the text's own lines, unwrapped."""
+    lines: list[str] = []
+    for part in text.splitlines() or [""]:
+        if width is None:
+            lines.append(part)
+            continue
+        lead = first if first is not None and not lines else indent
+        cut = textwrap.wrap(part, width, initial_indent=" " * lead, subsequent_indent=" " * indent,
+                            break_long_words=False, break_on_hyphens=False) or [" " * lead]
+        lines += [cut[0][lead:], *cut[1:]]
+    return lines
+
+
+def wrapped(label: str, text: str, target: Console, styles: tuple[str, str] = ("", "")) -> Text:
+    """`label` then `text`, wrapped at `target`'s reader width with later lines under the text (styles:
+    the label's, then the text's); one line per line of `text` when the width is unknown."""
+    lines = wrap(text, reader_width(target), len(label))
+    out = Text(label, style=styles[0])
+    out.append("\n".join(lines), style=styles[1])
+    return out
 
 
 def rollout_progress() -> Progress | PlainProgress:

@@ -155,47 +155,106 @@ def stacked_summary(stats: dict) -> list[Text]:
 # ---- autoenv log --agent -----------------------------------------------------------------
 
 
+AGENT_COLUMNS = ("time (UTC)", "event", "launch", "ended by", "seconds", "cost", "tokens in/out", "evals", "commits",
+                 "refused", "detail")
+DETAIL_ROOM = 28
+"""The least room the detail column needs for the table; with less, `log --agent` stacks its events."""
+
+
 def agent_view(label: str, events: list[dict]) -> None:
-    """The driver's events (autoenv.driver.state): one row per start, launch, nudge and stop."""
+    """The driver's events (autoenv.driver.state): one row per start, launch, nudge and stop; in a terminal
+    too narrow for the table, each event on a line of its own with its numbers under it (`stacked_agent`)."""
     if not events:
         out(f"{label}: no `autoenv run` on this run yet (outputs/agent/<tag>/events.jsonl is missing)")
         return
-    t = table()
-    for name in ("time (UTC)", "event", "launch", "ended by", "seconds", "cost", "tokens in/out", "evals", "commits",
-                 "refused", "detail"):
-        t.add_column(name, justify="right" if name in ("launch", "seconds", "cost", "evals", "commits", "refused")
-                     else "left", no_wrap=name != "detail")
     launches = [e for e in events if e.get("event") == "launch"]
-    for e in events:
-        kind = e.get("event", "?")
-        if kind == "launch":
-            cost = e.get("cost_usd")
-            cells = [str(e.get("launch", "")), str(e.get("ended_by", "")), number(e.get("seconds"), 1),
-                     money(cost if cost is not None else e.get("priced_usd")) + ("" if cost is not None else " est."),
-                     f"{e.get('input_tokens', 0)}/{e.get('output_tokens', 0)}", str(e.get("evals", "")),
-                     str(e.get("commits", "")), str(e.get("denials", "")),
-                     ("resume " if e.get("resume") else "start ") + f"exit {e.get('exit_code')}"
-                     + (f"; {e['subtype']}" if e.get("subtype") not in (None, "success") else "")
-                     + ("; error: " + clip(str(e.get("result", "")), 80) if e.get("is_error") else "")]
-        elif kind == "start":
-            limits = e.get("limits") or {}
-            cells = ["", "", "", "", "", "", "", "", f"{e.get('agent')} session {str(e.get('session_id'))[:8]}"
-                     f"{' (resumed)' if e.get('resumed') else ''}; budgets: {limits.get('evals')} evals, "
-                     f"{limits.get('hours')} h, ${limits.get('usd')}"]
-        elif kind == "nudge":
-            cells = [str(e.get("launch", "")), "", "", "", "", "", "", "",
-                     f"no commit and no evaluation for {e.get('stall_minutes')} min: resumed with a nudge"]
-        else:
-            spend = e.get("spend") or {}
-            cells = ["", "", number(spend.get("seconds"), 0), money(spend.get("usd")), "", str(spend.get("evals", "")),
-                     "", "", str(e.get("reason", ""))]
-        style = "bold" if kind in ("start", "stop") else "yellow" if kind == "nudge" else ""
-        t.add_row(Text(short_time(e.get("time"))), Text(kind, style=style), *(Text(c) for c in cells))
     agent_usd = 0.0
     for e in launches:
         agent_usd += float(e["cost_usd"] if e.get("cost_usd") is not None else e.get("priced_usd") or 0.0)
-    out(Text(f"{label}: {len(launches)} agent launches, "
-             f"{sum(e.get('event') == 'nudge' for e in events)} nudges, agent {money(agent_usd)}", style="bold"), t)
+    nudges = sum(e.get("event") == "nudge" for e in events)
+    heading = Text(f"{label}: {len(launches)} agent launch{'es' * (len(launches) != 1)}, "
+                   f"{nudges} nudge{'s' * (nudges != 1)}, agent {money(agent_usd)}", style="bold")
+    rows = [(e.get("event", "?"), short_time(e.get("time")), _agent_cells(e)) for e in events]
+    widths = [max([len(name)] + [len(cells[i]) for _, _, cells in rows]) for i, name in enumerate(AGENT_COLUMNS[2:-1])]
+    needed = len("11-27 02:55") + len("launch") + sum(widths) + DETAIL_ROOM + 2 * (len(AGENT_COLUMNS) - 1)
+    if display.console.width < needed:
+        return stacked_agent(heading, events)
+    t = table()
+    for name in AGENT_COLUMNS:
+        t.add_column(name, justify="right" if name in ("launch", "seconds", "cost", "evals", "commits", "refused")
+                     else "left", no_wrap=name != "detail", overflow="fold")
+    for kind, time, cells in rows:
+        style = "bold" if kind in ("start", "stop") else "yellow" if kind == "nudge" else ""
+        t.add_row(Text(time), Text(kind, style=style), *(Text(c) for c in cells))
+    out(heading, t)
+
+
+def _agent_cells(e: dict) -> list[str]:
+    """One event's cells under AGENT_COLUMNS[2:]: launch, ended by, seconds, cost, tokens, evals, commits,
+    refused, detail."""
+    kind = e.get("event", "?")
+    if kind == "launch":
+        return [str(e.get("launch", "")), str(e.get("ended_by", "")), number(e.get("seconds"), 1), _launch_cost(e),
+                f"{e.get('input_tokens', 0)}/{e.get('output_tokens', 0)}", str(e.get("evals", "")),
+                str(e.get("commits", "")), str(e.get("denials", "")), _launch_detail(e)]
+    if kind == "start":
+        return ["", "", "", "", "", "", "", "", _start_detail(e)]
+    if kind == "nudge":
+        return [str(e.get("launch", "")), "", "", "", "", "", "", "", _nudge_detail(e)]
+    spend = e.get("spend") or {}
+    return ["", "", number(spend.get("seconds"), 0), money(spend.get("usd")), "", str(spend.get("evals", "")),
+            "", "", str(e.get("reason", ""))]
+
+
+def _launch_cost(e: dict) -> str:
+    cost = e.get("cost_usd")
+    return money(cost if cost is not None else e.get("priced_usd")) + ("" if cost is not None else " est.")
+
+
+def _launch_detail(e: dict) -> str:
+    return (("resume " if e.get("resume") else "start ") + f"exit {e.get('exit_code')}"
+            + (f"; {e['subtype']}" if e.get("subtype") not in (None, "success") else "")
+            + ("; error: " + clip(str(e.get("result", "")), 80) if e.get("is_error") else ""))
+
+
+def _start_detail(e: dict) -> str:
+    limits = e.get("limits") or {}
+    return (f"{e.get('agent')} session {str(e.get('session_id'))[:8]}{' (resumed)' if e.get('resumed') else ''}; "
+            f"budgets: {limits.get('evals')} evals, {limits.get('hours')} h, ${limits.get('usd')}")
+
+
+def _nudge_detail(e: dict) -> str:
+    return f"no commit and no evaluation for {e.get('stall_minutes')} min: resumed with a nudge"
+
+
+def stacked_agent(heading: Text, events: list[dict]) -> None:
+    """`log --agent` in a narrow terminal: each event on its own line(s), what it says first (the stop
+    reason whole), its numbers indented under it; every line wrapped at the width, nothing cut."""
+    width = display.console.width
+    out(Text("\n".join(display.wrap(heading.plain, width, 2)), style="bold"))
+    for e in events:
+        kind = e.get("event", "?")
+        if kind == "launch":
+            head = f"launch {e.get('launch', '')}: {_launch_detail(e)}, ended by {e.get('ended_by', '')}"
+            facts = [f"{number(e.get('seconds'), 1)} s", f"cost {_launch_cost(e)}",
+                     f"tokens {e.get('input_tokens', 0)}/{e.get('output_tokens', 0)}", f"evals {e.get('evals', '')}",
+                     f"commits {e.get('commits', '')}", f"refused {e.get('denials', '')}"]
+        elif kind == "start":
+            head, facts = f"start: {_start_detail(e)}", []
+        elif kind == "nudge":
+            head, facts = f"nudge (launch {e.get('launch', '')}): {_nudge_detail(e)}", []
+        else:
+            spend = e.get("spend") or {}
+            head = f"{kind}: {e.get('reason', '')}"
+            facts = [f"after {number(spend.get('seconds'), 0)} s", f"cost {money(spend.get('usd'))}",
+                     f"evals {spend.get('evals', '')}"]
+        style = "bold" if kind in ("start", "stop") else "yellow" if kind == "nudge" else ""
+        time = f"{short_time(e.get('time'))} "
+        lines = display.wrap(time + head, width, 3)
+        first = Text(time)
+        first.append(lines[0][len(time):], style=style)
+        out(first, *(Text(line, style=style) for line in lines[1:]),
+            *(Text(line) for line in display.wrap("   " + " · ".join(facts), width, 3) if facts))
 
 
 # ---- autoenv show ------------------------------------------------------------------------
