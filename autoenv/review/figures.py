@@ -78,6 +78,46 @@ def integer_ticks(axis: Any) -> None:
     axis.set_major_locator(MaxNLocator(integer=True))
 
 
+MARGIN_PX = 6
+"""The least room between anything drawn and the canvas's edge."""
+
+
+def fit_right(figure: Any, legend: Any, grid: Any) -> None:
+    """Narrow `grid` (a GridSpec whose axes carry `legend` to their right) until the legend ends MARGIN_PX
+    inside the canvas: its labels are measured as drawn, so no font or label length is guessed."""
+    over = legend.get_window_extent(figure.canvas.get_renderer()).x1 - (figure.bbox.x1 - MARGIN_PX)  # no draw needed
+    if over > 0:
+        grid.update(right=grid.right - over / figure.bbox.width)  # moves the axes of pyplot's figures only
+        for axes in figure.axes:
+            spec = axes.get_subplotspec()
+            if spec is not None and spec.get_topmost_subplotspec().get_gridspec() is grid:
+                axes.set_position(spec.get_position(figure))
+
+
+def outside(figure: Any) -> list[str]:
+    """What is drawn past the canvas (and so clipped in the PNG): each legend, each axes with its labels and
+    ticks, each figure-level text, by name with how far it sticks out; empty when everything is inside."""
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    box = figure.bbox
+    pieces: list[tuple[str, Any]] = [(f"legend {i}", legend.get_window_extent(renderer))
+                                     for i, legend in enumerate(figure.legends)]
+    for i, axes in enumerate(figure.axes):
+        if axes.get_legend() is not None:
+            pieces.append((f"legend of axes {i}", axes.get_legend().get_window_extent(renderer)))
+        pieces.append((f"axes {i} ({axes.get_title(loc='left') or axes.get_title() or axes.get_ylabel()})",
+                       axes.get_tightbbox(renderer)))
+    pieces += [(f"text {t.get_text()[:40]!r}", t.get_window_extent(renderer)) for t in figure.texts if t.get_text()]
+    if figure._suptitle is not None:
+        pieces.append((f"title {figure._suptitle.get_text()[:40]!r}", figure._suptitle.get_window_extent(renderer)))
+    found = []
+    for name, extent in pieces:
+        over = max(box.x0 - extent.x0, extent.x1 - box.x1, box.y0 - extent.y0, extent.y1 - box.y1)
+        if over > 0.5:
+            found.append(f"{name}: {over:.0f} px past the edge")
+    return found
+
+
 def save(figure: Any, path: Path) -> Path:
     """Write `figure` as a PNG at `path` (its folder created), through a temp file so a
     reader never sees half an image."""

@@ -40,8 +40,9 @@ def plot_run(run: Run, bands: Bands, out: Path) -> Path:
         means.tick_params(labelbottom=False)
         figure.suptitle(_title(run), x=0.07, ha="left", fontsize=14, fontweight="bold")
         figure.text(0.07, 0.925, _subtitle(run, bands), ha="left", va="bottom", fontsize=10, color="#444444")
-        means.legend(handles=_legend(run.rows, bands), loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                     frameon=False, borderaxespad=0)
+        legend = means.legend(handles=_legend(run.rows, bands), loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                              frameon=False, borderaxespad=0)
+        figures.fit_right(figure, legend, grid)  # the legend's labels as drawn decide where the axes end
         return figures.save(figure, out)
 
 
