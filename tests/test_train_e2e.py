@@ -31,8 +31,10 @@ def test_autoenv_train_runs_grpo_steps_and_measures_base_and_trained_on_the_held
     summary = json.loads((tmp_path / "train" / "summary.json").read_text())
     assert summary["steps"] == 2 and summary["held_out_tasks"] == 4 and summary["device"] == "cpu"
     for key in ("base_mean", "trained_mean", "difference"):
-        mean, low, high = (float(x) for x in summary[key].replace("[", "").replace("]", "").replace(",", "").split())
+        numbers = summary[key].split(": ")[0]  # the difference goes on to say what it means
+        mean, low, high = (float(x) for x in numbers.replace("[", "").replace("]", "").replace(",", "").split())
         assert low <= mean <= high
+    assert summary["difference"].split(": ", 1)[1].startswith(("reliably better", "reliably worse", "not distinguishable"))
     steps = [json.loads(line) for line in (tmp_path / "train" / "run" / "steps.jsonl").read_text().splitlines()]
     assert [s["step"] for s in steps] == [1, 2]
     assert all(0 <= s["reward"] <= 1 and "correct" in s["components"] and s["hack_fraction"] is not None

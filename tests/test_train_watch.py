@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from autoenv.model import trainplots
 from autoenv.model.hackwatch import flagged, flags
 from autoenv.model.realrun import real_config
 from autoenv.model.server import machine_settings
-from autoenv.model.train import compare, watch
+from autoenv.model.train import change_words, compare, watch
 from autoenv.model.trainplots import before_after, reward_curve
+from autoenv.review import figures
 
 PROMPT = "What is 39 + 62?"
 
@@ -52,16 +54,52 @@ def test_the_difference_interval_is_paired_over_tasks():
     assert compare(base, {"t0": {"mean": 1.0}})["tasks"] == 1
 
 
-def test_the_figures_are_written_with_the_axes_the_issue_names(tmp_path):
+def test_the_training_result_says_in_words_whether_the_difference_is_beyond_noise():
+    """Better or worse only when the paired interval is on one side of zero; a short run's +0.056 [-0.062,
+    +0.175] says it cannot tell the change from noise."""
+    base = {f"t{i}": {"mean": (i % 4) / 4} for i in range(40)}
+    assert change_words(compare(base, base)["difference"]).startswith("not distinguishable from no change at this budget")
+    better = compare(base, {k: {"mean": min(1.0, v["mean"] + 0.5)} for k, v in base.items()})["difference"]
+    assert change_words(better).startswith("reliably better")
+    worse = compare(base, {k: {"mean": max(0.0, v["mean"] - 0.5)} for k, v in base.items()})["difference"]
+    assert change_words(worse).startswith("reliably worse")
+    # a few tasks up, a few down, a small net gain: the interval straddles zero
+    noisy = compare(base, {k: {"mean": min(1.0, max(0.0, v["mean"] + (0.75 if i % 6 == 0 else -0.5 if i % 4 == 1 else 0)))}
+                           for i, (k, v) in enumerate(base.items())})["difference"]
+    assert noisy[1] < 0 < noisy[0] < noisy[2]
+    assert change_words(noisy) == ("not distinguishable from no change at this budget (the 95% interval includes 0; "
+                                   "more held-out tasks or --rollouts narrow it)")
+    assert change_words((0.056, -0.062, 0.175)).startswith("not distinguishable")
+
+
+def test_the_figures_are_written_with_the_axes_the_issue_names(tmp_path, monkeypatch):
+    """Both figures keep everything inside the canvas; each before/after group names its task count, and the
+    difference is said in words above the bars."""
+    drawn = {}
+
+    def measured(figure, path):
+        drawn[path.name] = (figures.outside(figure), [t.get_text() for t in figure.axes[0].get_xticklabels()],
+                            [t.get_text() for t in figure.texts])
+        return figures.save(figure, path)
+
+    monkeypatch.setattr(trainplots, "save", measured)
     steps = [{"step": i + 1, "reward": 0.1 + i / 40, "hack_fraction": 0.0,
               "components": {"correct": 0.1 + i / 40, "formatted": 0.2 + i / 40}} for i in range(20)]
     curve = reward_curve(steps, 0.12, tmp_path / "plots" / "reward_curve.png")
     groups = {"all": {"base": (0.1, 0.05, 0.15), "trained": (0.4, 0.3, 0.5)},
-              "easy": {"base": (0.2, 0.1, 0.3), "trained": (0.6, 0.5, 0.7)}}
-    bars = before_after(groups, {"base": "What is 1 + 2? -> 'Three.'", "trained": "-> '<answer>3</answer>'"},
-                        tmp_path / "plots" / "before_after.png")
+              "easy": {"base": (0.2, 0.1, 0.3), "trained": (0.6, 0.5, 0.7)},
+              "hard": {"base": (0.9, 0.8, 1.0), "trained": (1.0, 1.0, 1.0)}}
+    difference = (0.056, -0.062, 0.175)
+    bars = before_after(groups, {"base": "What is 1 + 2? -> 'Three.' " * 6, "trained": "-> '<answer>3</answer>'"},
+                        tmp_path / "plots" / "before_after.png", tasks={"all": 40, "easy": 3, "hard": 1},
+                        difference=difference, reading=change_words(difference))
     for path in (curve, bars):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and 10_000 < path.stat().st_size < 400_000
+    assert drawn["reward_curve.png"][0] == [] and drawn["before_after.png"][0] == []
+    _, ticks, texts = drawn["before_after.png"]
+    assert ticks == ["all\n(n=40 tasks)", "easy\n(n=3 tasks)", "hard\n(n=1 task)"]
+    assert "trained − base, paired over the 40 tasks: +0.056 [-0.062, +0.175]" in texts
+    assert change_words(difference) in texts
 
 
 def test_the_real_model_config_points_target_at_the_local_server_and_needs_no_key():

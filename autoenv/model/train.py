@@ -102,12 +102,16 @@ def train(opts: TrainOptions) -> int:
     plots = (opts.plots or out / "plots").resolve()
     reward_curve(steps, stats["base"][0], plots / "reward_curve.png", temperature)
     groups = {"all": {k: stats[k] for k in ("base", "trained")}}
+    tasks = {"all": stats["tasks"]}
     for level in natural_order(r["difficulty"] for rs in evaluated.values() for r in rs.values() if r.get("difficulty")):
         groups[level] = {k: _interval(_per_task(evaluated[k], level)) for k in ("base", "trained")}
-    before_after(groups, {k: _sample(evaluated[k]) for k in ("base", "trained")}, plots / "before_after.png")
+        tasks[level] = len(_per_task(evaluated["base"], level))
+    reading = change_words(stats["difference"])  # said with the numbers wherever they are shown
+    before_after(groups, {k: _sample(evaluated[k]) for k in ("base", "trained")}, plots / "before_after.png",
+                 tasks=tasks, difference=stats["difference"], reading=reading)
     hack = watch(steps)
     summary = {"base_mean": _fmt(stats["base"]), "trained_mean": _fmt(stats["trained"]),
-               "difference": _fmt(stats["difference"]), "held_out_tasks": stats["tasks"],
+               "difference": f"{_signed(stats['difference'])}: {reading}", "held_out_tasks": stats["tasks"],
                "rollouts_per_task": opts.rollouts, "steps": result["steps"],
                "group": opts.group, "tasks_per_step": opts.prompts_per_step, "learning_rate": f"{opts.learning_rate:g}",
                "temperature": f"{temperature:g}", "max_completion_tokens": opts.max_completion_tokens, "train_minutes": round(trained_minutes, 1),
@@ -185,6 +189,22 @@ def _sample(rows: dict[str, dict[str, Any]]) -> str:
 
 def _fmt(stat: tuple[float, float, float]) -> str:
     return f"{stat[0]:.3f} [{stat[1]:.3f}, {stat[2]:.3f}]"
+
+
+def _signed(stat: tuple[float, float, float]) -> str:
+    return f"{stat[0]:+.3f} [{stat[1]:+.3f}, {stat[2]:+.3f}]"
+
+
+def change_words(difference: tuple[float, float, float]) -> str:
+    """What the paired difference (trained - base: mean, 95% low, high) says, in words: better or worse only
+    when the whole interval is on one side of zero; otherwise the run cannot tell the change from noise."""
+    _, low, high = difference
+    if low > 0:
+        return "reliably better (the 95% interval is above 0)"
+    if high < 0:
+        return "reliably worse (the 95% interval is below 0)"
+    return ("not distinguishable from no change at this budget (the 95% interval includes 0; "
+            "more held-out tasks or --rollouts narrow it)")
 
 
 def _harness_eval(root: Path, export: Path, commit: str, binary: Path, gguf: Path, name: str, out: Path,

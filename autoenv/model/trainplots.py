@@ -38,23 +38,42 @@ def reward_curve(steps: list[dict[str, Any]], baseline: float, path: Path, tempe
 
 
 def before_after(groups: dict[str, dict[str, tuple[float, float, float]]], examples: dict[str, str],
-                 path: Path) -> Path:
-    """Per-group means with 95% intervals for base and trained (groups: "all" and each difficulty), and one
-    held-out transcript of each model under the bars."""
+                 path: Path, tasks: dict[str, int] | None = None,
+                 difference: tuple[float, float, float] | None = None, reading: str = "") -> Path:
+    """Per-group means with 95% intervals for base and trained (groups: "all" and each difficulty), each group
+    labelled with its number of held-out tasks (`tasks`: a level of 3 tasks is little evidence, and its label
+    says so), the paired difference (trained - base: mean, low, high) and what it says (`reading`) under the
+    title, and one held-out transcript of each model under the bars. Title, difference and legend sit above
+    the axes, so no bar is hidden behind them."""
+    tasks = tasks or {}
     with drawing(640) as figure:
-        axes = figure.add_axes((0.08, 0.42, 0.88, 0.5))
+        axes = figure.add_axes((0.08, 0.42, 0.88, 0.42))
         labels = list(groups)
         for offset, (model, colour) in zip((-0.18, 0.18), (("base", STRONG), ("trained", TARGET))):
             for i, label in enumerate(labels):
                 mean, low, high = groups[label][model]
                 axes.bar(i + offset, mean, width=0.34, color=colour, label=model if i == 0 else None)
                 axes.errorbar(i + offset, mean, yerr=[[mean - low], [high - mean]], color="black", capsize=4)
-        axes.set_xticks(range(len(labels)), labels)
+        axes.set_xticks(range(len(labels)), [_group_label(label, tasks.get(label)) for label in labels])
         axes.set_ylabel("Mean reward (held-out tasks, 95% interval)")
         axes.set_ylim(0, 1.05)
         axes.axhline(0, color=BAND, linewidth=0.5)
-        axes.legend(frameon=False, loc="upper left")
-        axes.set_title("Before and after GRPO: the same held-out tasks, same seed, same server")
+        figure.legend(*axes.get_legend_handles_labels(), loc="upper right", bbox_to_anchor=(0.96, 0.975), ncol=2,
+                      frameon=False)
+        figure.text(0.08, 0.965, "Before and after GRPO: the same held-out tasks, same seed, same server",
+                    fontsize=12, fontweight="bold", va="top")
+        if difference is not None:
+            mean, low, high = difference
+            n = tasks.get("all")
+            figure.text(0.08, 0.925, f"trained − base, paired over {f'the {n} ' if n else 'the '}tasks: "
+                        f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]", fontsize=10, va="top")
+            colour = "#2ca02c" if low > 0 else "#d62728" if high < 0 else "#555555"
+            figure.text(0.08, 0.89, reading, fontsize=10, va="top", color=colour, fontweight="bold")
         text = "\n\n".join(f"{model}: {sample}" for model, sample in examples.items())
         figure.text(0.02, 0.02, text, fontsize=9, family="monospace", va="bottom", wrap=True)
         return save(figure, path)
+
+
+def _group_label(label: str, n: int | None) -> str:
+    """`easy\n(n=3 tasks)`: the bars' evidence, under their name."""
+    return label if n is None else f"{label}\n(n={n} task{'s' * (n != 1)})"
