@@ -33,6 +33,7 @@ AGENT_COMMANDS: dict[str, str] = {
     "git add": "step 2: stage the candidate",
     "git commit": "step 2: commit it",
     "git revert": "a discard's revert, and the recovery after tampered",
+    "git restore": "undo an uncommitted change outside candidate/ (a protected file's included) before evaluating",
     "git log": "find a commit (the run so far)",
     "git diff": "see what changed",
     "git status": "see what is uncommitted",
@@ -55,6 +56,9 @@ PERSON_COMMANDS: dict[str, str] = {
 """Commands program.md names that are the person's, never the agent's (refused under autoenv run)."""
 NETWORK_TOOLS = ("curl", "wget", "nc", "ncat", "ssh", "scp", "rsync", "ftp", "telnet", "socat")
 SEPARATORS = re.compile(r"&&|\|\||;|\||\n")
+RESTORE = "git restore"
+"""May name a protected file: without --source it only brings a file back to its committed state (HEAD or
+the index), which is how an uncommitted change to the rules is undone (autoenv.run.cleantree says so)."""
 
 
 def forbidden_path(path: str | os.PathLike, root: Path, cwd: Path | None = None) -> str | None:
@@ -101,13 +105,19 @@ def forbidden_command(command: str, root: Path, cwd: Path | None = None, python:
             if word.startswith((">", "<")) or word.endswith((">", "<")):
                 return f"redirection {word!r} is not allowed: run the command and read its output"
             for token in _paths_in(word):
-                why = _protected_mention(token, root, cwd)
+                why = None if _restores(prefix, rest) else _protected_mention(token, root, cwd)
                 if why:
                     return why
         if prefix.startswith("git ") and any(w in ("--no-verify", "--git-dir", "--work-tree") or w.startswith(
                 ("--git-dir=", "--work-tree=", "-C")) for w in rest):
             return "git options that leave the worktree or skip its checks are not allowed"
     return None
+
+
+def _restores(prefix: str, rest: list[str]) -> bool:
+    """`git restore` back to the committed state: no --source (nor -s), which could bring any version."""
+    source = [w for w in rest if w.startswith("--source") or w.startswith("-") and not w.startswith("--") and "s" in w]
+    return prefix == RESTORE and not source
 
 
 def _paths_in(word: str) -> list[str]:

@@ -28,6 +28,7 @@ from autoenv.evaluation.context import Context, EvalOptions
 from autoenv.evaluation.provider import api_key, check_endpoint
 from autoenv.run.archive import archive_previous
 from autoenv.run.cache import cache_key
+from autoenv.run.cleantree import require_clean_candidate, undo_fix
 from autoenv.run.envref import environment_ref
 from autoenv.run.gitrepo import Repo
 from autoenv.run.integrity import check as check_integrity
@@ -40,19 +41,19 @@ from autoenv.run.runbase import NO_BASE, check_rules, harness_paths, refuse
 def preflight(options: EvalOptions) -> Context:
     with display.stage("preflight", "config, git state, keys"):
         repo = Repo(options.cwd)
-        config = run_config(repo, options)
+        config, config_warnings = run_config(repo, options)
         for message in verify_ledger(config.path("log_file")):
             display.note(message)
         ledger_check = verify_notes(repo, config)
         head = repo.head()
-        repo.require_clean(harness_paths(config), head.commit, candidate=config.path("candidate"))
+        require_clean_candidate(repo, harness_paths(config), head.commit, config.path("candidate"))
         refuse_when_spent(config.path("outputs"), config.path("log_file"), head.branch)  # autoenv run's budget
         candidate = config.path("candidate")
         if config.candidate.install and not candidate.is_dir():
             raise AutoEnvError(
                 f"no candidate directory at {candidate}",
                 where=f"{config.root / CONFIG_NAME} [paths] candidate",
-                fix="create candidate/ (see program.md) or point paths.candidate at it",
+                fix="create candidate/ (see program.md), or the person points paths.candidate at it",
             )
         rules = check_rules(repo, head)
         if rules.changed:
@@ -61,7 +62,7 @@ def preflight(options: EvalOptions) -> Context:
                 raise refuse(rules)
         elif rules.base is None:
             display.warn(NO_BASE + f" (branch {head.branch or '(detached HEAD)'} has no .autoenv/run.toml; "
-                         "start runs with autoenv new <tag>)")
+                         "the person starts runs with autoenv new <tag>)")
         if not options.offline and not rules.changed:
             check_keys(config)
             check_endpoints(config)
@@ -76,7 +77,7 @@ def preflight(options: EvalOptions) -> Context:
             display.note(f"resuming the interrupted evaluation {interrupted} from its finished rollouts "
                          "(--restart to start over)")
         display.note(f"commit {head.commit[:12]} on {head.branch or '(detached HEAD)'}: {head.subject}")
-        warnings = spec_warnings(config.root)
+        warnings = [*config_warnings, *spec_warnings(config.root)]
         for warning in warnings:
             display.warn(warning)
         if options.offline:
@@ -91,20 +92,31 @@ def preflight(options: EvalOptions) -> Context:
                    environment=environment)
 
 
-def run_config(repo: Repo, options: EvalOptions) -> Config:
-    """config.toml; when it no longer loads and the run base says it was changed, the base's own
-    config.toml, so the commit is still recorded as tampered rather than refused."""
+def run_config(repo: Repo, options: EvalOptions) -> tuple[Config, list[str]]:
+    """config.toml, and the warnings it gave (for the terminal, the entry and the feedback).
+
+    config.toml is protected, so a config that does not load is never the agent's to edit: an
+    uncommitted change is undone (never committed: that is tampering); a committed change the run base
+    names is still recorded as tampered, judged by the base's config.toml, and the warning says why the
+    changed one does not load (the key, the line, the message); any other broken config is the person's.
+    """
     path = options.config or repo.root / CONFIG_NAME
     try:
         config = load_config(path)
-        return with_env(config, options.env, options.env_id) if options.env else config
-    except AutoEnvError:
-        rules = None if options.config else check_rules(repo, repo.head())
-        if rules is None or rules.base is None or f"{CONFIG_NAME} (modified)" not in rules.changed \
+    except AutoEnvError as error:
+        if options.config:
+            raise
+        if CONFIG_NAME in repo.dirty_paths():
+            raise AutoEnvError(error.what, where=error.where, fix=undo_fix(
+                [CONFIG_NAME], repo.untracked_paths(), person="they make it load, commit it")) from None
+        rules = check_rules(repo, repo.head())
+        if rules.base is None or f"{CONFIG_NAME} (modified)" not in rules.changed \
                 and f"{CONFIG_NAME} (deleted)" not in rules.changed:
             raise
-        display.warn(f"{CONFIG_NAME} does not load; the run base's {CONFIG_NAME} (commit {rules.base[:12]}) is used")
-        return load_config(path, text=repo.run_git("show", f"{rules.base}:{CONFIG_NAME}") + "\n")
+        warning = (f"{CONFIG_NAME} does not load: {error.what} ({error.where}); the run base's {CONFIG_NAME} "
+                   f"(commit {rules.base[:12]}) is used to record the commit as tampered")
+        return load_config(path, text=repo.run_git("show", f"{rules.base}:{CONFIG_NAME}") + "\n"), [warning]
+    return (with_env(config, options.env, options.env_id) if options.env else config), []
 
 
 def verify_notes(repo: Repo, config: Config) -> str:
@@ -123,7 +135,7 @@ def check_keys(config: Config) -> None:
             raise AutoEnvError(
                 f"the {role} model needs an API key in ${model.api_key_var}, which is not set",
                 where=f"{config.root / CONFIG_NAME} [{role}] api_key_var",
-                fix=f"export {model.api_key_var}=... (never write the key into a file), "
+                fix=f"the person exports {model.api_key_var}=... (never into a file); "
                 "or run offline with scripted policies: bash evaluate.sh --offline",
             )
 
@@ -150,14 +162,15 @@ def check_endpoints(config: Config) -> None:
         elif check.fixable and "does not list the model" in check.detail:
             raise AutoEnvError(f"the {role} endpoint does not serve the configured model: {check.detail}",
                                where=f"{config.root / CONFIG_NAME} [{role}] model = {model.model!r}",
-                               fix=f"set [{role}] model to one of the models the endpoint lists (or fix [{role}] "
-                               "base_url if it points at the wrong server)")
+                               fix=f"the person sets [{role}] model to one of the models the endpoint lists (or "
+                               f"fixes [{role}] base_url if it points at the wrong server)")
         elif check.fixable:
             raise AutoEnvError(f"the {role} endpoint refused the request: {check.detail}", where=where,
-                               fix=f"check [{role}] base_url, model and the key in ${model.api_key_var or '(none)'}")
+                               fix=f"the person checks [{role}] base_url, model and the key in "
+                               f"${model.api_key_var or '(none)'}")
         else:
             raise ProviderUnavailable(
                 f"provider unavailable: the {role} endpoint did not answer after {check.attempts} attempts: "
                 f"{check.detail}", where=where,
-                fix="nothing was run or recorded: check the URL and the provider's status, then run evaluate.sh again "
-                "(or bash evaluate.sh --offline to evaluate with scripted models)")
+                fix="nothing was run or recorded: run evaluate.sh again later (or bash evaluate.sh --offline to "
+                "evaluate with scripted models); a wrong URL is the person's to fix")

@@ -32,8 +32,8 @@ class Repo:
             raise AutoEnvError(
                 f"{path} is not inside a git repository",
                 where=str(path),
-                fix="results are keyed by commit: run inside your AutoEnv clone "
-                "(or `git init && git add -A && git commit -m init` first)",
+                fix="results are keyed by commit: the person runs it inside the AutoEnv clone (or makes one: "
+                "`git init && git add -A && git commit -m init`)",
             ) from None
         self.root = Path(self._repo.working_tree_dir or path).resolve()
 
@@ -61,34 +61,29 @@ class Repo:
                     next(rest, None)
         return paths
 
-    def require_clean(self, owned: list[Path], commit: str, candidate: Path | None = None) -> None:
-        """Refuse a dirty tree, naming the files; paths in or under `owned` (the harness's
-        results) do not count, and the suggested fix never commits them. With `candidate`
-        (an evaluation), the fix commits only the candidate and names what lies outside it."""
+    def untracked_paths(self) -> set[str]:
+        """Untracked (not ignored) paths, relative to the root."""
+        return {p for p in self._repo.git.ls_files("--others", "--exclude-standard", "-z").split("\0") if p}
+
+    def uncommitted(self, owned: list[Path]) -> tuple[list[str], list[str]]:
+        """The dirty paths that are not in or under `owned` (the harness's results), and those of `owned` that
+        hold dirt (results git does not ignore: paths moved in config.toml), relative to the root."""
         owners = {p: self._owner(p, owned) for p in self.dirty_paths()}
         dirty = [p for p, owner in owners.items() if owner is None]
+        listed = sorted({str(o.relative_to(self.root)) for o in owners.values() if o and o.is_relative_to(self.root)})
+        return dirty, listed
+
+    def require_clean(self, owned: list[Path], commit: str) -> None:
+        """Refuse a dirty tree, naming the files; paths in or under `owned` (the harness's results) do not
+        count, and the suggested fix never commits them. An evaluation's own check, which knows the
+        candidate and the protected files, is autoenv.run.cleantree."""
+        dirty, listed = self.uncommitted(owned)
         if not dirty:
             return
-        shown = "\n".join(f"  {p}" for p in dirty[:12]) + ("\n  ..." if len(dirty) > 12 else "")
-        # results git does not ignore (paths moved in config.toml) must stay out of `git add -A`
-        listed = sorted({str(o.relative_to(self.root)) for o in owners.values() if o and o.is_relative_to(self.root)})
-        ignore = f"; add {', '.join(listed)} (the harness's results) to .gitignore" if listed else ""
-        what = (f"the working tree has uncommitted changes; results are keyed by commit "
-                f"{commit[:12]}, which would not be what was evaluated:\n{shown}")
-        if candidate is not None and candidate.resolve().is_relative_to(self.root):
-            folder = candidate.resolve().relative_to(self.root).as_posix()
-            outside = [p for p in dirty if not (p + "/").startswith(folder + "/")]
-            fixes = [f"commit your change to the candidate: git add {folder} && git commit -m '...'"] \
-                if len(outside) < len(dirty) else []
-            if outside:
-                fixes.append(f"{', '.join(outside[:4])}{' ...' if len(outside) > 4 else ''}: outside {folder}/, so "
-                             "not part of what is evaluated: delete what you created there (each evaluation's "
-                             "output is kept by the harness in outputs/<commit>/run.log: never redirect it into "
-                             "the repository), or commit a file that belongs in the repository by its name")
-            raise AutoEnvError(what, where=str(self.root), fix="; ".join(fixes) + ", then run again" + ignore)
         add = "git add -A" + (" -- ." + "".join(f" ':!{p}'" for p in listed) if listed else "")
-        raise AutoEnvError(what, where=str(self.root),
-                           fix=f"commit your change ({add} && git commit -m '...') or stash it, then run again{ignore}")
+        raise AutoEnvError(dirty_what(dirty, commit), where=str(self.root),
+                           fix=f"commit your change ({add} && git commit -m '...') or stash it, then run again"
+                           f"{ignore_fix(listed)}")
 
     def _owner(self, relative: str, owned: list[Path]) -> Path | None:
         path = (self.root / relative).resolve()
@@ -212,7 +207,8 @@ class Repo:
             text = self._repo.git.log(*args, *revs, "--")
         except git.GitCommandError as e:
             raise AutoEnvError(f"git log failed: {e.stderr.strip()}", where=str(self.root),
-                               fix="check that the branch or commits exist: git branch --list 'autoenv/*'") from None
+                               fix="check that the branch or commits exist (git log --oneline --all lists them)") \
+                from None
         out = []
         for record in text.split("\x1e"):
             fields = record.strip("\n").split("\x1f")
@@ -246,6 +242,19 @@ class Repo:
         except git.GitCommandError:
             return False
         return True
+
+
+def dirty_what(dirty: list[str], commit: str) -> str:
+    """What a refusal of a dirty tree says: the paths, at most 12."""
+    shown = "\n".join(f"  {p}" for p in dirty[:12]) + ("\n  ..." if len(dirty) > 12 else "")
+    return (f"the working tree has uncommitted changes; results are keyed by commit {commit[:12]}, which would not "
+            f"be what was evaluated:\n{shown}")
+
+
+def ignore_fix(listed: list[str]) -> str:
+    """The end of a dirty-tree fix when results git does not ignore hold dirt ("" when none do)."""
+    return (f"; and the person (.gitignore is protected) adds {', '.join(listed)} (the harness's results) to "
+            ".gitignore" if listed else "")
 
 
 @dataclass(frozen=True)

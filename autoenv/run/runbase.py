@@ -77,8 +77,8 @@ class RunBase:
     @classmethod
     def parse(cls, text: str, where: str) -> RunBase:
         """The run base in `text`; AutoEnvError naming the file and key when it is malformed."""
-        fix = "restore it with `git checkout <run base commit> -- .autoenv/run.toml`, or write a new base with " \
-              "`autoenv rebase-rules`"
+        fix = "the run base is the harness's, never the agent's: the person restores it " \
+              "(`git checkout <run base commit> -- .autoenv/run.toml`) or writes a new one with `autoenv rebase-rules`"
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
@@ -195,8 +195,8 @@ def refuse(check: RulesCheck) -> AutoEnvError:
         "protected files differ from the run base, and [run] on_tamper = \"refuse\":\n"
         + "\n".join(f"  {c}" for c in check.changed),
         where=f"{RUN_FILE} (run base {(check.base or '')[:12]})",
-        fix=f"revert them ({check.recovery}), or make the change the run's new rules with "
-        "`autoenv rebase-rules -m 'why'`",
+        fix=f"revert them ({check.recovery}); making the change the run's new rules is the person's decision "
+        "(`autoenv rebase-rules -m 'why'`)",
     )
 
 
