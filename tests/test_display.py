@@ -72,8 +72,8 @@ def test_errors_wrap_at_the_readers_width_under_their_own_text(tmp_path):
     """The real CLI's error (what, where, fix) at COLUMNS=80 and 60: no line past the width, each field's
     later lines start under its text, every word kept in order; captured output without COLUMNS keeps
     one line per field, so a grep finds the message whole."""
-    fix = ("results are keyed by commit: run inside your AutoEnv clone (or `git init && git add -A && "
-           "git commit -m init` first)")
+    fix = ("results are keyed by commit: the person runs it inside the AutoEnv clone (or makes one: "
+           "`git init && git add -A && git commit -m init`)")
     for columns in (80, 60):
         done = autoenv("log", cwd=tmp_path, env={"COLUMNS": str(columns)})
         assert done.returncode == 2

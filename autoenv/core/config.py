@@ -462,6 +462,10 @@ class Config:
         return per_model, self.budget.max_concurrent_total or sum(per_model.values())
 
 
+PERSONS = "config.toml is the person's: the coding agent never edits it"
+"""Said in every fix of config.toml: the agent reads these errors too (program.md: edit only candidate/)."""
+
+
 def load_config(path: Path, text: str | None = None) -> Config:
     """Read and validate `path` (or `text`, read from it at another commit); raise AutoEnvError naming
     the line and key on any fault."""
@@ -481,7 +485,8 @@ def load_config(path: Path, text: str | None = None) -> Config:
         raise AutoEnvError(
             f"{path.name} is not valid TOML: {e}",
             where=f"{path}{_line_suffix(str(e))}",
-            fix="fix the syntax at that line (strings need quotes, tables need [brackets])",
+            fix=f"the person fixes the syntax at that line ({PERSONS}; strings need quotes, tables need "
+            "[brackets])",
         ) from None
     reader = _Reader(path, text)
     config = reader.build(Config, data, prefix="")
@@ -546,7 +551,8 @@ class _Reader:
                     raise AutoEnvError(
                         f"{self.path.name} is missing the required key `{dotted}`",
                         where=f"{self.path}, table [{prefix.rstrip('.') or 'top level'}]",
-                        fix=f"add `{name} = ...` (see the comments in the shipped config.toml)",
+                        fix=f"the person adds `{name} = ...` ({PERSONS}; see the comments in the shipped "
+                        "config.toml)",
                     )
                 continue
             values[name] = self._value(hints[name], data[name], dotted)
@@ -599,7 +605,7 @@ class _Reader:
         raise AutoEnvError(
             f"{self.path.name}: {message}",
             where=self._where(dotted),
-            fix="edit that line; the shipped config.toml documents every key",
+            fix=f"the person edits that line ({PERSONS}); the shipped config.toml documents every key",
         )
 
     def _where(self, dotted: str) -> str:
@@ -640,4 +646,4 @@ def check_runtime_ready(kind: str, config_path: Path) -> None:
     lines = config_path.read_text().splitlines() if config_path.is_file() else []
     line = locate_key(lines, "runtime.type")
     raise AutoEnvError(problem[0], where=f"{config_path}:{line} (runtime.type)" if line else
-                       f"{config_path} (runtime.type)", fix=problem[1])
+                       f"{config_path} (runtime.type)", fix=f"the person's ({PERSONS}): {problem[1]}")

@@ -60,8 +60,8 @@ def smoke_unavailable(ctx: Context, smoke: dict[str, Any]) -> ProviderUnavailabl
         f"provider unavailable: the smoke rollout on the target model failed at the provider "
         f"{attempts} time(s) in a row ({smoke['outcome']}): {smoke.get('error')}",
         where=f"{ctx.out / 'smoke' / 'traces.jsonl'} (endpoint {ctx.config.target.base_url})",
-        fix="the candidate is not at fault and the verdict is inconclusive: check the provider's status, "
-        "the key and budget.rollout_timeout, then run evaluate.sh again on this commit",
+        fix="the candidate is not at fault and the verdict is inconclusive: run evaluate.sh again on this commit "
+        "later (the provider's status, the key and budget.rollout_timeout are the person's to check)",
     )
 
 

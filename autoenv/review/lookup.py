@@ -41,7 +41,7 @@ def find_row(project: Project, run: Run, rev: str, command: str = "show") -> Row
         f"commit {sha[:12]} was never evaluated on {run.label}",
         where=str(project.ledger) if run.source == "ledger" else f"git notes of {run.label}",
         fix="the nearest evaluated commits: " + nearest(project, run, sha)
-        + "; or evaluate it: git checkout it, then bash evaluate.sh",
+        + "; or the person evaluates it: git checkout it, then bash evaluate.sh",
     )
 
 

@@ -73,7 +73,8 @@ def model_side(project: Project, row: Row, text: str, *, offline: bool, api_key_
 def _entry(row: Row) -> Entry:
     if row.entry is None:
         raise AutoEnvError(f"evaluation {row.short} is known only from its git note", where="feedback_log.jsonl",
-                           fix="running another model needs the ledger entry (its budget and seed); restore the ledger")
+                           fix="running another model needs the ledger entry (its budget and seed): the person restores "
+                           "the ledger")
     return row.entry
 
 
@@ -117,8 +118,8 @@ def _same_candidate(project: Project, entry: Entry) -> None:
         raise AutoEnvError(
             f"{relative}/ in the working tree is not the candidate evaluated at {entry.commit[:12]}",
             where=str(candidate),
-            fix=f"git checkout {entry.commit[:12]} (stash or commit your edits first), run the comparison, "
-            "then check your branch out again",
+            fix=f"the person checks it out (git checkout {entry.commit[:12]}, after committing or stashing edits), "
+            "runs the comparison, then checks the branch out again",
         )
 
 
@@ -136,8 +137,8 @@ def _seat(project: Project, spec: ModelSpec, offline: bool, api_key_var: str | N
     if key_var and not os.environ.get(key_var):
         raise AutoEnvError(f"{spec.name} needs an API key in ${key_var}, which is not set",
                            where=f"{project.config.root / CONFIG_NAME} [target] api_key_var, or --api-key-var",
-                           fix=f"export {key_var}=..., or --api-key-var '' for an endpoint without a key, "
-                           "or --offline for scripted policies")
+                           fix=f"the person exports {key_var}=...; or --api-key-var '' for an endpoint without a "
+                           "key, or --offline for scripted policies")
     return Seat(model=spec.name, base_url=spec.base_url or target.base_url, api_key_var=key_var, sampling=sampling)
 
 

@@ -171,8 +171,8 @@ def rebuild(path: Path, outputs: Path, notes: dict[str, str]) -> int:
     """Restore a lost ledger from the lines stored under `outputs` and the git notes; the number of entries."""
     if raw_lines(path):
         raise AutoEnvError(f"{path.name} exists and is not empty: rebuild only restores a lost ledger",
-                           where=str(path), fix=f"move it aside first (mv {path.name} {path.name}.damaged), then "
-                           "run autoenv verify --rebuild")
+                           where=str(path), fix=f"the person moves it aside first (mv {path.name} "
+                           f"{path.name}.damaged), then runs autoenv verify --rebuild")
     stored = {line_hash(line): line for f in sorted(outputs.rglob(STORED)) for line in raw_lines(f)}
     heads = [stored[n.entry] for n in parse_notes(notes) if n.entry in stored]
     if not heads:
@@ -184,7 +184,7 @@ def rebuild(path: Path, outputs: Path, notes: dict[str, str]) -> int:
     while (prev := _prev_hash(chain[-1])) != GENESIS:
         if prev not in stored:
             raise AutoEnvError(f"the entry before {_commit(chain[-1])[:12]} is not stored under {outputs}",
-                               where=str(outputs), fix="restore the outputs folder from a backup")
+                               where=str(outputs), fix="the person restores the outputs folder from a backup")
         chain.append(stored[prev])
     atomic_write(path, "".join(line + "\n" for line in reversed(chain)))
     return len(chain)

@@ -100,13 +100,13 @@ def _objects(path: Path) -> Iterator[tuple[int, str, dict[str, Any]]]:
             raise AutoEnvError(
                 f"{path.name} line {number} is not valid JSON ({reason})",
                 where=f"{path}:{number}",
-                fix="restore the file from a backup; the harness never writes partial lines",
+                fix="the person restores the file from a backup (the harness never writes partial lines)",
             ) from None
         if not isinstance(data, dict):
             raise AutoEnvError(
                 f"{path.name} line {number} is JSON but not an object (a ledger entry is one object per line)",
                 where=f"{path}:{number}",
-                fix="restore the line from a backup; the harness writes only entry objects",
+                fix="the person restores the line from a backup (the harness writes only entry objects)",
             )
         yield number, line, data
 
@@ -121,8 +121,8 @@ def read_entries(path: Path) -> list[Entry]:
             raise AutoEnvError(
                 f"{path.name} line {number} is not a valid ledger entry ({e})",
                 where=f"{path}:{number}",
-                fix="restore the line from a backup (the harness writes only valid entries), "
-                "or upgrade AutoEnv if a newer version wrote it",
+                fix="the person restores the line from a backup (the harness writes only valid entries), "
+                "or upgrades AutoEnv if a newer version wrote it",
             ) from None
     return entries
 
@@ -153,8 +153,8 @@ def verify(path: Path) -> list[str]:
             f"{path.name} line {first}{more} breaks the hash chain: its prev_hash is not the hash of the line "
             f"before it, so {cause}; the verdict's baseline cannot be trusted",
             where=f"{path}:{first}",
-            fix=f"restore {path.name} from a backup (the harness only appends), or move it aside to start a new "
-            f"ledger (mv {path.name} {path.name}.edited): the next evaluation is then the first, kept one",
+            fix=f"the person restores {path.name} from a backup (the harness only appends), or moves it aside to "
+            f"start a new ledger (mv {path.name} {path.name}.edited): the next evaluation is then the first, kept one",
         )
     return notes
 

@@ -109,7 +109,7 @@ def inspect_candidate(candidate_dir: Path, worker: Worker | None = None, module:
         out = worker.run("inspect").inspected or {}
     except WorkerFailed as e:
         raise AutoEnvError(f"the import check of {module} did not finish: {e.what}", where=str(candidate_dir),
-                           fix=f"run `python -c 'import {module}'` in the venv to reproduce") from e
+                           fix=f"the person reproduces it with `python -c 'import {module}'` in the venv") from e
     if not out.get("ok"):
         raise _import_error(out, candidate_dir, module)
     tasksets, envs = out["taskset"], out["env"]
@@ -126,7 +126,7 @@ def inspect_candidate(candidate_dir: Path, worker: Worker | None = None, module:
         if len(envs) != 1:
             raise AutoEnvError(f"{env_module}.__all__ must export exactly one vf.Env subclass; found "
                                f"{', '.join(envs) or 'none'}", where=out.get("env_file") or str(candidate_dir),
-                               fix="check [candidate] env in config.toml: it names the package of the vf.Env")
+                               fix="the person checks [candidate] env in config.toml: it names the package of the vf.Env")
     if len(envs) > 1:
         raise AutoEnvError(
             f"{module}.__all__ exports more than one vf.Env: {', '.join(envs)}",
@@ -154,7 +154,7 @@ def _import_error(out: dict, candidate_dir: Path, module: str) -> AutoEnvError:
         if module != CANDIDATE_MODULE:
             return AutoEnvError(f"there is no module `{module}`: neither installed nor in {candidate_dir}",
                                 where=f"config.toml [candidate] taskset (module {module})",
-                                fix="install the environment (pip install ...), or set [candidate] package to its "
+                                fix="the person installs the environment (pip install ...), or sets [candidate] package to its "
                                 "directory; the taskset id is its module name with `_` as `-`")
         return AutoEnvError(
             f"there is no module `{module}` in the candidate",

@@ -71,7 +71,7 @@ def prepare(package: Path) -> Path:
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
     if uv is None:
         raise AutoEnvError("uv is not installed, so the OpenEnv server's venv cannot be built", where=str(package),
-                           fix="run bash setup.sh (it installs uv into .venv)")
+                           fix="the person runs bash setup.sh (it installs uv into .venv)")
     venv.parent.mkdir(parents=True, exist_ok=True)
     with open(venv.parent / f"{venv.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two evaluations starting together build it once
