@@ -281,7 +281,7 @@ def print_result(entry: Entry, root: Path | None = None, log: Path | None = None
         fields["warnings"] = "; ".join(entry.warnings)
     if entry.environment:
         fields["environment"] = entry.environment.key
-    fields["feedback"] = f"feedback/env/{entry.environment.key}.md" if entry.environment else f"feedback/{entry.commit}.md"
+    fields["feedback"] = f"feedback/{entry.feedback_name}"
     if entry.outputs and (root / entry.outputs / "plot.png").is_file():
         fields["plot"] = f"{entry.outputs}/plot.png"
     if log is not None:

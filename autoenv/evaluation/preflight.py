@@ -108,7 +108,8 @@ def run_config(repo: Repo, options: EvalOptions) -> tuple[Config, list[str]]:
             raise
         if CONFIG_NAME in repo.dirty_paths():
             raise AutoEnvError(error.what, where=error.where, fix=undo_fix(
-                [CONFIG_NAME], repo.untracked_paths(), person="they make it load, commit it")) from None
+                [CONFIG_NAME], repo.untracked_paths(), person="they make it load, commit it") + "; then run again") \
+                from None
         rules = check_rules(repo, repo.head())
         if rules.base is None or f"{CONFIG_NAME} (modified)" not in rules.changed \
                 and f"{CONFIG_NAME} (deleted)" not in rules.changed:

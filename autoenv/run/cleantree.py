@@ -57,7 +57,7 @@ def undo_fix(paths: list[str], untracked: set[str], folder: str = CANDIDATE, per
                     "outputs/<commit>/run.log: never redirect it into the repository)")
     protected = (f"; {names(rules)} {'is' if len(rules) == 1 else 'are'} protected (program.md, \"What you may "
                  "and may not edit\"): a commit that changes one is recorded as `tampered`") if rules else ""
-    rebase = " and makes it the run's rules with `autoenv rebase-rules -m 'why'`" if rules else ""
+    rebase = " and make it the run's rules with `autoenv rebase-rules -m 'why'`" if rules else ""
     return (f"{names(paths)}: outside {folder}/, so not part of what is evaluated and never yours to commit"
             f"{protected}. If the change is yours, undo it: {' and '.join(undo)}. If it is not, it is the "
             f"person's: {person}{rebase}; leave it to them")
