@@ -418,6 +418,15 @@ class Entry(Part):
 
     def to_json(self) -> str:
         """One ledger line (no newline)."""
+    @property
+    def feedback_name(self) -> str:
+        """Its feedback file, under the feedback folder: `<commit>.md`, or for an `--env` evaluation
+        `env/<id>@<hash>/<run_id>.md`: one file per evaluation, so two evaluations of the same environment at
+        one commit never share one, and none is ever a run commit's file."""
+        if self.environment is None:
+            return f"{self.commit}.md"
+        return f"env/{self.environment.key}/{self.run_id or self.timestamp.replace(':', '')}.md"
+
         return json.dumps(self.model_dump(mode="json"), allow_nan=False)
 
     @classmethod

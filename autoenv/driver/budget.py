@@ -4,7 +4,9 @@ Spend is summed by code from records, never from what the agent says: the agent'
 `total_cost_usd` per launch (autoenv.driver.transcript), and from every ledger entry of the
 run written since the driver started, the evaluated models' `cost_usd` (priced with
 [target.price] / [strong.price]) and the judge's (a cached entry counts as an evaluation
-but spent nothing: its costs are the reused evaluation's).
+but spent nothing: its costs are the reused evaluation's). An `autoenv eval --env` entry
+evaluated another environment: its cost counts against max_usd, but it is not one of the
+run's evaluations (max_evals, the evaluation count) and never the run's last verdict.
 """
 
 from __future__ import annotations
@@ -36,19 +38,26 @@ class Limits:
 @dataclass
 class Spend:
     evals: int = 0
+    """The run's evaluations (its candidate's): what max_evals counts."""
     seconds: float = 0.0
     agent_usd: float = 0.0
     models_usd: float = 0.0
     judge_usd: float = 0.0
+    env_evals: int = 0
+    """`autoenv eval --env` evaluations (another environment, recorded apart): their cost counts, they do not."""
 
     @property
     def usd(self) -> float:
         return self.agent_usd + self.models_usd + self.judge_usd
 
     def add_entries(self, entries: list[Entry]) -> None:
-        """Count these new ledger entries: one evaluation each, with their model and judge cost."""
+        """Count these new ledger entries: one evaluation each (of the run, or of an `--env` environment), with
+        their model and judge cost."""
         for entry in entries:
-            self.evals += 1
+            if entry.environment is None:
+                self.evals += 1
+            else:
+                self.env_evals += 1
             if entry.cached_from:  # a cache hit copies the costs of the evaluation it reuses: nothing was spent
                 continue
             self.models_usd += sum(s.cost_usd or 0.0 for s in entry.stats.values())

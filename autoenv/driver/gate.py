@@ -58,14 +58,28 @@ def refuse_when_spent(outputs: Path, log_file: Path, branch: str | None) -> None
     if state.get("stopping"):
         raise AutoEnvError(f"autoenv run (PID {state['pid']}) has stopped the run: {state['stopping']}; "
                            "no new evaluation starts", where=where, fix=fix)
-    try:
-        done = sum(1 for line in log_file.read_text(encoding="utf-8").splitlines() if line.strip())
-    except OSError:
-        done = 0
     start, limit = state.get("ledger_start", 0), state.get("max_evals")
-    if isinstance(limit, int) and done - start >= limit:
-        raise AutoEnvError(f"autoenv run (PID {state['pid']}) allows {limit} evaluations and {done - start} are done; "
+    done = run_evaluations(log_file, start if isinstance(start, int) else 0)
+    if isinstance(limit, int) and done >= limit:
+        raise AutoEnvError(f"autoenv run (PID {state['pid']}) allows {limit} evaluations and {done} are done; "
                            "no new evaluation starts", where=where, fix=fix)
+
+
+def run_evaluations(log_file: Path, start: int) -> int:
+    """Ledger entries after the first `start` lines that evaluated the run's candidate (not `eval --env`'s)."""
+    try:
+        lines = [line for line in log_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except OSError:
+        return 0
+    return sum(1 for line in lines[start:] if not _environment(line))
+
+
+def _environment(line: str) -> bool:
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(entry, dict) and bool(entry.get("environment"))
 
 
 def agent_usd(outputs: Path, branch: str | None) -> float | None:

@@ -86,8 +86,9 @@ def record(ctx: Context, entry: Entry) -> Entry:
 
 
 def feedback_path(folder: Path, entry: Entry) -> Path:
-    """feedback/<commit>.md, or feedback/env/<id>@<hash>.md for an `--env` evaluation (never a run commit's file)."""
-    return folder / "env" / f"{entry.environment.key}.md" if entry.environment else folder / f"{entry.commit}.md"
+    """feedback/<commit>.md, or feedback/env/<id>@<hash>/<run_id>.md for an `--env` evaluation (its own file:
+    never a run commit's, never another evaluation's)."""
+    return folder / entry.feedback_name
 
 
 def pointer_feedback(entry: Entry, source_feedback: Path) -> str:

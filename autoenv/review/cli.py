@@ -38,6 +38,8 @@ def add_commands(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the rows as JSON (for agents and scripts)")
     p.add_argument("--agent", action="store_true",
                    help="the agent driver's log instead (autoenv run): launches, nudges, stops, why and their cost")
+    p.add_argument("--env", action="store_true",
+                   help="the `autoenv eval --env` evaluations instead (other environments, recorded apart from the run)")
     p.set_defaults(func=cmd_log)
 
     p = sub.add_parser("show", help="one evaluation's summary, or one of its rollouts as a transcript")
@@ -96,10 +98,13 @@ def cmd_log(args) -> int:
         else:
             terminal.agent_view(run.label, events)
         return 0
+    shown = run.apart if args.env else run.rows
     if args.json:
         rows = [dict(r.to_json(), feedback=_existing(project, project.feedback_of(r)),
-                     plot=_plot(project, r)) for r in run.rows]
+                     plot=_plot(project, r)) for r in shown]
         display.console.print(json.dumps(rows, indent=1))
+    elif args.env:
+        terminal.env_log_view(run, [_existing(project, project.feedback_of(r)) for r in run.apart])
     else:
         terminal.log_view(run)
     return 0

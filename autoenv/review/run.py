@@ -6,12 +6,16 @@ harnesses that did not record a branch belong to it when their commit is in the
 branch's history. Without `--tag` the run is the checked-out branch, or the ledger's
 only run. When `feedback_log.jsonl` is missing, the git notes on the branch's commits
 stand in (fewer fields, shown as "–").
+
+An `autoenv eval --env` evaluation on the branch evaluated another environment, not the
+run's candidate: it is none of the run's rows (numbers, counts, sparkline, plot, report),
+only of `apart`, which `autoenv log --env` shows.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoenv.core.config import CONFIG_NAME, Config, load_config
@@ -58,9 +62,12 @@ class Project:
         return self.config.path("feedback") / f"{commit}.md"
 
     def feedback_of(self, row: Row) -> Path:
-        """The row's feedback file: feedback/<commit>.md, or feedback/env/<id>@<hash>.md for an `--env` evaluation."""
-        if row.environment:
-            return self.config.path("feedback") / "env" / f"{row.environment}.md"
+        """The row's feedback file: feedback/<commit>.md, or feedback/env/<id>@<hash>/<run_id>.md for an `--env`
+        evaluation (feedback/env/<id>@<hash>.md as older harnesses wrote it, when that is the one there)."""
+        if row.entry is not None and row.entry.environment is not None:
+            path = self.config.path("feedback") / row.entry.feedback_name
+            older = self.config.path("feedback") / "env" / f"{row.entry.environment.key}.md"
+            return older if not path.is_file() and older.is_file() else path
         return self.feedback(row.commit)
 
 
@@ -73,6 +80,8 @@ class Run:
     rows: list[Row]
     source: str
     """ledger, git notes, or none (nothing recorded)."""
+    apart: list[Row] = field(default_factory=list)
+    """`autoenv eval --env` evaluations recorded on the branch (another environment: not the run's), numbered apart."""
 
     @property
     def label(self) -> str:
@@ -112,10 +121,12 @@ def load_run(project: Project, tag: str | None = None, all_runs: bool = False) -
         else:
             branch = choose_branch(project, entries, tag)
             chosen = members(project.repo, entries, branch)
-        rows = [Row.from_entry(entries[i], n, tampered=breaks[i] if i < len(breaks) else False,
-                               source=resolve(entries, entries[i]))
-                for n, i in enumerate(chosen, 1)]
-        return Run(branch=branch, rows=mark_last_kept(rows), source="ledger")
+        own = [i for i in chosen if entries[i].environment is None]
+        apart = [i for i in chosen if entries[i].environment is not None]
+        rows, env_rows = ([Row.from_entry(entries[i], n, tampered=breaks[i] if i < len(breaks) else False,
+                                          source=resolve(entries, entries[i]))
+                           for n, i in enumerate(indices, 1)] for indices in (own, apart))
+        return Run(branch=branch, rows=mark_last_kept(rows), source="ledger", apart=env_rows)
     branch = None if all_runs else choose_branch(project, [], tag)
     return notes_run(project.repo, branch)
 
@@ -173,11 +184,12 @@ def notes_run(repo: Repo, branch: str | None) -> Run:
 
 
 def run_so_far(project: Project, entry: Entry) -> Run:
-    """The run `entry` belongs to, up to and including `entry` (not yet in the ledger)."""
+    """The run `entry` belongs to, up to and including `entry` (not yet in the ledger); no `--env` evaluation."""
     entries = read_entries(project.ledger)
     if entry.branch:
         chosen = [entries[i] for i in members(project.repo, entries, entry.branch)]
     else:
         chosen = [e for e in entries if e.branch is None]
+    chosen = [e for e in chosen if e.environment is None]
     rows = [Row.from_entry(e, n, source=resolve(entries + [entry], e)) for n, e in enumerate(chosen + [entry], 1)]
     return Run(branch=entry.branch, rows=mark_last_kept(rows), source="ledger")

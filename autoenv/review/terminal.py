@@ -69,6 +69,7 @@ def log_view(run: Run) -> None:
     if not run.rows:
         out(f"{run.label}: no evaluations yet" + (" (no ledger and no git notes)" if run.source == "none" else ""),
             "  commit a candidate and run `bash evaluate.sh`; `autoenv log --tag TAG` shows another run")
+        apart_line(run)
         return
     if narrow():
         return stacked_log(run)
@@ -78,7 +79,7 @@ def log_view(run: Run) -> None:
     rows = []
     for r in run.rows:
         marks = ("◀ kept" if r.last_kept else "") + (" ⚠ chain broken" if r.tampered else "") + (
-            f" → {r.cached_from[:8]}" if r.cached_from else "") + (f" env {r.environment}" if r.environment else "")
+            f" → {r.cached_from[:8]}" if r.cached_from else "")
         gates = Text("–" if r.gates is None else "pass" if r.gates == "pass" else f"fail {len(r.gates_failed) or ''}",
                      style="red" if r.gates == "fail" else "")
         rows.append([Text(str(r.number)), Text(r.short), *([Text((r.branch or "–").removeprefix("autoenv/"))] if many else []),
@@ -104,6 +105,35 @@ def log_view(run: Run) -> None:
              + ("" if run.source == "ledger" else f" (from {run.source}: the ledger is missing)"), style="bold"), t)
     out(Text(f"target mean  {sparkline([r.target.mean if r.target else None for r in run.rows])}  "
              "(one mark per evaluation, 0 to 1; a gap: no scores)"))
+    apart_line(run)
+
+
+def apart_line(run: Run) -> None:
+    """Where the `eval --env` evaluations went: they are not the run's, so its rows leave them out."""
+    if run.apart:
+        n = len(run.apart)
+        out(Text(f"and {n} `autoenv eval --env` evaluation{'s' * (n != 1)} of another environment, recorded apart "
+                 "(not counted above): autoenv log --env"))
+
+
+def env_log_view(run: Run, feedback: list[str | None]) -> None:
+    """`autoenv log --env`: the run branch's evaluations of other environments, each with its own feedback file."""
+    if not run.apart:
+        out(f"{run.label}: no `autoenv eval --env` evaluations (of another environment, recorded apart from the run)")
+        return
+    t = table()
+    for name in ("#", "environment", "commit", "time (UTC)", "target [95% CI]", "strong", "gates", "verdict", "cost"):
+        t.add_column(name, justify="right" if name in ("#", "strong", "cost") else "left", no_wrap=True)
+    for r in run.apart:
+        gates = "–" if r.gates is None else "pass" if r.gates == "pass" else f"fail {len(r.gates_failed) or ''}".strip()
+        t.add_row(Text(str(r.number)), Text(r.environment or "–"), Text(r.short), Text(short_time(r.time)),
+                  Text(point_text(r.target, 2)), Text(number(r.strong.mean if r.strong else None, 2)),
+                  Text(gates, style="red" if r.gates == "fail" else ""), verdict_text(r.verdict), Text(money(r.cost)))
+    n = len(run.apart)
+    out(Text(f"{run.label}: {n} `autoenv eval --env` evaluation{'s' * (n != 1)} of other environments, recorded "
+             "apart from the run's (each compared only with the same environment content)", style="bold"), t,
+        Text("feedback (one file per evaluation):"),
+        *(Text(f"  #{r.number} {path or '– (missing)'}") for r, path in zip(run.apart, feedback)))
 
 
 def _heading(run: Run) -> Text:
@@ -120,7 +150,7 @@ def stacked_log(run: Run) -> None:
     out(_heading(run))
     for r in run.rows:
         marks = ("◀ kept" if r.last_kept else "") + (" ⚠ chain broken" if r.tampered else "") + (
-            f" → {r.cached_from[:8]}" if r.cached_from else "") + (f" env {r.environment}" if r.environment else "")
+            f" → {r.cached_from[:8]}" if r.cached_from else "")
         head = Text.assemble(f"#{r.number} {r.short} {short_time(r.time)}"
                              + (f" {(r.branch or '–').removeprefix('autoenv/')}" if run.branch is None else "") + " ",
                              verdict_text(r.verdict), (" " + marks.strip()) if marks.strip() else "")
@@ -131,6 +161,7 @@ def stacked_log(run: Run) -> None:
         out(head, Text(fit(numbers, width)), Text("   " + clip(r.description or "–", width - 3)))
     out(Text(fit(f"target mean  {sparkline([r.target.mean if r.target else None for r in run.rows])}  "
                  "(0 to 1; a gap: no scores)", width)))
+    apart_line(run)
 
 
 def fit(text: str, width: int) -> str:
