@@ -14,6 +14,7 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from autoenv import __version__
@@ -210,28 +211,35 @@ def cmd_eval(args) -> int:
     recorded an entry keeps its whole output in outputs/<commit>/run.log (the harness owns the log)."""
     options = EvalOptions(cwd=Path.cwd(), config=args.config, description=args.description, offline=args.offline,
                           force=args.force, restart=args.restart, env=args.env, env_id=args.env_id)
+    return evaluate_logged(lambda: evaluate(options), Path.cwd())[0]
+
+
+def evaluate_logged(run: Callable[[], Entry], cwd: Path) -> tuple[int, Entry | None]:
+    """Run one evaluation (`run`) and end its output with the result block; an evaluation that recorded an entry
+    keeps its whole output in outputs/<commit>/run.log, which the block's `log:` line names (eval and demo alike).
+    Returns the exit code and the entry (None: nothing recorded)."""
     with display.captured() as log:
         code, entry = 0, None
         try:
-            entry = evaluate(options)
+            entry = run()
         except EvaluationCrashed as crashed:  # recorded: a crash (exit 1) or an unavailable provider (exit 3)
             display.show_error(crashed)
             code, entry = crashed.exit_code, crashed.entry
         except AutoEnvError as error:  # nothing recorded (bad input, refused rules, provider down in preflight)
             display.show_error(error)
             not_recorded(error.what, getattr(error, "verdict", None), error.exit_code)
-            return error.exit_code
+            return error.exit_code, None
         except KeyboardInterrupt:
             display.interrupted()
             not_recorded("interrupted (Ctrl-C or SIGTERM): finished rollouts are kept; run evaluate.sh again on "
                          "this commit to resume", None, 130)
-            return 130
-        root = Repo(Path.cwd()).root
+            return 130, None
+        root = Repo(cwd).root
         run_log = (root / entry.outputs / RUN_LOG) if entry.outputs else None
         print_result(entry, root, log=run_log)
     if run_log is not None:
         display.write_log(run_log, log)
-    return code
+    return code, entry
 
 
 RUN_LOG = "run.log"
@@ -350,17 +358,24 @@ def cmd_serve(args) -> int:
 
 
 def cmd_demo(args) -> int:
+    """The example evaluated in a scratch run, its output kept in the run's outputs/<commit>/run.log as
+    evaluate.sh keeps it, the result block's `log:` line naming it."""
     if args.real_model:
-        entry, root = real_model_demo(args.example, args.real_model, args.dir)
-        print_result(entry, root)
+        with display.captured() as log:  # the model's build and start are part of the demo's output
+            entry, root = real_model_demo(args.example, args.real_model, args.dir)
+            run_log = root / entry.outputs / RUN_LOG if entry.outputs else None
+            print_result(entry, root, log=run_log)
+        if run_log is not None:
+            display.write_log(run_log, log)
         return 0
     root = make_run_repo(args.example, args.dir)
     display.console.print(f"scratch run repository: {root} (branch autoenv/demo-{args.example})")
-    entry = evaluate(EvalOptions(cwd=root, description=f"demo of the {args.example} example", offline=True))
-    print_result(entry, root)
-    display.console.print(f"results: {root}/feedback/{entry.commit}.md, {root}/outputs/{entry.commit}/, "
-                          f"{root}/feedback_log.jsonl")
-    return 0
+    code, recorded = evaluate_logged(lambda: evaluate(EvalOptions(cwd=root, description=f"demo of the "
+                                                                  f"{args.example} example", offline=True)), root)
+    if recorded is not None:
+        display.console.print(f"results: {root}/feedback/{recorded.feedback_name}, {root}/{recorded.outputs}/, "
+                              f"{root}/feedback_log.jsonl")
+    return code
 
 
 def cmd_new(args) -> int:
@@ -423,9 +438,8 @@ def cmd_rebase_rules(args) -> int:
 
 def cmd_export_openenv(args) -> int:
     if args.check is not None:
-        checks = run_checks(args.check)
-        for c in checks:
-            display.console.print(f"{c.status:<5} {c.name:<26} {c.detail}", markup=False)
+        checks = run_checks(args.check, report=lambda c: display.console.print(f"{c.status:<5} {c.name:<26} {c.detail}",
+                                                                             markup=False))
         failed = sum(c.status == "FAIL" for c in checks)
         display.result_block({"package": str(args.check), "passed": sum(c.status == "PASS" for c in checks),
                               "failed": failed, "skipped": sum(c.status == "SKIP" for c in checks)})

@@ -18,7 +18,6 @@ from test_pipeline import stats
 from autoenv.cli import print_result
 from autoenv.core.errors import AutoEnvError
 from autoenv.driver.gate import driver_dir, refuse_when_spent, run_evaluations
-
 from autoenv.evaluation.context import EvalOptions, Outcome
 from autoenv.evaluation.decision import verdict
 from autoenv.evaluation.preflight import preflight

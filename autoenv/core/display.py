@@ -19,7 +19,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, cast
@@ -68,6 +68,8 @@ def stage(name: str, detail: str = "") -> Iterator[None]:
         line.append(f" {detail}", style="dim")
     console.print(line)
     _printed()
+    for listener in list(_stage_listeners):
+        listener(name)
     beat = _Heartbeat(name, started) if not console.is_terminal else None
     try:
         yield
@@ -79,6 +81,20 @@ def stage(name: str, detail: str = "") -> Iterator[None]:
             beat.stop()
     console.print(Text.assemble("  ", (f"✓ {name}", "green"), " ", (_took(started), "dim")))
     _printed()
+
+
+_stage_listeners: list[Callable[[str], None]] = []
+
+
+@contextmanager
+def stages_to(listener: Callable[[str], None]) -> Iterator[None]:
+    """Inside the block, `listener(name)` is called as each stage starts (the evaluation's lock file says where
+    it is, for a driver waiting on it)."""
+    _stage_listeners.append(listener)
+    try:
+        yield
+    finally:
+        _stage_listeners.remove(listener)
 
 
 _last_line = [0.0]
@@ -110,6 +126,77 @@ class _Heartbeat:
 
     def stop(self) -> None:
         self.done.set()
+
+
+class Waiting:
+    """A long wait with nothing else to show, e.g. a subprocess or another process's evaluation. On a terminal:
+    a live line (spinner, `name: status`, elapsed seconds) that goes when it ends. Elsewhere (a pipe, a log):
+    `  name: status …` when it starts and when the status changes, and `  name: status, 95 s elapsed` at least
+    every `every` seconds (default PROGRESS_SECONDS, or AUTOENV_PROGRESS_SECONDS). `since`: when what is
+    waited on began (epoch seconds), if before now."""
+
+    def __init__(self, name: str, status: str = "", every: float | None = None, since: float | None = None):
+        self.name, self.status, self.since = name, status, since
+        self.every = every if every is not None else _every()
+        self.started = self.last = time.time()
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.live: Any = None
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> Waiting:
+        self.last = time.time()
+        self.started = min(self.since or self.last, self.last)
+        if console.is_terminal:
+            self.live = console.status(self._text())
+            self.live.start()
+        else:
+            self._line(" …")
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def update(self, status: str) -> None:
+        """A new status (a new stage): said at once."""
+        with self.lock:
+            if status == self.status:
+                return
+            self.status = status
+        if self.live is None:
+            self._line(" …")
+
+    def stop(self) -> None:
+        if self.done.is_set():
+            return
+        self.done.set()
+        if self.thread is not None:
+            self.thread.join(timeout=2)
+        if self.live is not None:
+            self.live.stop()
+
+    def _text(self) -> str:
+        return f"{self.name}: {self.status}, {time.time() - self.started:.0f} s elapsed" if self.status \
+            else f"{self.name}: {time.time() - self.started:.0f} s elapsed"
+
+    def _line(self, end: str = "") -> None:
+        with self.lock:
+            text = (f"{self.name}: {self.status}" if self.status else self.name) + end if end else self._text()
+            self.last = time.time()
+        console.print(f"  {text}")
+        _printed()
+
+    def _run(self) -> None:
+        while not self.done.wait(min(self.every, 0.5)):
+            if self.live is not None:
+                self.live.update(self._text())
+            elif time.time() - self.last >= self.every:
+                self._line()
+
+    def __enter__(self) -> Waiting:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def _took(started: float) -> str:

@@ -47,6 +47,21 @@ def quoted(text: object, limit: int | None = None) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def shorten(text: str, limit: int) -> str:
+    """`text` on one line, whole when it fits in `limit` characters; else cut where a clause ends (". ", "; ",
+    ": ", ", ") or, failing that, at the last space, with " …" after it. Never inside a word or a number: text
+    with no space to cut at is returned whole."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    room = text[: max(1, limit - 2)]
+    for marks, least in (((". ", "; ", ": "), limit // 2), ((", ",), limit // 2), ((" ",), 1)):
+        end = max(room.rfind(mark) for mark in marks)
+        if end >= least:
+            return text[: end + (0 if marks == (" ",) else 1)].rstrip(" ,;:") + " …"
+    return text
+
+
 def idx_list(values: object) -> str:
     """Task indices as `6, 111, 118` (groups as `0 = 35 = 60`), never a Python list repr."""
     if not isinstance(values, (list, tuple)):

@@ -3,7 +3,10 @@
 One launch is one headless agent process in the run's worktree (its own process group),
 its stdout the transcript. While it runs the driver polls, every `poll` seconds: the
 transcript (tokens, cost), the ledger (new evaluations and what they cost) and, less
-often, HEAD and the evaluation locks (is one running?). Then:
+often, HEAD and the evaluation locks (is one running, and in which stage: while one runs
+a heartbeat line says its commit, stage and elapsed time at least every 30 s, or a live line
+on a terminal). An `autoenv eval --env` entry evaluated another environment: it is printed
+and its cost counts, but it is not one of the run's evaluations nor its last verdict. Then:
 
 - a budget spent: `stopping` goes into driver.json first (the evaluation gate then refuses
   any new evaluation), the driver waits for a running evaluation of the last allowed one
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import fcntl
 import glob
+import json
 import os
 import signal
 import subprocess
@@ -31,7 +35,7 @@ from pathlib import Path
 from autoenv.core import display
 from autoenv.core.config import CONFIG_NAME, Config, load_config
 from autoenv.core.errors import AutoEnvError
-from autoenv.core.formats import iso_now
+from autoenv.core.formats import iso_now, shorten
 from autoenv.core.record import Entry
 from autoenv.driver import prompts
 from autoenv.driver.agents import AgentSpec, argv, check_ready, choose
@@ -61,6 +65,9 @@ class RunOptions:
     stall_minutes: float | None = None
     poll: float = 0.5
     """Seconds between looks at the transcript and the ledger."""
+    heartbeat: float | None = None
+    """Seconds between the lines that say an evaluation is still running (off a terminal); default
+    display's PROGRESS_SECONDS (AUTOENV_PROGRESS_SECONDS overrides it)."""
     grace: float = 30.0
     """Seconds an ended agent (and its evaluation) gets after SIGTERM before SIGKILL."""
     max_failures: int = 3
@@ -178,11 +185,11 @@ class Driver:
                 break
             failed = code != 0 or stats.is_error
             if failed and any(s in (stats.result or "").lower() for s in AUTH_ERRORS):
-                self.stopping = f"the agent cannot authenticate: {stats.result.strip()[:200]}"
+                self.stopping = f"the agent cannot authenticate: {shorten(stats.result, 200)}"
                 break
             failures = 0 if progress else failures + 1
             if failures >= self.o.max_failures:
-                what = f"exit {code}: {stats.result.strip()[:200]}" if failed else "ended without a commit or an evaluation"
+                what = f"exit {code}: {shorten(stats.result, 200)}" if failed else "ended without a commit or an evaluation"
                 self.stopping = f"{failures} launches in a row made no progress (last: {what})"
                 break
             if ended_by == "nudge":
@@ -209,15 +216,16 @@ class Driver:
         self.launch_no += 1
         n = self.launch_no
         out, err = self.dir / f"launch-{n:03d}.jsonl", self.dir / f"launch-{n:03d}.stderr"
-        template = self.spec.start if first or not self.session_id else self.spec.resume
+        resume = not first and bool(self.session_id)  # the templates can be one string (the command agent)
+        template = self.spec.resume if resume else self.spec.start
         args = argv(template, prompt=prompt, session_id=self.session_id, settings=self.settings, root=self.root)
         env = {**self.env, "AUTOENV_RUN_TAG": self.o.tag, "AUTOENV_LAUNCH": str(n),
                "AUTOENV_SESSION_ID": self.session_id}
         write_json(self.dir / "session.json", {"kind": self.spec.kind, "session_id": self.session_id, "launches": n})
         transcript = Transcript(out)
-        evals_before, head_before = self.spend.evals, self.head
+        evals_before, env_before, head_before = self.spend.evals, self.spend.env_evals, self.head
         began, began_iso = time.monotonic(), iso_now()
-        display.note(f"launch {n}: {self.spec.kind} agent, {'resumed' if template is self.spec.resume else 'new'} "
+        display.note(f"launch {n}: {self.spec.kind} agent, {'resumed' if resume else 'new'} "
                      f"session, transcript {out.relative_to(self.root) if out.is_relative_to(self.root) else out}")
         with open(out, "wb") as stdout, open(err, "wb") as stderr:
             try:
@@ -256,56 +264,78 @@ class Driver:
                      f"{'a new HEAD' if self.head != head_before else 'no commit'}, "
                      f"{len(stats.permission_denials)} refused call(s)")
         write_json(self.dir / "session.json", {"kind": self.spec.kind, "session_id": self.session_id, "launches": n})
-        log_event(self.dir, "launch", launch=n, agent=self.spec.kind, resume=template is self.spec.resume and not first,
+        log_event(self.dir, "launch", launch=n, agent=self.spec.kind, resume=resume,
                   session_id=self.session_id, started=began_iso, seconds=round(time.monotonic() - began, 3),
                   exit_code=code, ended_by=ended_by, cost_usd=stats.cost_usd,
                   priced_usd=round(stats.priced(self.config.agent.input_price, self.config.agent.output_price), 6),
                   input_tokens=stats.input_tokens, output_tokens=stats.output_tokens, turns=stats.turns,
-                  subtype=stats.subtype, is_error=stats.is_error, result=stats.result[:500],
+                  subtype=stats.subtype, is_error=stats.is_error, result=shorten(stats.result, 500),
                   denials=len(stats.permission_denials), evals=self.spend.evals - evals_before,
+                  env_evals=self.spend.env_evals - env_before,
                   commits=int(self.head != head_before), head=self.head, transcript=out.name,
-                  prompt=prompt[:300])
+                  prompt=shorten(prompt, 300))
         return ended_by, stats, progress, code
 
     def _watch(self, proc: subprocess.Popen, transcript: Transcript) -> str:
         """Poll until the agent exits ("agent"), stalls ("nudge") or a budget is spent ("budget")."""
         self._current = transcript
         activity = time.monotonic()
-        slow_every = max(1, int(2.0 / self.o.poll))  # HEAD and eval locks: about every 2 s
+        slow_every = max(1, int(2.0 / self.o.poll))  # HEAD and eval locks: about every 2 s (each poll while one runs)
         tick = 0
-        while True:
-            try:
-                proc.wait(timeout=self.o.poll)
-                return "agent"
-            except subprocess.TimeoutExpired:
-                pass
-            tick += 1
-            before = self.spend.evals
-            self._refresh()
-            if self.spend.evals != before:
-                activity = time.monotonic()
-            if tick % slow_every == 0:
-                head = self.repo.resolve("HEAD")
-                if head != self.head:
-                    self.head, activity = head, time.monotonic()
-                evaluating = self._evaluating()
-                if evaluating:
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=self.o.poll)
+                    return "agent"
+                except subprocess.TimeoutExpired:
+                    pass
+                tick += 1
+                before = self._seen
+                self._refresh()
+                if self._seen != before:
                     activity = time.monotonic()
-                if evaluating and not self._was_evaluating:
-                    display.note(f"evaluation running on {self.head[:12] if self.head else 'HEAD'}")
-                self._was_evaluating = evaluating
-                self._write_state()  # the agent's spend so far, for the entry an evaluation records
-            reason = exhausted(self.limits, self._spent())
-            if reason:
-                self.stopping = reason
-                self._write_state()  # the gate refuses new evaluations from now on
-                if reason.startswith("max_evals"):
-                    self._wait_for_evaluation()
-                self._end(proc)
-                return "budget"
-            if time.monotonic() - activity >= self.stall and not self._evaluating():
-                self._end(proc)
-                return "nudge"
+                if tick % slow_every == 0 or self._waiting is not None:
+                    if tick % slow_every == 0:
+                        head = self.repo.resolve("HEAD")
+                        if head != self.head:
+                            self.head, activity = head, time.monotonic()
+                        self._write_state()  # the agent's spend so far, for the entry an evaluation records
+                    if self._follow_evaluation():
+                        activity = time.monotonic()
+                reason = exhausted(self.limits, self._spent())
+                if reason:
+                    self.stopping = reason
+                    self._write_state()  # the gate refuses new evaluations from now on
+                    if reason.startswith("max_evals"):
+                        self._wait_for_evaluation()
+                    self._end(proc)
+                    return "budget"
+                if time.monotonic() - activity >= self.stall and not self._evaluating():
+                    self._end(proc)
+                    return "nudge"
+        finally:
+            self._stop_waiting()
+
+    def _follow_evaluation(self) -> bool:
+        """Is an evaluation running? While one does, a heartbeat says its commit, stage and time (display.Waiting)."""
+        running = self._evaluation()
+        if running is None:
+            self._stop_waiting()
+            return False
+        stage = str(running.get("stage") or "starting")
+        if self._waiting is None:
+            commit = str(running.get("commit") or self.head or "HEAD")[:12]
+            started = running.get("started")
+            self._waiting = display.Waiting(f"evaluation running on {commit}", stage, every=self.o.heartbeat,
+                                            since=started if isinstance(started, (int, float)) else None).start()
+        else:
+            self._waiting.update(stage)
+        return True
+
+    def _stop_waiting(self) -> None:
+        if self._waiting is not None:
+            self._waiting.stop()
+            self._waiting = None
 
     def _end(self, proc: subprocess.Popen) -> None:
         for sig, wait in ((signal.SIGTERM, self.o.grace), (signal.SIGKILL, 10.0)):
@@ -330,22 +360,36 @@ class Driver:
             time.sleep(0.2)
 
     def _evaluating(self) -> bool:
+        return self._evaluation() is not None
+
+    def _evaluation(self) -> dict | None:
+        """The running evaluation's lock (autoenv.evaluation.pipeline.one_at_a_time): its commit and stage as it
+        wrote them ({} before it wrote any), or None when no evaluation runs."""
         for path in glob.glob(str(self.repo.git_dir / "autoenv-eval-*.lock")):
             try:
                 with open(path) as f:
-                    fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                    fcntl.flock(f, fcntl.LOCK_UN)
-            except BlockingIOError:
-                return True
+                    try:
+                        fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                        fcntl.flock(f, fcntl.LOCK_UN)
+                        continue
+                    except BlockingIOError:
+                        text = f.read()
             except OSError:
                 continue
-        return False
+            try:
+                found = json.loads(text)
+            except ValueError:
+                found = {}  # not written yet, or being rewritten
+            return found if isinstance(found, dict) else {}
+        return None
 
     # -- spend -----------------------------------------------------------------------------------
 
     _launched_usd = 0.0
     _current: Transcript | None = None
-    _was_evaluating = False
+    _waiting: display.Waiting | None = None
+    _seen = 0
+    """Ledger entries read since the driver started (the run's and `eval --env`'s)."""
 
     def _size(self) -> tuple[int, int]:
         try:
@@ -363,14 +407,19 @@ class Driver:
             return
         self._ledger_size = size
         entries = read_entries(self.log) if self.log.is_file() else []
-        new = entries[self.ledger_start + self.spend.evals:]
+        new = entries[self.ledger_start + self._seen:]
         if new:
-            self.spend.add_entries(new)
-            self.last = new[-1]
+            self._seen += len(new)
+            for entry in new:
+                self.spend.add_entries([entry])
+                reason = shorten(entry.verdict.reason.splitlines()[0], 200) if entry.verdict.reason else ""
+                if entry.environment is not None:  # another environment: not one of the run's evaluations
+                    display.note(f"--env evaluation of {entry.environment.key} (recorded apart, not counted): "
+                                 f"{entry.verdict.verdict}: {reason}")
+                    continue
+                self.last = entry
+                display.note(f"evaluation {self.spend.evals}: {entry.commit[:12]} {entry.verdict.verdict}: {reason}")
             self._write_state()
-            for i, entry in enumerate(new, self.spend.evals - len(new) + 1):
-                display.note(f"evaluation {i}: {entry.commit[:12]} {entry.verdict.verdict}: "
-                             f"{entry.verdict.reason.splitlines()[0][:160] if entry.verdict.reason else ''}")
 
     def _spent(self) -> Spend:
         s = self.spend
@@ -383,7 +432,7 @@ class Driver:
     def _last_entry(self) -> Entry | None:
         entries = read_entries(self.log) if self.log.is_file() else []
         branch = BRANCH_PREFIX + self.o.tag
-        return next((e for e in reversed(entries) if e.branch == branch), None)
+        return next((e for e in reversed(entries) if e.branch == branch and e.environment is None), None)
 
     def _state(self) -> dict:
         return {"pid": os.getpid(), "tag": self.o.tag, "agent": self.spec.kind, "session_id": self.session_id,

@@ -115,7 +115,7 @@ def rejudge(cwd: Path, commit: str, backend: str | None = None, config: Path | N
         write_report(details, render_gates(entry))
     write_report(report_path, render(entry, cfg.bands, [judge_render(entry.judge)],
                                      plot=plot if plot.is_file() else None, where=report_path.parent,
-                                     details=details if details.is_file() else None))
+                                     details=details if details.is_file() else None, out=ctx.out))
     display.note(f"feedback rewritten: {report_path}")
     return entry
 

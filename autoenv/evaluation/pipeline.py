@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
+import os
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
@@ -70,7 +73,8 @@ def evaluate(options: EvalOptions) -> Entry:
 def one_at_a_time(repo: Repo, commit: str, name: str | None = None) -> Iterator[None]:
     """Refuse a second evaluation of `commit` in this worktree while one runs (they would share outputs/<commit>/).
 
-    The lock file (.git/autoenv-eval-<name>.lock) is removed when the evaluation ends, so they do not pile up."""
+    The lock file (.git/autoenv-eval-<name>.lock) holds the stage running now as JSON (commit, stage, pid, and the
+    evaluation's start in epoch seconds), and is removed when the evaluation ends, so they do not pile up."""
     path = repo.git_dir / f"autoenv-eval-{name or commit}.lock"
     with open(path, "w") as lock:
         try:
@@ -78,8 +82,20 @@ def one_at_a_time(repo: Repo, commit: str, name: str | None = None) -> Iterator[
         except BlockingIOError:
             raise AutoEnvError(f"another evaluation of commit {commit[:12]} is running in this worktree",
                                where=str(path), fix="wait for it to finish; its entry is the result") from None
+        started = time.time()
+
+        def where(stage: str) -> None:  # read by a driver waiting on this evaluation (autoenv.driver.loop)
+            try:
+                lock.seek(0)
+                lock.truncate()
+                lock.write(json.dumps({"commit": commit, "stage": stage, "pid": os.getpid(), "started": started}))
+                lock.flush()
+            except OSError:
+                pass
+
         try:
-            yield
+            with display.stages_to(where):
+                yield
         finally:
             path.unlink(missing_ok=True)  # still holding the lock: no other evaluation is between open and flock
             fcntl.flock(lock, fcntl.LOCK_UN)

@@ -71,7 +71,7 @@ def record(ctx: Context, entry: Entry) -> Entry:
                 ctx.out.mkdir(parents=True, exist_ok=True)
                 write_report(details, render_gates(entry))
             write_report(report_path, render(entry, config.bands, [judge_render(entry.judge)] if entry.judge else [],
-                                             plot=plot, where=report_path.parent, details=details))
+                                             plot=plot, where=report_path.parent, details=details, out=ctx.out))
         entry = append_entry(log, entry)
         line = entry.to_json()
         ctx.out.mkdir(parents=True, exist_ok=True)

@@ -17,9 +17,10 @@ from autoenv.run.ledger import atomic_write
 
 
 def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, plot: Path | None = None,
-           where: Path | None = None, details: Path | None = None) -> str:
+           where: Path | None = None, details: Path | None = None, out: Path | None = None) -> str:
     """The feedback file's text; `plot` (the run so far) and `details` (every check and probe:
-    `render_gates`) are linked relative to `where`, the folder the file is written to."""
+    `render_gates`) are linked relative to `where`, the folder the file is written to; `out` is the
+    evaluation's outputs folder: of its traces and logs, the file names those that are there."""
     commit = entry.commit
     verdict = entry.verdict
     lines = [
@@ -106,16 +107,30 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
         lines += [f"## Checks and probes ({gates.mode}, {gates.seconds} s)", "", gates_summary(gates, details, where), ""]
     for section in extra_sections or []:
         lines += [section.rstrip(), ""]
-    if entry.outputs or plot:
+    files = existing_files(entry, out)
+    if files or plot:
         lines += ["## Files", ""]
         if plot:
             link = Path(os.path.relpath(plot, where)).as_posix() if where else plot.as_posix()
             lines.append(f"- the run so far: [{plot.name}]({link})" + (f" (`{entry.outputs}/{plot.name}`)"
                                                                       if entry.outputs else ""))
-        if entry.outputs:
-            lines += [f"- traces: `{entry.outputs}/<role>/traces.jsonl`", f"- logs: `{entry.outputs}/worker.log`"]
+        lines += files
         lines.append("")
     return "\n".join(lines)
+
+
+TRACES = ("smoke", "target", "strong")
+LOGS = ("worker.log", "inspect.log", "gates/audit.log", "worker.stderr")
+
+
+def existing_files(entry: Entry, out: Path | None) -> list[str]:
+    """The `- traces:` and `- logs:` lines of the files the evaluation wrote under `out` (a gate that stopped it
+    before the rollouts wrote no traces and no worker.log: nothing is named that is not there)."""
+    if not entry.outputs or out is None:
+        return []
+    traces = [f"`{entry.outputs}/{role}/traces.jsonl`" for role in TRACES if (out / role / "traces.jsonl").is_file()]
+    logs = [f"`{entry.outputs}/{name}`" for name in LOGS if (out / name).is_file()]
+    return ([f"- traces: {', '.join(traces)}"] if traces else []) + ([f"- logs: {', '.join(logs)}"] if logs else [])
 
 
 GATES_FILE = "gates.md"

@@ -4,7 +4,10 @@ manifest (keys, then openenv's own static validation with the pinned openenv), s
 (the client and models never import the server: read, then imported with server/ absent),
 reserved MCP names, the server started in its own uv venv, `openenv validate --url` against
 it, and one episode played by the candidate's oracle. Each check is PASS, FAIL or SKIP with
-what it saw.
+what it saw, reported as soon as it is known; the slow ones (the venv, openenv's CLI, the
+server's start, the episode) say what they wait on while they run (display.Waiting: a live
+line on a terminal, a line at least every 30 s elsewhere), so a first run's minutes are never
+silent.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from autoenv.core import display
 from autoenv.sandbox.serverenv import prepare
 
 REQUIRED_KEYS = ("spec_version", "name", "type", "runtime", "app", "port")
@@ -53,24 +57,41 @@ def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
         return subprocess.CompletedProcess(cmd, 124, "", f"no answer within {CLI_SECONDS} s: {' '.join(cmd[:3])}")
 
 
-def run_checks(package: Path) -> list[Check]:
+def run_checks(package: Path, report: Callable[[Check], None] = lambda check: None) -> list[Check]:
+    """Every check in order; `report(check)` is called as each one is known."""
     package = package.resolve()
-    checks = [*manifest_checks(package), separation_static(package), reserved_names(package)]
+    checks: list[Check] = []
+
+    def add(*found: Check) -> None:
+        for check in found:
+            checks.append(check)
+            report(check)
+
+    add(*manifest_checks(package), separation_static(package), reserved_names(package))
     if any(c.status == "FAIL" for c in checks if c.name == "manifest.keys"):
         return checks
     try:
-        python = prepare(package)
+        with display.Waiting("server.venv", "preparing the server's uv venv (minutes the first time)"):
+            python = prepare(package)
     except Exception as e:  # noqa: BLE001 - reported as the failed check, with uv's own words
-        return [*checks, Check("server.venv", "FAIL", str(e))]
-    checks.append(Check("server.venv", "PASS", f"uv venv {python.parent.parent}"))
-    checks.append(static_validation(package, python))
-    checks.append(separation_runtime(package, python))
-    with serve(package, python) as (url, failure):
+        add(Check("server.venv", "FAIL", str(e)))
+        return checks
+    add(Check("server.venv", "PASS", f"uv venv {python.parent.parent}"))
+    with display.Waiting("manifest.static", "openenv validate --level static (its CLI loads for minutes)"):
+        add(static_validation(package, python))
+    with display.Waiting("separation.runtime", "importing the client with server/ absent"):
+        add(separation_runtime(package, python))
+    with display.Waiting("server.start", f"starting the server, waiting for /health (up to {READY_SECONDS} s)") \
+            as waiting, serve(package, python) as (url, failure):
+        waiting.stop()
         if failure:
-            return [*checks, Check("server.start", "FAIL", failure)]
-        checks.append(Check("server.start", "PASS", f"{url}/health answered"))
-        checks.append(validate_url(url, python))
-        checks.append(oracle_episode(package, url))
+            add(Check("server.start", "FAIL", failure))
+            return checks
+        add(Check("server.start", "PASS", f"{url}/health answered"))
+        with display.Waiting("validate.url", f"openenv validate --url {url}"):
+            add(validate_url(url, python))
+        with display.Waiting("episode.oracle", "one episode played by the candidate's oracle"):
+            add(oracle_episode(package, url))
     return checks
 
 
