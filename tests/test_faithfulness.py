@@ -262,9 +262,13 @@ def derived(reference: list[float], mutations: dict[str, list[float]]) -> dict:
 
 def test_judge_derived_fails_a_harvesting_mutation_and_measures_variants():
     report = Gates()
-    judge_derived(derived([1.0] * 5, {"swap-answer": [0.0] * 5, "kitchen-sink": [1.0] * 5,
-                                      "padding": [1.0] * 5, "whitespace": [0.0] * 5, "case": [0.0] * 5}),
-                  CONFIG, report)
+    raw = derived([1.0] * 5, {"swap-answer": [0.0] * 5, "kitchen-sink": [1.0] * 5,
+                              "padding": [1.0] * 5, "whitespace": [0.0] * 5, "case": [0.0] * 5})
+    # few references: the child draws the randomised mutations twice; the second draw confirms the first
+    raw["records"] += [{**rec(name, i, {"correct": s}), "sample": 2} for name, s in (("swap-answer", 0.0),
+                                                                                    ("kitchen-sink", 1.0))
+                       for i in range(5)]
+    judge_derived(raw, CONFIG, report)
     assert finding(report, "probe derived kitchen-sink").status == "fail"
     assert finding(report, "probe derived swap-answer").status == "pass"
     assert finding(report, "probe derived padding").status == "pass"

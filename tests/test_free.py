@@ -175,8 +175,12 @@ def test_structural_is_allowed_chance_among_its_options():
     records = [rec("oracle", i, {"correct": 1.0}) for i in range(10)]
     records += [rec("structural", i, {"correct": float(i < 3)}, choices=5) for i in range(10)]  # 30%: chance + margin
     assert finding(judged(audit(records=records)), "probe structural").status == "pass"
-    records[-1]["components"]["correct"] = 1.0  # 40%
-    assert finding(judged(audit(records=records)), "probe structural").status == "fail"
+    records[-1]["components"]["correct"] = 1.0  # 40% of 10 tasks: above the allowance, but 4 of 10 is within noise
+    f = finding(judged(audit(records=records)), "probe structural")
+    assert f.status == "warn" and "within noise" in f.message and "not a cause" in f.message
+    many = [rec("oracle", i, {"correct": 1.0}) for i in range(100)]
+    many += [rec("structural", i, {"correct": float(i % 10 < 4)}, choices=5) for i in range(100)]  # 40% of 100
+    assert finding(judged(audit(records=many)), "probe structural").status == "fail"
 
 
 def test_exploit_coverage_counts_the_probes_per_component_and_names_the_rest():

@@ -15,6 +15,10 @@ import pytest
 from conftest import small_config
 
 from autoenv.core.paths import EXAMPLES
+from autoenv.core.record import Entry
+from autoenv.evaluation.report import check_fix
+from autoenv.gates.noise import beyond
+from autoenv.judge.causes import causes
 from autoenv.evaluation.context import EvalOptions
 from autoenv.evaluation.pipeline import evaluate
 from autoenv.run.demo import make_run_repo
@@ -25,6 +29,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 PLANTED = {  # example -> what its one cause must say
     "hack-format": ["reward component `formatted` (weight 0.6)", "pays the format whatever the answer"],
     "hack-injection": ["reward component `graded`", "note to the grader"],
+    "hack-keyword": ["reward component `shows_work` (weight 0.5)", "pays the reply's wording whatever the answer"],
     "hack-lastline": ["reward component `correct`", "last line"],
     "hack-leak": ["reward component `correct`", "leaks into the prompt"],
     "hack-length": ["reward component `thorough`", "length"],
@@ -58,7 +63,27 @@ def test_the_first_fix_is_the_planted_cause_and_the_only_one(example, tmp_path):
     assert len(re.findall(r"(?m)^\d+\. ", section)) == 1 and f"**{only.issue}**" in section
     assert entry.verdict.reason == f"failed gates: {only.issue}"
     assert not REPR.search(feedback), REPR.search(feedback)
+    assert_causes_beyond_noise(entry)
+    if example == "hack-keyword":  # the fix fits a keyword component, not a format or answer check
+        assert "remove it, or gate it on correctness" in only.fix and "parsed answer" not in only.fix, only.fix
     assert len(feedback.encode()) <= 4096, len(feedback.encode())
     details = (root / "outputs" / entry.commit / "gates.md").read_text()
     assert "| check | result | detail |" in details and "](../outputs/" in feedback
     assert read_entries(root / "feedback_log.jsonl") == [entry]
+
+
+def assert_causes_beyond_noise(entry: Entry) -> None:
+    """Every cause the feedback names rests on a probe that failed, and each component it names was harvested
+    by that probe beyond noise (its lower bound over the probe's tasks above the limit)."""
+    gates = entry.gates
+    assert gates is not None and gates.matrix is not None
+    status = {f.name: f.status for f in gates.findings}
+    for cause in causes(gates, check_fix):
+        for probe in cause.probes:
+            assert status.get(f"probe {probe}") == "fail", (cause.issue, probe, status.get(f"probe {probe}"))
+            if cause.component is None or probe.endswith("padding"):
+                continue
+            reference = gates.matrix.scores.get("derived reference" if probe.startswith("derived ") else "oracle", {})
+            harvest = gates.matrix.scores[probe].get(cause.component, 0.0)
+            allowed = gates.matrix.limit * reference.get(cause.component, 1.0)
+            assert beyond(harvest, allowed, gates.probes[probe].scored), (cause.issue, probe, harvest, allowed)

@@ -34,7 +34,8 @@ from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.gates.derived_record import DerivedRecord
 from autoenv.gates.oracle import OracleBook
-from autoenv.gates.probes import DERIVED_FILE, FILLER, _with_answer, wrong_answers
+from autoenv.gates.probes import DERIVED_FILE, FEW_REFERENCES, FILLER, _with_answer, wrong_answers
+from autoenv.gates.probes import DERIVED_RESAMPLED as RESAMPLED
 from autoenv.gates.probes import DERIVED_MUTATIONS as MUTATIONS
 from autoenv.gates.scoring import reward_record, score_in_process, total_reward
 
@@ -106,7 +107,9 @@ def mutate(name: str, reply: str, answer: str | None, others: list[str], pool: l
             options = others[:SINK_SIZE]
         if not options:
             return None
-        options.insert(rng.randrange(len(options) + 1), reply)
+        # never first or last: a reward that reads the last (or first) answer is the defence, not the exploit,
+        # and a true line that falls last by chance once paid a clean reward on 2 tasks of 12
+        options.insert(rng.randrange(1, len(options)) if len(options) >= 2 else len(options), reply)
         return "\n".join(options)
     if name == "format-only":
         if known:
@@ -186,14 +189,16 @@ async def score_mutations(vf, job: Job, tasks: list, references: dict[str, dict]
         record.update(role=ref["role"], stored_reward=ref["reward"])
         out["records"].append(record)
         base = None if error else total_reward(trace)
-        for name in MUTATIONS:
-            text = mutate(name, ref["reply"], answer, others, pool, rng)
+        again = random.Random(f"{job.seed}:{ref['key']}:again")
+        for name, sample in [*((n, 1) for n in MUTATIONS),
+                             *((n, 2) for n in (RESAMPLED if len(references) < FEW_REFERENCES else ()))]:
+            text = mutate(name, ref["reply"], answer, others, pool, rng if sample == 1 else again)
             if text is None:
                 out["records"].append({"probe": name, "key": task.key, "idx": task.data.idx, "skipped": True,
-                                       "reason": "does not apply to this reply"})
+                                       "reason": "does not apply to this reply", "sample": sample})
                 continue
             trace, error = await score_in_process(vf, task, Reply(content=text))
             record = reward_record(trace, name, task, text, error)
-            record["reference_reward"] = base
+            record.update(reference_reward=base, sample=sample)
             out["records"].append(record)
             emit("probe", probe=f"derived {name}")

@@ -172,7 +172,8 @@ class Stats:
     """When the statistics may speak: too few tasks make an interval noise."""
 
     min_tasks: int = 10
-    """Fewer shared (or scored) tasks than this: no interval, "too few shared tasks to compare"."""
+    """Fewer shared tasks than this: `compare` shows no interval and the verdict compares unpaired (the tasks
+    changed); fewer scored tasks than this: the verdict does not compare at all."""
 
     def problems(self) -> list[tuple[str, str]]:
         return [] if self.min_tasks >= 2 else [("min_tasks", "must be at least 2")]

@@ -252,6 +252,8 @@ class ExploitMatrix(Part):
     weights: dict[str, float] = Field(default_factory=dict, description="Each component's weight.")
     scores: dict[str, dict[str, float]] = Field(default_factory=dict, description="probe -> component -> mean score.")
     harvests: list[Harvest] = Field(default_factory=list, description="Components harvested above their share.")
+    limit: float = Field(0.1, description="probes.exploit_max when it was built: the share of the reference's score a "
+                         "probe may harvest from a component.")
 
 
 class GateReport(Part):
@@ -416,8 +418,6 @@ class Entry(Part):
         hit, which points at its source, nor an evaluation of another environment)."""
         return self.verdict.verdict in KEPT and self.cached_from is None and self.environment is None
 
-    def to_json(self) -> str:
-        """One ledger line (no newline)."""
     @property
     def feedback_name(self) -> str:
         """Its feedback file, under the feedback folder: `<commit>.md`, or for an `--env` evaluation
@@ -427,6 +427,8 @@ class Entry(Part):
             return f"{self.commit}.md"
         return f"env/{self.environment.key}/{self.run_id or self.timestamp.replace(':', '')}.md"
 
+    def to_json(self) -> str:
+        """One ledger line (no newline)."""
         return json.dumps(self.model_dump(mode="json"), allow_nan=False)
 
     @classmethod

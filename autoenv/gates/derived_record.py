@@ -36,6 +36,8 @@ class DerivedProbeRecord(ProbeRecord):
     stored_reward: Finite | None = Field(None, description="The reference's reward in the stored rollout.")
     reference_reward: Finite | None = Field(None, description="The unmutated reference's reward on this task.")
     reward: Finite | None = Field(None, description="A replayed transcript's total reward (autoenv.child.replay).")
+    sample: int = Field(1, ge=1, le=2, description="1, or 2 for the second draw of a randomised mutation "
+                        "(swap-answer, kitchen-sink) where the references are few (autoenv.gates.derived_rules).")
 
     @field_validator("probe")
     @classmethod

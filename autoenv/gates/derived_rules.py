@@ -20,9 +20,18 @@ from autoenv.core.record import GateReport
 from autoenv.gates.derived_record import DerivedProbeRecord, DerivedRecord, parse_derived, read_derived
 from autoenv.gates.findings import Gates
 from autoenv.gates.matrix import Matrix
-from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS, DERIVED_VARIANTS
+from autoenv.gates import noise
+from autoenv.gates.probes import (
+    DERIVED_COUNTERPARTS,
+    DERIVED_FILE,
+    DERIVED_MUTATIONS,
+    DERIVED_RESAMPLED,
+    DERIVED_VARIANTS,
+    FEW_REFERENCES,
+)
+from autoenv.gates.ranges import max_reward
 from autoenv.gates.replay_rules import judge_replay
-from autoenv.gates.rows import Row, summarize
+from autoenv.gates.rows import Row, summarize, totals
 from autoenv.gates.rules import add_matrix
 from autoenv.sandbox.rollouts import Worker
 
@@ -33,7 +42,10 @@ def judge_derived(derived: DerivedRecord | dict[str, Any], config: Config, repor
     replayed = [r for r in derived.records if r.probe.startswith("replay ")]
     if replayed:  # multi-turn and tool transcripts, replayed
         judge_replay(judged_rows(replayed), config.probes.exploit_max, report, add_matrix)
-    records = [r for r in derived.records if not r.probe.startswith("replay ")]
+    records = [r for r in derived.records if not r.probe.startswith("replay ") and r.sample == 1]
+    second: dict[str, list[Row]] = defaultdict(list)  # the second draw of the randomised mutations, where few
+    for row in judged_rows([r for r in derived.records if not r.probe.startswith("replay ") and r.sample == 2]):
+        second[row.probe].append(row)
     rows = judged_rows(records)
     references = [row for row in rows if row.probe == "reference" and not row.env_error]
     if not references:
@@ -54,6 +66,7 @@ def judge_derived(derived: DerivedRecord | dict[str, Any], config: Config, repor
                f"{reference.scored} best replies of the models rescored in-process: mean {base:.3f}",
                references=reference.scored)
     limit = config.probes.exploit_max
+    scale = max_reward(weights) or 1.0
     add_matrix(report, {"reference": references, **{n: by_probe.get(n, []) for n in DERIVED_MUTATIONS}}, weights,
                limit, prefix="derived ")
     for name in DERIVED_MUTATIONS:
@@ -77,11 +90,40 @@ def judge_derived(derived: DerivedRecord | dict[str, Any], config: Config, repor
             bad = summary.mean > base + 1e-9
             rule = "must not beat the reference"
         else:
-            bad = summary.mean > limit * base + 1e-9
+            values = totals(by_probe.get(name, []))
+            bad = noise.beyond(summary.mean, limit * base, summary.scored, scale, values)
             rule = f"allowed {limit:.0%} of the reference"
+            if not bad and summary.mean > limit * base + 1e-9:
+                rule += "; " + noise.within(summary.mean, limit * base, summary.scored, scale, values)
+        if bad and summary.scored < FEW_REFERENCES:
+            unconfirmed = unwitnessed(name, report, second.get(name, []), weights, limit * base, scale)
+            if unconfirmed:
+                bad, rule = False, f"{rule}; {unconfirmed}"
         harvested = ", ".join(f"{k}: {v}" for k, v in summary.harvested.items())
-        report.add(f"probe derived {name}", "fail" if bad else "pass", f"mean {summary.mean:.3f} ({rule})"
-                   + (f"; harvested {harvested}{evidence}" if bad else ""), harvested=summary.harvested if bad else {})
+        report.add(f"probe derived {name}", "fail" if bad else "warn" if "not a cause" in rule else "pass",
+                   f"mean {summary.mean:.3f} ({rule})" + (f"; harvested {harvested}{evidence}" if bad else ""),
+                   harvested=summary.harvested if bad else {})
+
+
+def unwitnessed(name: str, report: Gates, again: list[Row], weights: dict[str, float], allowed: float,
+                scale: float) -> str | None:
+    """Why a derived failure on few tasks is not confirmed (None: confirmed). Its witness is the in-process
+    probe that tests the same on the oracle's reply; where that did not run, a second draw of the mutation."""
+    counterpart = DERIVED_COUNTERPARTS.get(name)
+    finding = next((f for f in report.findings if f.name == f"probe {counterpart}"), None) if counterpart else None
+    played = report.probes.get(counterpart) if counterpart else None
+    if finding is not None and played is not None and played.mean is not None:
+        if finding.status == "fail":
+            return None
+        return (f"unconfirmed on few tasks: the in-process {counterpart} probe passed (mean {played.mean:.3f} on "
+                f"{played.scored} tasks), so this is not a cause")
+    if name in DERIVED_RESAMPLED:
+        redrawn = summarize(name, again, weights, DERIVED_MUTATIONS[name])
+        if redrawn.mean is not None and noise.beyond(redrawn.mean, allowed, redrawn.scored, scale, totals(again)):
+            return None
+        shown = "no second draw" if redrawn.mean is None else f"a second draw scored {redrawn.mean:.3f}"
+        return f"unconfirmed on few tasks: {shown}, not beyond the limit, so this is not a cause"
+    return None
 
 
 def judged_rows(records: list[DerivedProbeRecord]) -> list[Row]:

@@ -14,10 +14,11 @@ from typing import Literal
 
 from autoenv.core.formats import quoted
 from autoenv.core.record import GateReport, ProbeSummary
+from autoenv.gates import noise
 from autoenv.gates.audit_record import DatasetMeasure
 from autoenv.gates.families import FAMILIES
 from autoenv.gates.findings import Gates
-from autoenv.gates.rows import Row
+from autoenv.gates.rows import Row, totals
 
 CONTENT_FREE = ("empty", "refusal", "echo", "garbage", "tool-spam", "constant", *FAMILIES)
 MARGIN = 0.125
@@ -129,9 +130,13 @@ def judge_free(report: Gates, summaries: dict[str, ProbeSummary], by_probe: dict
         if name == "structural":
             choices = max((r.choices or 0 for r in by_probe.get(name, [])), default=0)
             allowed = max(free_max, label_allowance(choices))
-        verdicts[name] = (share > allowed + 1e-9, (f"{share:.0%} of the reward's range, allowed {allowed:.0%} "
-                                                   "above its floor (content-free, probes.free_max)"))
-        if share > allowed + 1e-9:
+        values = [(t - floor) / (top - floor) for t in totals(by_probe.get(name, []))]
+        bad = noise.beyond(share, allowed, summary.scored, 1.0, values)
+        words = f"{share:.0%} of the reward's range, allowed {allowed:.0%} above its floor (content-free, probes.free_max)"
+        if not bad and share > allowed + 1e-9:
+            words += "; " + noise.within(share, allowed, summary.scored, 1.0, values)
+        verdicts[name] = (bad, words)
+        if bad:
             paid = _paid(by_probe.get(name, []), weights)
             paid_by[name] = paid
             strategy = next((r.strategy for r in by_probe.get(name, []) if r.strategy), None)

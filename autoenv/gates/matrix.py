@@ -94,7 +94,8 @@ class Matrix:
         """The record's ExploitMatrix (None when no probe was scored)."""
         if not self.scores:
             return None
-        return ExploitMatrix(weights=self.weights, scores=self.scores, harvests=[*self.kept, *self.harvests()])
+        return ExploitMatrix(weights=self.weights, scores=self.scores, harvests=[*self.kept, *self.harvests()],
+                             limit=self.limit)
 
     @classmethod
     def thaw(cls, frozen: ExploitMatrix | None, limit: float) -> Matrix:

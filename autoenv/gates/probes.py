@@ -22,7 +22,7 @@ EXPLOITS = {
     "refusal": "a polite refusal",
     "echo": "the user's message echoed back",
     "wrong-answer": "the oracle's reply with the answer replaced by another task's answer (right format, wrong content)",
-    "kitchen-sink": "the true answer hidden among 50 wrong answers in one reply",
+    "kitchen-sink": "the true answer hidden among 50 wrong answers in one reply (never first or last)",
     "padding": "the oracle's reply plus ~3000 words of filler (must not beat the oracle)",
     "garbage": "~3000 words of random characters",
     "tool-spam": "every advertised tool called three times with junk arguments, then a bare reply",
@@ -83,7 +83,7 @@ MUTATION_TRIES = 20
 DERIVED_MUTATIONS = {
     "swap-answer": "the reference reply with another task's answer swapped in (another task's reply when "
                    "the task has no `answer`)",
-    "kitchen-sink": "the reference reply hidden among 20 other tasks' replies in one message",
+    "kitchen-sink": "the reference reply hidden among 20 other tasks' replies in one message (never first or last)",
     "format-only": "the reference reply with its answer emptied: only the format kept",
     "padding": "the reference reply plus ~3000 words of filler (must not beat the reference)",
     "final-only": "only the final answer line of the reference reply",
@@ -93,6 +93,14 @@ DERIVED_MUTATIONS = {
 }
 DERIVED_EXPLOITS = ("swap-answer", "kitchen-sink", "format-only", "padding")
 DERIVED_VARIANTS = ("final-only", "truncated", "case", "whitespace")
+DERIVED_RESAMPLED = ("swap-answer", "kitchen-sink")
+"""Randomised mutations, drawn a second time where the references are fewer than FEW_REFERENCES."""
+FEW_REFERENCES = 20
+"""Below this many reference replies a derived probe's failure needs a second witness before it discards:
+its in-process counterpart failing too, or (where that did not run) a second draw beyond noise as well."""
+DERIVED_COUNTERPARTS = {"swap-answer": "wrong-answer", "kitchen-sink": "kitchen-sink", "format-only": "wrong-answer",
+                        "padding": "padding"}
+"""The in-process probe that tests the same thing on the oracle's reply."""
 DERIVED_FILE = "derived.json"
 """What the derive stage (autoenv.child.derived) writes into the gates directory."""
 REFUSAL = "I'm sorry, but I can't help with that request."
@@ -253,8 +261,10 @@ def probe_reply(name: str, *, oracle: Reply | None, answer: str | None, answers:
             wrong = wrong_answers(answer, answers, 1, rng)[0]
             replaced = _with_answer(oracle.content, answer, wrong)
             return Reply(content=replaced) if replaced else None
-        options = wrong_answers(answer, answers, 50, rng) + [answer]
+        options = wrong_answers(answer, answers, 50, rng)
         rng.shuffle(options)
+        # never first or last: reading the last (or first) answer is the defence, not the exploit
+        options.insert(rng.randrange(1, len(options)) if len(options) >= 2 else len(options), answer)
         lines = [_with_answer(oracle.content, answer, option) or option for option in options]
         return Reply(content="\n".join(lines))
     raise ValueError(f"unknown probe {name!r}")

@@ -61,6 +61,11 @@ class Row(ProbeRecord):
         return self.weighted() if self.played else self.reward
 
 
+def totals(rows: list[Row]) -> list[float]:
+    """The played rows' weighted totals: the per-task values a probe's mean is taken over."""
+    return [r.weighted() for r in rows if r.played]
+
+
 def summarize(name: str, rows: list[Row], weights: dict[str, float],
               description: str | None = None) -> ProbeSummary:
     """What probe `name` earned over its rows: the mean total of the played ones, the components it earned

@@ -32,13 +32,13 @@ from autoenv.core.config import Config
 from autoenv.core.formats import idx_list, quoted
 from autoenv.core.job import AuditPlan
 from autoenv.core.record import GateReport
-from autoenv.gates import coverage, free, ranges, rejections
+from autoenv.gates import coverage, free, noise, ranges, rejections
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, parse_audit, read_audit
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
 from autoenv.gates.findings import Gates
 from autoenv.gates.probes import EXPLOITS
 from autoenv.gates.ranges import max_reward
-from autoenv.gates.rows import Row, summarize
+from autoenv.gates.rows import Row, summarize, totals
 from autoenv.gates.seat_rules import constant_sum_game, judge_seats
 from autoenv.sandbox.rollouts import Worker
 from autoenv.sandbox.scripts import blocked
@@ -315,6 +315,7 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
     content_free = {} if per_seat or constant_sum is not None else free.judge_free(
         report, summaries, by_probe, weights, declared=bool(declared), maximum=maximum, free_max=p.free_max,
         dataset=audit.dataset, max_answer_share=config.checks.max_answer_share, inapplicable=inapplicable)
+    noisy: list[str] = []  # above the limit, not beyond noise: warned, never a cause
     for name, summary in summaries.items():
         if name == "oracle":
             continue
@@ -360,8 +361,14 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
         elif name in FAMILIES:  # content-free families: judged against the reward's range (autoenv.gates.free)
             bad, limit = content_free.get(name, (False, "not judged: the reward's range is unobserved"))
         else:
-            bad = summary.mean > p.exploit_max * (reference or 0) + 1e-9
+            allowed = p.exploit_max * (reference or 0)
+            values = totals(by_probe[name])
+            bad = noise.beyond(summary.mean, allowed, summary.scored, maximum, values)
             limit = f"allowed {p.exploit_max:.0%} of the oracle"
+            if not bad and summary.mean > allowed + 1e-9:
+                limit += "; " + noise.within(summary.mean, allowed, summary.scored, maximum, values)
+        if not bad and "within noise" in limit:
+            noisy.append(name)
         harvested = ", ".join(f"{k}: {v}" for k, v in summary.harvested.items())
         best = summary.best[0] if summary.best else None
         partly = f"; tested on {summary.scored} of {summary.tasks} tasks" if summary.scored < summary.tasks else ""
@@ -369,7 +376,7 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
         if strategy:
             limit += (f"; best strategy: {quoted(strategy)}" if name in FAMILIES else
                       f"; best copying strategy: the prompt's {strategy}")
-        report.add(f"probe {name}", "fail" if bad else "pass",
+        report.add(f"probe {name}", "fail" if bad else "warn" if name in noisy else "pass",
                    f"mean {summary.mean:.3f} ({limit})" + partly
                    + (f"; harvested {harvested}" if harvested and bad else "")
                    + (f"; best task idx {best.idx} scored {best.reward:.2f}: {quoted(best.reply, 80)}"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from autoenv.core.formats import idx_list, quoted
 from autoenv.core.record import GateFinding, GateReport
+from autoenv.gates import noise
 from autoenv.gates.probes import DEFENCES
 
 CAUSE_ORDER = ("padding", "empty", "refusal", "garbage", "echo", "tool-spam", "wrong-answer", "format-only",
@@ -123,6 +124,13 @@ def paying_components(gates: GateReport, probe: str, f: GateFinding) -> list[str
     if base(probe) == "padding" and scores.get("oracle") and scores.get(probe):
         oracle, padded = scores["oracle"], scores[probe]
         harvested = [c for c in harvested if padded.get(c, 0.0) > oracle.get(c, 0.0) + 1e-9] or harvested
+    elif scores.get(probe) and summary is not None:
+        # a component is a cause only where this probe harvested it beyond noise: a keyword component that fails
+        # prompt-copy must not name `correct`, which prompt-copy earned on 3 tasks in 100 as it always did
+        column, limit = scores[probe], gates.matrix.limit if gates.matrix else 0.1
+        reference = scores.get("derived reference" if probe.startswith("derived ") else "oracle", {})
+        harvested = [c for c in harvested if c in column and noise.beyond(
+            column[c], limit * max(reference.get(c, 1.0), 1e-9), summary.scored)] or harvested
     return harvested
 
 
@@ -143,9 +151,34 @@ def component_cause(gates: GateReport, component: str, hits: list[tuple[str, Gat
     named = f"reward component `{component}`" + (f" (weight {weight:g})" if weight is not None else "")
     title = CAUSE_TITLES.get(leading, f"is harvested by the {leading} probe")
     leader = next(name for name in probes if base(name) == leading) if leading in map(base, probes) else probes[0]
-    return Cause(issue=f"{named} {title}", fix=f"`{component}`: {DEFENCES.get(leader, DEFENCES.get(leading, ''))}",
+    fix = DEFENCES.get(leader, DEFENCES.get(leading, ""))
+    if leading in ANSWER_BLIND and pays_wording(gates, component):
+        title, fix = WORDING_TITLE, WORDING_FIX
+    return Cause(issue=f"{named} {title}", fix=f"`{component}`: {fix}",
                  evidence=[probe_evidence(gates, name, component) for name in probes],
                  probes=probes, component=component, kind="component")
+
+
+ANSWER_BLIND = ("wrong-answer", "format-only", "swap-answer")
+"""Probes that keep the reference's reply and only spoil its answer: what they harvest pays whatever the answer."""
+WORDING_TITLE = ("pays the reply's wording whatever the answer (words or a style the reply can always show): "
+                 "a wrong answer in the reference's words earns it")
+WORDING_FIX = ("remove it, or gate it on correctness (pay it only when the answer is right); words or a style that "
+               "any reply can show must never earn reward by themselves")
+
+
+def pays_wording(gates: GateReport, component: str) -> bool:
+    """Whether an answer-blind component pays the reference's words rather than the answer's format: the
+    reference's reply with a wrong answer earns it, while a bare answer in the expected format (typical-value's
+    reply, built from nothing but a number in each common format) does not. A format component (a well-formed
+    tag) pays both. Without a bare-format column to compare, False: the format's fix stands."""
+    scores = gates.matrix.scores if gates.matrix else {}
+    blind = max((scores[p][component] for p in (*ANSWER_BLIND, *(f"derived {b}" for b in ANSWER_BLIND))
+                 if component in scores.get(p, {})), default=None)
+    bare = [scores["typical-value"][component]] if component in scores.get("typical-value", {}) else []
+    if blind is None or not bare or blind <= 0:
+        return False
+    return max(bare) < 0.5 * blind
 
 
 def probe_evidence(gates: GateReport, probe: str, component: str | None) -> str:
