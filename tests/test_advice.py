@@ -32,16 +32,7 @@ from autoenv.run.demo import make_run_repo
 from autoenv.run.gitrepo import Repo
 from autoenv.run.runbase import check_rules
 
-PENDING: dict[str, str] = {
-    "start a new budget with autoenv run":
-        "autoenv/driver/gate.py is being rewritten by another change: the fix is the person's",
-    "check the tag: git branch --list":
-        "autoenv/review/run.py is being rewritten by another change: `git branch` is not the agent's",
-    "check out a run branch (git checkout autoenv/<tag>)":
-        "autoenv/review/run.py is being rewritten by another change: `git checkout` is not the agent's",
-    "commit a candidate and run `bash evaluate.sh` (or `autoenv demo`":
-        "autoenv/review/run.py is being rewritten by another change: `autoenv demo` is the person's",
-}
+PENDING: dict[str, str] = {}
 """Advice known to break the rule, each with why it is tolerated for now; an entry that no longer matches
 anything fails the test, so the list only shrinks."""
 

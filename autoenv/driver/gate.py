@@ -54,7 +54,8 @@ def refuse_when_spent(outputs: Path, log_file: Path, branch: str | None) -> None
     if state is None:
         return
     where = str(driver_dir(outputs, (branch or "")[len("autoenv/"):]) / "driver.json")
-    fix = "nothing to do: the driver has ended the run (see `autoenv log --agent`); start a new budget with autoenv run"
+    fix = ("nothing to do: the driver has ended the run (see `autoenv log --agent`); a new budget is the person's: "
+           "they start one with autoenv run")
     if state.get("stopping"):
         raise AutoEnvError(f"autoenv run (PID {state['pid']}) has stopped the run: {state['stopping']}; "
                            "no new evaluation starts", where=where, fix=fix)

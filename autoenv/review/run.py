@@ -101,8 +101,7 @@ class Run:
             raise AutoEnvError(
                 f"{self.label} has no evaluations yet: nothing to {command}",
                 where=self.label,
-                fix="commit a candidate and run `bash evaluate.sh` (or `autoenv demo` to try it), "
-                "or pick another run with --tag",
+                fix="commit a candidate and run `bash evaluate.sh`, or pick another run with --tag",
             )
 
 
@@ -139,7 +138,7 @@ def choose_branch(project: Project, entries: list[Entry], tag: str | None) -> st
             raise AutoEnvError(
                 f"there is no run {branch}: no such branch and no evaluation recorded on it",
                 where=str(project.ledger),
-                fix=f"pick one of: {known_runs(runs)}" if runs else "check the tag: git branch --list 'autoenv/*'",
+                fix=f"pick one of: {known_runs(runs)}" if runs else "check the tag: a run's branch is autoenv/<tag>",
             )
         return branch
     current = project.repo.head().branch
@@ -149,7 +148,7 @@ def choose_branch(project: Project, entries: list[Entry], tag: str | None) -> st
         return next(iter(runs))
     if not runs:
         raise AutoEnvError("HEAD is detached and no run is recorded", where=str(project.repo.root),
-                           fix="check out a run branch (git checkout autoenv/<tag>) or pass --tag")
+                           fix="pass --tag <tag> (a run's branch is autoenv/<tag>)")
     raise AutoEnvError(
         f"{current or 'the detached HEAD'} is not a run branch and the ledger holds several runs",
         where=str(project.ledger),
