@@ -107,3 +107,19 @@ def test_the_kitchen_sink_never_puts_the_true_reply_first_or_last():
         sink = mutate("kitchen-sink", "<answer>7</answer>", "7", [], [str(n) for n in range(40)],
                       random.Random(seed)).splitlines()
         assert sink.index("<answer>7</answer>") not in (0, len(sink) - 1)
+
+
+def test_gates_compare_unrounded_means_at_the_exact_boundary():
+    # the oracle earns 2/3 on every task (0.6667 once rounded) and a probe exactly its allowance, a tenth of that
+    # (0.0667 rounded): compared rounded, 0.0667 > 0.1 x 0.6667 failed a probe that is exactly at its limit
+    from audits import audit
+
+    from autoenv.gates.rules import judge_audit
+
+    records = [rec("oracle", i, {"correct": 2 / 3}) for i in range(30)]
+    records += [rec("wrong-answer", i, {"correct": 2 / 30}) for i in range(30)]
+    report = Gates()
+    judge_audit(audit(records=records), CONFIG, report)
+    f = finding(report, "probe wrong-answer")
+    assert f.status == "pass", f.message
+    assert f.message.startswith("mean 0.067 (allowed 10% of the oracle)")

@@ -119,7 +119,9 @@ def judge_free(report: Gates, summaries: dict[str, ProbeSummary], by_probe: dict
         if summary.mean is None:
             untested.append(name)
             continue
-        share = (summary.mean - floor) / (top - floor)
+        earned = totals(by_probe.get(name, []))
+        mean = sum(earned) / len(earned) if earned else summary.mean  # unrounded: rounding is for display only
+        share = (mean - floor) / (top - floor)
         shares[name] = round(share, 4)
         allowed = free_max
         if name == "constant":  # the label allowance, and (as in its own row) the sampled tasks whose answer it is
@@ -130,7 +132,7 @@ def judge_free(report: Gates, summaries: dict[str, ProbeSummary], by_probe: dict
         if name == "structural":
             choices = max((r.choices or 0 for r in by_probe.get(name, [])), default=0)
             allowed = max(free_max, label_allowance(choices))
-        values = [(t - floor) / (top - floor) for t in totals(by_probe.get(name, []))]
+        values = [(t - floor) / (top - floor) for t in earned]
         bad = noise.beyond(share, allowed, summary.scored, 1.0, values)
         words = f"{share:.0%} of the reward's range, allowed {allowed:.0%} above its floor (content-free, probes.free_max)"
         if not bad and share > allowed + 1e-9:

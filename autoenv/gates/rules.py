@@ -267,7 +267,9 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
     oracle = summaries.get("oracle")
     if oracle and oracle.scored == 0 and not oracle.errors and not any(r.error for r in by_probe["oracle"]):
         oracle = None  # no reference reply at all (no hook, nothing inferable): not an error, unproven
-    reference = oracle.mean if oracle and oracle.mean is not None else maximum
+    played = totals(by_probe.get("oracle", []))
+    reference = (sum(played) / len(played) if played else oracle.mean) if oracle and oracle.mean is not None \
+        else maximum  # unrounded, like every mean a rule compares
     source = audit.oracle_source
     inferred = (f"inferred from the tasks' `answer` field in the {source.split(':', 1)[1]} format (the candidate "
                 "has no oracle hook: this proves only that the answer so formatted earns the reward); "
@@ -363,10 +365,11 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
         else:
             allowed = p.exploit_max * (reference or 0)
             values = totals(by_probe[name])
-            bad = noise.beyond(summary.mean, allowed, summary.scored, maximum, values)
+            mean = sum(values) / len(values) if values else summary.mean  # unrounded: rounding is for display
+            bad = noise.beyond(mean, allowed, summary.scored, maximum, values)
             limit = f"allowed {p.exploit_max:.0%} of the oracle"
-            if not bad and summary.mean > allowed + 1e-9:
-                limit += "; " + noise.within(summary.mean, allowed, summary.scored, maximum, values)
+            if not bad and mean > allowed + 1e-9:
+                limit += "; " + noise.within(mean, allowed, summary.scored, maximum, values)
         if not bad and "within noise" in limit:
             noisy.append(name)
         harvested = ", ".join(f"{k}: {v}" for k, v in summary.harvested.items())
