@@ -34,10 +34,10 @@ HARNESSES = ("stock", "inprocess")
 
 
 class _Fixed:
-    def next_message(self, messages):
+    def next_message(self, messages, key=None):
         return Reply(content="<answer>1</answer>")
 
-    def task_key(self, messages):
+    def task_key(self, messages, key=None):
         return "k"
 
 

@@ -123,18 +123,18 @@ class ArithmeticOracle:
     def __init__(self) -> None:
         self.answers: list[str] = []
 
-    def find(self, messages: list[dict]) -> SimpleNamespace | None:
+    def find(self, messages: list[dict], key: str | None = None) -> SimpleNamespace | None:
         prompt = next((m.get("content") for m in messages if m.get("role") == "user"), None)
         if not isinstance(prompt, str) or not prompt.startswith("Compute: "):
             return None
         value = eval(prompt.removeprefix("Compute: "), {"__builtins__": {}})  # the example's own generated text
         return SimpleNamespace(key=f"arith:{prompt}", data=SimpleNamespace(answer=str(value)))
 
-    def next_message(self, messages: list[dict]) -> Reply | None:
+    def next_message(self, messages: list[dict], key: str | None = None) -> Reply | None:
         task = self.find(messages)
         return None if task is None else Reply(content=f"<answer>{task.data.answer}</answer>")
 
-    def task_key(self, messages: list[dict]) -> str | None:
+    def task_key(self, messages: list[dict], key: str | None = None) -> str | None:
         task = self.find(messages)
         return None if task is None else task.key
 

@@ -696,3 +696,56 @@ def test_counts_record_requests_per_model():
 def test_policy_error_status_defaults():
     assert PolicyError("x").status == 400
     assert PolicyError("x", status=404).status == 404
+
+
+# --- which task a rollout plays -------------------------------------------------------
+
+SQUARES = [{"role": "system", "content": "Colours are letters."},
+           {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                                        {"type": "text", "text": "Here are 2 squares."}]}]
+
+
+def shared_prompt_tasks() -> list:
+    """color_codeword's shape: one sentence and one system prompt for every task, the task in its image parts."""
+    return [FakeTask(f"sq-{c}", [dict(m) for m in SQUARES], f"answer {c.upper()}", system_prompt="Colours are letters.")
+            for c in "abc"]
+
+
+def test_a_rollout_plays_the_task_the_harness_assigned_and_shared_text_alone_is_never_guessed():
+    from autoenv.core.messages import ambiguity
+
+    async def body(ep):
+        ep.assign("rollout-1", "sq-b")  # as the child does from verifiers' on_trace, before the first request
+        async with client(ep) as c:
+            assigned = await c.chat.completions.create(model="oracle", messages=SQUARES,
+                                                       extra_headers={"X-Session-ID": "rollout-1"})
+            noisy = await c.chat.completions.create(model="noisy-oracle:1", messages=SQUARES,
+                                                    extra_headers={"X-Session-ID": "rollout-1"})
+            header = await c.chat.completions.create(model="oracle", messages=SQUARES,
+                                                     extra_headers={"X-AutoEnv-Task": "sq-c"})
+            empty = await c.chat.completions.create(model="empty", messages=SQUARES)  # needs no task
+            unknown = []
+            for model in ("oracle", "noisy-oracle:1", "wrong-answer", "padding"):
+                with pytest.raises(openai.ConflictError) as e:
+                    await c.chat.completions.create(model=model, messages=SQUARES)
+                unknown.append(str(e.value))
+        return assigned, noisy, header, empty, unknown
+
+    assigned, noisy, header, empty, unknown = serve(body, Policies(OracleBook(shared_prompt_tasks())))
+    assert assigned.choices[0].message.content == noisy.choices[0].message.content == "answer B"
+    assert header.choices[0].message.content == "answer C"
+    assert empty.choices[0].message.content == ""
+    for text in unknown:  # the answer-needing policies say why, in the words the probes record as untested
+        assert ambiguity(text) == "3 tasks share this first user message: the scripted model cannot tell which task it plays"
+        assert "X-AutoEnv-Task" in text
+
+
+def test_a_key_no_task_has_falls_back_to_the_text_and_a_system_prompt_still_tells_tasks_apart():
+    async def body(ep):
+        ep.assign("r", "a-variant-the-env-made")
+        async with client(ep) as c:
+            a = await c.chat.completions.create(model="oracle", messages=user("Shared question", "You are agent A."),
+                                                extra_headers={"X-Session-ID": "r"})
+        return a.choices[0].message.content
+
+    assert serve(body) == "answer A"

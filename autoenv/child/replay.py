@@ -54,7 +54,7 @@ def transcript(mutation: str, assistant: list[dict], other_final: str | None) ->
 def replay_policy(book: Any, scripts: dict[tuple[str, str], list[dict]]):
     """The endpoint handler of `replay:<mutation>`: the k-th scripted assistant message of the task's transcript."""
     def reply(request: ChatRequest, param: str | None) -> Reply:
-        task = book.find(request.messages)
+        task = book.find(request.messages, request.task)
         script = scripts.get((param or "reference", str(getattr(task, "key", ""))))
         if script is None:
             raise PolicyError(f"no replay script for this task ({param or 'reference'})", status=404)
@@ -94,7 +94,7 @@ async def replay_mutations(vf, job: Job, env, tasks: list, references: list[dict
     async def play(mutation: str, task) -> None:
         ctx = vf.ModelContext(model=f"{POLICY}:{mutation}", sampling=vf.SamplingConfig(),
                               client=vf.EvalClientConfig(base_url=endpoint.base_url, api_key_var=LOCAL_KEY_VAR))
-        episode = await env.run_slot(env.slots(task, 1)[0], ctx, semaphore)
+        episode = await env.run_slot(env.slots(task, 1)[0], ctx, semaphore, on_trace=endpoint.follow)
         for trace in episode.traces[:1]:
             reply = trace.assistant_messages[-1].content if trace.assistant_messages else ""
             error = "; ".join(e.message for e in episode.errors) or None

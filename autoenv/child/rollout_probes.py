@@ -24,6 +24,7 @@ from autoenv.child.tasks import build_env, write_run_config
 from autoenv.child.worker import LOCAL_KEY_VAR
 from autoenv.core.events import emit
 from autoenv.core.job import Job
+from autoenv.core.messages import ambiguity
 from autoenv.core.traces import said, to_rollout
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
@@ -94,13 +95,18 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
         ctx = vf.ModelContext(model=probe, client=vf.EvalClientConfig(base_url=endpoint.base_url, api_key_var=LOCAL_KEY_VAR),
                               sampling=vf.SamplingConfig())
         seat_env: Any = envs[probed]
-        episode = await seat_env.run_slot(seat_env.slots(task, 1)[0], ctx, semaphore)
+        episode = await seat_env.run_slot(seat_env.slots(task, 1)[0], ctx, semaphore, on_trace=endpoint.follow)
         if keep and not (out / probe).is_dir():
             (out / probe).mkdir(exist_ok=True)
             write_run_config(out / probe, seat_env, probe)
         if keep:
             await append_episode(out / probe, episode, lock)
         wire = json.loads(episode.model_dump_json(exclude_none=True))
+        unknown = ambiguity(json.dumps([wire.get("errors"), [t.get("errors") for t in wire.get("traces") or []]]))
+        if unknown:  # the endpoint could not tell which task this rollout plays: untested here, never judged
+            records.append({**skipped(probe, task, unknown), **({"probed_seat": probed} if probed is not None else {})})
+            emit("probe", probe=probe)
+            return
         rejected = rejection(wire.get("errors") or [], roots, modules)
         mine, others = [], []
         for trace, wire_trace in zip(episode.traces, wire.get("traces") or []):

@@ -63,6 +63,8 @@ async def run(job: Job) -> None:
         os.environ[GRADER_URL_VAR] = endpoint.base_url
     os.environ.setdefault(NO_KEY_VAR, "none")
 
+    # the embedded endpoint learns each rollout's task from the harness, never from its text
+    follow = endpoint.follow if endpoint is not None else None
     contexts = {}
     for role, seat in plan.roles.items():
         base_url = endpoint.base_url if endpoint is not None and seat.embedded else seat.base_url
@@ -91,7 +93,7 @@ async def run(job: Job) -> None:
             emit("rollout", role=role, done=done[role], total=total[role], ok=bool(episode.ok))
 
         retry_seat.set(role)  # this task's own context: the chat program's client counts its retries under it
-        await env.run_slot(slot, contexts[role], permits[role], on_complete=saved)
+        await env.run_slot(slot, contexts[role], permits[role], on_complete=saved, on_trace=follow)
 
     try:
         async with env.serving():
@@ -102,7 +104,7 @@ async def run(job: Job) -> None:
                     slot = env.slots(chosen[0], 1)[0]
                     token = retry_seat.set("target")
                     try:
-                        episode = await env.run_slot(slot, contexts["target"], permits["target"])
+                        episode = await env.run_slot(slot, contexts["target"], permits["target"], on_trace=follow)
                     finally:
                         retry_seat.reset(token)
                     await append_episode(out / "smoke", episode, lock)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,25 @@ class ChatRequest:
     tools: list[dict]
     session: str
     """The rollout's id (X-Session-ID header), or a per-request id when absent."""
+    task: str | None = None
+    """The key of the task this rollout plays, as the harness told the endpoint (autoenv.endpoint.server
+    Endpoint.assign, or the X-AutoEnv-Task header); None: the task is found by the conversation's text."""
+
+
+AMBIGUOUS = "tasks share this first user message: the scripted model cannot tell which task it plays"
+"""Why a scripted reply that needs the task's answer could not be built: no rollout identity, and the text
+fallback (the first user message, images stripped, and the system prompt) matches several tasks."""
+
+
+def ambiguous(count: int) -> str:
+    """The reason, as the endpoint answers it and the probes record it (`8 tasks share ...`)."""
+    return f"{count} {AMBIGUOUS}"
+
+
+def ambiguity(text: str) -> str | None:
+    """The reason `ambiguous` gave, found in an error's text (a rollout's provider error quotes the endpoint)."""
+    found = re.search(rf"\d+ {re.escape(AMBIGUOUS)}", text)
+    return found.group(0) if found else None
 
 
 def message_text(content: Any) -> str:

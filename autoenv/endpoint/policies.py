@@ -2,7 +2,10 @@
 
 A model name is `policy` or `policy:param` (e.g. `noisy-oracle:0.45`). Policies that
 need the candidate's reference behaviour ask an `OracleBook` (see oracle.py) for the
-oracle's next message; the rest need nothing. Randomness is seeded per rollout from the
+oracle's next message of the task the request's rollout plays (`ChatRequest.task`, which the
+harness gives; else found by text); the rest need nothing. Where the text fallback matches
+several tasks, a policy that needs the task's answer answers 409 with the reason
+(autoenv.core.messages.AMBIGUOUS) instead of guessing. Randomness is seeded per rollout from the
 server seed and the request's `X-Session-ID`, so a run can be replayed.
 """
 
@@ -12,17 +15,18 @@ import re
 from typing import Any, Callable, Protocol
 
 from autoenv.core.messages import ChatRequest, Reply, message_text, seeded_rng, tool_names
+from autoenv.gates.oracle import AmbiguousTask
 from autoenv.gates.probes import EXPLOITS, NEEDS_ORACLE, REFUSAL, probe_reply
 
 
 class OracleSource(Protocol):
     answers: list[str]
 
-    def find(self, messages: list[dict]) -> Any | None: ...
+    def find(self, messages: list[dict], key: str | None = None) -> Any | None: ...
 
-    def next_message(self, messages: list[dict]) -> Reply | None: ...
+    def next_message(self, messages: list[dict], key: str | None = None) -> Reply | None: ...
 
-    def task_key(self, messages: list[dict]) -> str | None: ...
+    def task_key(self, messages: list[dict], key: str | None = None) -> str | None: ...
 
 
 NO_MATCH = "no task of the candidate matches this conversation's first user message"
@@ -81,28 +85,36 @@ class Policies:
                 status=404,
             )
         handler, _ = self._handlers[name]
-        return handler(request, param or None)
+        try:
+            return handler(request, param or None)
+        except AmbiguousTask as e:  # no rollout identity and several tasks match: never guess which
+            raise PolicyError(f"{e}; send the task's key as the X-AutoEnv-Task header", status=409) from None
 
-    def _need_oracle(self, messages: list[dict]) -> Reply:
+    def _need_oracle(self, request: ChatRequest) -> Reply:
         if self.oracle is None:
             raise PolicyError(
                 "the oracle policies need a candidate: start the endpoint with "
                 "--candidate DIR (autoenv serve) or let autoenv eval --offline embed it"
             )
-        reply = self.oracle.next_message(messages)
+        reply = self.oracle.next_message(request.messages, request.task)
         if reply is None:
             raise PolicyError(NO_MATCH, status=404)
         return reply
 
     def _oracle(self, request: ChatRequest, param: str | None) -> Reply:
-        return advertised_names(self._need_oracle(request.messages), request.tools)
+        return advertised_names(self._need_oracle(request), request.tools)
 
     def _probe(self, request: ChatRequest, param: str | None) -> Reply:
         name = request.model.partition(":")[0]
-        task = self.oracle.find(request.messages) if self.oracle is not None else None
+        try:
+            task = self.oracle.find(request.messages, request.task) if self.oracle is not None else None
+        except AmbiguousTask:
+            if name in NEEDS_ORACLE:
+                raise
+            task = None  # a probe that needs no answer plays without knowing the task
         oracle = None
         if name in NEEDS_ORACLE:
-            oracle = advertised_names(self._need_oracle(request.messages), request.tools)
+            oracle = advertised_names(self._need_oracle(request), request.tools)
         answer = getattr(getattr(task, "data", None), "answer", None)
         reply = probe_reply(
             name, oracle=oracle, answer=None if answer is None else str(answer),
@@ -118,20 +130,21 @@ class Policies:
             raise PolicyError(f"noisy-oracle takes a probability, e.g. noisy-oracle:0.4; got {param!r}")
         if not 0 <= p <= 1:
             raise PolicyError(f"noisy-oracle probability must be in [0, 1], got {p}")
+        key = None
         if p > 0:
             # Fail the same way for every session when the oracle cannot be played at all.
             if self.oracle is None:
-                self._need_oracle(request.messages)
-            if self.oracle is None or self.oracle.task_key(request.messages) is None:
+                self._need_oracle(request)
+            key = self.oracle.task_key(request.messages, request.task) if self.oracle is not None else None
+            if key is None:
                 raise PolicyError(NO_MATCH, 404)
-        key = self.oracle.task_key(request.messages) if self.oracle else None
         # Real models find some tasks easier than others: each task gets its own success
         # rate from a Beta distribution centred on p, so rollouts of a task agree more
         # often than rollouts of different tasks.
         task_rate = p if p in (0.0, 1.0) else seeded_rng(self.seed, "task", key).betavariate(4 * p, 4 * (1 - p))
         succeeds = seeded_rng(self.seed, "rollout", request.session).random() < task_rate
         if succeeds:
-            return advertised_names(self._need_oracle(request.messages), request.tools)
+            return advertised_names(self._need_oracle(request), request.tools)
         return Reply(content="I am not sure how to solve this.")
 
 

@@ -12,6 +12,12 @@ messages were sent before reports those messages' tokens in
 `usage.prompt_tokens_details.cached_tokens`, inside `prompt_tokens` as OpenAI counts them
 (`included`) or apart from them as llama.cpp's llama-server does (`separate`). `models`
 replaces the list `/v1/models` serves (`[]`: an endpoint that lists none).
+
+Which task a request plays is the harness's to say, never guessed from text where tasks share a
+prompt: verifiers sends each rollout's trace id as `X-Session-ID`, and the child tells the endpoint
+which task each trace plays before its first request (`follow`, verifiers' `run_slot(on_trace=...)`).
+An external client can send the task's key as `X-AutoEnv-Task`. Without either, the policies match
+the conversation's text (autoenv.gates.oracle).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -32,6 +39,10 @@ from autoenv.core.messages import message_text
 from autoenv.endpoint.policies import ChatRequest, Policies, PolicyError, Reply
 
 FAULT_KINDS = ("429", "500", "hang", "cut")
+SESSION_HEADER = "X-Session-ID"
+"""The rollout's id: verifiers sends its trace id on every request of the rollout."""
+TASK_HEADER = "X-AutoEnv-Task"
+"""The key of the task a request's rollout plays, for a client the harness cannot `assign` (autoenv serve)."""
 
 
 @dataclass(frozen=True)
@@ -77,8 +88,19 @@ class Endpoint:
         self.faults = faults
         self.port = port
         self.counts: Counter[str] = Counter()
+        self.sessions: dict[str, str] = {}
+        """Rollout id (X-Session-ID) -> the key of the task that rollout plays, as the harness assigned it."""
         self._fault_rng = random.Random(faults.seed)
         self._runner: web.AppRunner | None = None
+
+    def assign(self, session: str, task_key: str) -> None:
+        """The rollout whose requests carry `X-Session-ID: session` plays the task keyed `task_key`."""
+        self.sessions[session] = task_key
+
+    def follow(self, trace: Any) -> None:
+        """verifiers' `run_slot(on_trace=...)`: each trace, at mint and before its first model request, plays its
+        own task (verifiers sends the trace id as the rollout's X-Session-ID)."""
+        self.assign(str(trace.id), str(trace.task.key))
 
     @property
     def base_url(self) -> str:
@@ -163,8 +185,10 @@ class Endpoint:
         if fault == "hang":
             await asyncio.sleep(self.faults.hang_seconds)
             return error_response(504, "injected hang ended")
-        session = request.headers.get("X-Session-ID") or uuid.uuid4().hex
-        chat = ChatRequest(model=model, messages=body["messages"], tools=body.get("tools") or [], session=session)
+        session = request.headers.get(SESSION_HEADER) or uuid.uuid4().hex
+        task = request.headers.get(TASK_HEADER) or self.sessions.get(session)
+        chat = ChatRequest(model=model, messages=body["messages"], tools=body.get("tools") or [], session=session,
+                           task=task)
         try:
             reply = self.policies.reply(chat)
         except PolicyError as e:

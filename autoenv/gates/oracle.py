@@ -7,8 +7,11 @@ Contract (taught in program.md): a candidate's task class may define
 which receives the conversation so far in OpenAI chat format (system, user, assistant
 and tool messages, as the endpoint received them) and returns the reference next
 assistant message: text, or a dict `{"content": ..., "tool_calls": [{"name": ...,
-"arguments": {...}}]}`. The endpoint identifies the task by the conversation's first
-user message (and the system prompt when several tasks share a prompt).
+"arguments": {...}}]}`. The endpoint knows the task from the rollout's identity: the harness
+tells it which task each rollout plays before the rollout's first request (the task's key).
+A request without one (an external client of `autoenv serve`) is matched by the conversation's
+first user message, images stripped (and the system prompt when several tasks share a prompt);
+where several tasks still match, `find` raises AmbiguousTask rather than guess.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import inspect
 from collections import Counter
 from typing import Any, Iterable
 
-from autoenv.core.messages import Reply, message_text
+from autoenv.core.messages import Reply, ambiguous, message_text
 from autoenv.gates.answer_oracle import format_reply
 
 HOOK = "oracle"
@@ -53,14 +56,27 @@ def has_hook(task: Any) -> bool:
     return callable(getattr(task, HOOK, None))
 
 
+class AmbiguousTask(LookupError):
+    """Several tasks match a conversation that carries no rollout identity: which one it plays is unknown."""
+
+    def __init__(self, count: int):
+        super().__init__(ambiguous(count))
+        self.count = count
+
+
 class OracleBook:
-    """An index of a candidate's tasks by first user message, answering `next_message`."""
+    """An index of a candidate's tasks by key and by first user message, answering `next_message`."""
 
     def __init__(self, tasks: Iterable[Any], answer_format: str | None = None):
         self._by_prompt: dict[str, list[Any]] = {}
+        self._by_key: dict[str, Any] = {}
         counts: Counter[str] = Counter()
+        self._count = 0
         for task in tasks:
-            self._by_prompt.setdefault(task_prompt_text(task), []).append(task)
+            self._count += 1
+            if str(task.key) not in self._by_key:  # keys are unique in a taskset: a repeat is the same task
+                self._by_key[str(task.key)] = task
+                self._by_prompt.setdefault(task_prompt_text(task), []).append(task)
             answer = getattr(task.data, "answer", None)
             if answer is not None:
                 counts[str(answer)] += 1
@@ -72,26 +88,32 @@ class OracleBook:
         """For tasks without a hook: the answer-field oracle's format (autoenv.gates.answer_oracle)."""
 
     def __len__(self) -> int:
-        return sum(len(v) for v in self._by_prompt.values())
+        return self._count
 
-    def find(self, messages: list[dict[str, Any]]) -> Any | None:
+    def find(self, messages: list[dict[str, Any]], key: str | None = None) -> Any | None:
+        """The task keyed `key` (the rollout's identity, which the harness gives); without one, or with a key
+        no task has (a custom Env's own variant of a task), the task whose first user message the conversation
+        opens with, told apart by system prompt when several share it. None when no task matches; AmbiguousTask
+        when several still do."""
+        if key is not None and key in self._by_key:
+            return self._by_key[key]
         matches = self._by_prompt.get(first_user_text(messages))
         if not matches:
             return None
         if len(matches) > 1:
             system = system_text(messages)
-            for task in matches:
-                own = _norm(task.data.system_prompt or "")
-                if own and own in system:
-                    return task
+            own = [task for task in matches if (prompt := _norm(task.data.system_prompt or "")) and prompt in system]
+            matches = own if own else matches
+        if len(matches) > 1:
+            raise AmbiguousTask(len(matches))
         return matches[0]
 
-    def task_key(self, messages: list[dict[str, Any]]) -> str | None:
-        task = self.find(messages)
+    def task_key(self, messages: list[dict[str, Any]], key: str | None = None) -> str | None:
+        task = self.find(messages, key)
         return task.key if task is not None else None
 
-    def next_message(self, messages: list[dict[str, Any]]) -> Reply | None:
-        task = self.find(messages)
+    def next_message(self, messages: list[dict[str, Any]], key: str | None = None) -> Reply | None:
+        task = self.find(messages, key)
         if task is None:
             return None
         hook = getattr(task, HOOK, None)

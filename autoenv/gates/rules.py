@@ -31,6 +31,7 @@ from typing import Any
 from autoenv.core.config import Config
 from autoenv.core.formats import idx_list, quoted
 from autoenv.core.job import AuditPlan
+from autoenv.core.messages import AMBIGUOUS
 from autoenv.core.record import GateReport
 from autoenv.gates import coverage, free, noise, ranges, rejections
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, parse_audit, read_audit
@@ -275,7 +276,10 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
                 "has no oracle hook: this proves only that the answer so formatted earns the reward); "
                 if source and source.startswith("inferred:") else "")
     gold = audit.gold
-    if not oracle and gold and gold.valid and not gold.invalid and not gold.errors:
+    unknown = sorted({r.reason for r in by_probe.get("oracle", []) if r.skipped and r.reason and AMBIGUOUS in r.reason})
+    if not oracle and unknown:  # the scripted model could not tell which task it played: neither passed nor failed
+        report.add("oracle", "skip", f"untested: {unknown[0]}", coverage=coverage.UNTESTED, reasons=unknown)
+    elif not oracle and gold and gold.valid and not gold.invalid and not gold.errors:
         report.add("oracle", "pass", f"no oracle hook; verifiers' gold check (Task.validate) proves the reference "
                    f"answer passes on {gold.valid} sampled tasks (offline models still need a hook to play; the "
                    "exploits built from the oracle's reply were not tested)", source="gold")
