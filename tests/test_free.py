@@ -162,6 +162,20 @@ def test_a_declared_range_is_the_scale():
     assert f.status == "fail" and "stub reaches 30% of the range" in f.message and "declared" in f.message
 
 
+def test_a_range_seen_only_by_content_free_probes_is_no_range():
+    # no oracle, no declared range: an echo at 0.010 and another content-free probe's best of 0.034 were once
+    # "30% of the range [0, 0.034]", a failure; the weights' sum is the range when every component is in [0, 1]
+    records = [rec("echo", i, {"correct": 0.1 if i < 3 else 0.0}) for i in range(30)]  # 0.010
+    records += [rec("garbage", i, {"correct": 0.034}) for i in range(30)]
+    f = finding(judged(audit(records=records)), "content-free")
+    assert f.status == "pass" and "range [0, 1] (the sum of the positive weights" in f.message, f.message
+    # a content-free probe earning half of it still fails (hack-abstain's shape: no oracle, no answer field)
+    abstain = [rec("abstain", i, {"correct": 0.5}) for i in range(30)]
+    f = finding(judged(audit(records=abstain)), "content-free")
+    assert f.status == "fail" and "abstain reaches 50% of the range" in f.message and "sum of the positive weights" \
+        in f.message, f.message
+
+
 def test_a_content_free_probe_under_its_share_passes_and_the_floor_alone_is_a_pass():
     records = [rec("oracle", i, {"correct": 1.0}) for i in range(10)]
     records += [rec("self-report", i, {"correct": 0.2 if i < 5 else 0.0}) for i in range(10)]  # 10%

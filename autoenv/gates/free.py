@@ -98,6 +98,15 @@ def judge_free(report: Gates, summaries: dict[str, ProbeSummary], by_probe: dict
     floor = min([0.0, *scored])
     top = maximum if declared else max(scored, default=0.0)
     source = "declared by the task's reward_range" if declared else "the highest total reward observed on any probe"
+    informed = [total for name, rs in by_probe.items() if name not in CONTENT_FREE
+                for r in rs if (total := r.total) is not None]
+    if not declared and top > floor + 1e-9 and max(informed, default=floor) <= floor + 1e-9 and maximum > floor:
+        # the top was observed only by probes that carry no task content: it is no range (an echo at 0.010 was
+        # once "30% of the range [0, 0.034]"). Undeclared, every component scored in [0, 1] (a score outside
+        # makes autoenv.gates.ranges normalise by the range it observed), so the weights' sum is the range.
+        source = (f"the sum of the positive weights: every component scores in [0, 1], and no reply with task "
+                  f"content was scored (the content-free probes' own best, {top:.3g}, is no range)")
+        top = maximum
     if top - floor <= 1e-9:
         if scored:  # every scored reply earned the floor: nothing content-free rose above it
             report.add("content-free", "pass", f"every content-free probe scored the floor ({floor:g}); no probe earned "
