@@ -427,8 +427,14 @@ def answers(share: float, top: str = "0", n: int = 1000, binary: bool = False) -
 def repeated_prompts() -> dict:
     rows = clean_rows()
     for row in rows[1:12]:
-        row["prompt"] = rows[0]["prompt"]
+        row.update(prompt=rows[0]["prompt"], answer=rows[0]["answer"])
     return dataset.measure(rows, 0.9)
+
+
+def conflicting() -> dict:
+    rows = clean_rows()
+    rows[7].update(prompt=rows[3]["prompt"], answer="41")
+    return {**dataset.measure(rows, 0.9), "exact_duplicates": 0, "exact_duplicate_share": 0.0, "duplicate_examples": []}
 
 
 def repeated_key() -> dict:
@@ -455,6 +461,8 @@ BROKEN = {  # check -> (an audit where only it fails, what its fix must name)
                      ["generate 10 more", "have 990, wanted >= 1000"]),
     "task keys": (lambda: audit(dataset=repeated_key()), ["unique `key`", '"arith:6"']),
     "exact duplicates": (lambda: audit(dataset=repeated_prompts()), ["make the 11 repeated prompts distinct", "repeated task idx: 0 = 1 = 2"]),
+    "conflicting labels": (lambda: audit(dataset=conflicting()),
+                           ["keep one task per prompt (dedupe)", "fix the wrong label", 'idx 3 "18" vs idx 7 "41"']),
     "near duplicates": (lambda: audit(dataset=near_pairs()),
                         ["1 ~ 2 (similarity 0.93); 4 ~ 9 (similarity 0.91)", "one task of each near-duplicate pair"]),
     "answer balance": (lambda: audit(dataset=answers(0.3)),

@@ -34,9 +34,12 @@ def test_templated_prompts_over_distinct_seeds_are_not_near_duplicates_but_templ
     template = "You are playing a game of high card, deal number {seed}. You hold a card; reply with one word: bet or fold."
     seeds = measure(rows_of([template.format(seed=i) for i in range(50)], data=[{"info": {"seed": i}} for i in range(50)]), 0.8)
     assert seeds["near_duplicate_pairs"] == 0 and seeds["exact_duplicates"] == 0
-    same = measure(rows_of(["Let's play wordle: guess the five-letter word."] * 50,
-                           data=[{"info": {"seed": i}} for i in range(50)]), 0.8)
+    wordle = rows_of(["Let's play wordle: guess the five-letter word."] * 50,
+                     data=[{"info": {"game": "Wordle-v0", "seed": i, "example_id": 1000 + i}} for i in range(50)])
+    same = measure(wordle, 0.8, reach="the custom Env TextArenaEnv")  # verifiers' textarena: its Env plays the seed's game
     assert same["exact_duplicates"] == 0  # the text is one template, the tasks are the seeds
+    assert same["id_fields"] == ["info.example_id"] and same["distinguished_by"] == "prompt and data fields"
+    assert measure(wordle, 0.8)["exact_duplicates"] == 49  # seen only through the prompt: one task, 50 times
     sums = [f"Compute the following sum carefully, showing no work at all, and give only the final number on one "
             f"line with no units and no words around it, as the grader reads only that: {i} plus 1000" for i in range(50)]
     planted = measure(rows_of(sums, data=[{"answer": str(i + 1000)} for i in range(50)]), 0.8)

@@ -1,7 +1,7 @@
 """child: what executes beside the candidate, inside the evaluation's sandboxed child process.
 
 The child's stage loop (main: `python -m autoenv.child.main JOB.json`) and its warm fork
-server (forkserver); loading the candidate through verifiers (tasks, exports, runtime,
+server (forkserver); loading the candidate through verifiers (tasks, task_rows, exports, runtime,
 inprocess, limits: every call into the candidate's code under a time limit); the probes the
 gates play in process and in rollouts (audit, derived, replay, rollout_probes); the rollouts
 (worker, sampling, permits), a model-graded reward routed to the scripted grader

@@ -21,7 +21,6 @@ autoenv.gates.rules judges them against config.toml.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -46,6 +45,7 @@ from autoenv.child.limits import (
     watch_unit,
 )
 from autoenv.child.rollout_probes import hung_tools, infer_oracle_rollouts, probe_rollouts
+from autoenv.child.task_rows import data_reach, dataset_rows
 from autoenv.child.tasks import load_tasks, seat_names
 from autoenv.child.worker import sample_tasks
 from autoenv.core.events import emit
@@ -96,44 +96,6 @@ own time limit is not eaten by its neighbours on two cores."""
 
 def fingerprint(tasks: list) -> list[str]:
     return [f"{t.key}\x1f{t.data.model_dump_json()}" for t in tasks]
-
-
-def own_fields(data) -> str:
-    """What distinguishes a task without a prompt (a seeded game, say): its own data fields, as JSON."""
-    import verifiers.v1 as vf  # deferred: verifiers is imported only inside the child
-
-    names = set(type(data).model_fields) - set(vf.TaskData.model_fields)
-    return json.dumps(data.model_dump(mode="json", include=names), sort_keys=True)
-
-
-def media_parts(data) -> str:
-    """Digests of the prompt's non-text content parts (images, audio), in order: two tasks with the same text
-    and different images are different tasks."""
-    digests = []
-    for message in data.prompt if isinstance(data.prompt, list) else []:
-        content = message.model_dump(exclude_none=True).get("content") if hasattr(message, "model_dump") \
-            else dict(message).get("content")
-        for part in content if isinstance(content, list) else []:
-            if isinstance(part, dict) and part.get("type") != "text":
-                digests.append(hashlib.blake2b(json.dumps(part, sort_keys=True, default=str).encode(),
-                                               digest_size=8).hexdigest())
-    return " ".join(digests)
-
-
-def dataset_rows(tasks: list) -> list[dict]:
-    rows = []
-    for t in tasks:
-        prompt = t.data.prompt_text
-        row = {"key": t.key, "idx": t.data.idx, "prompt": prompt, "system": t.data.system_prompt or "",
-               "parts": media_parts(t.data), "data": own_fields(t.data)}
-        if not prompt.strip():  # no prompt: tasks differ by their data fields (and seed), not by text
-            row.update(prompt=own_fields(t.data), fields=True)
-        for name in ("answer", "difficulty", "category"):
-            value = getattr(t.data, name, None)
-            if value is not None:
-                row[name] = str(value)
-        rows.append(row)
-    return rows
 
 
 def import_modules(package: str) -> list[dict]:
@@ -395,7 +357,7 @@ async def audit(job: Job) -> None:
     if first != second:
         result["load_difference"] = next((i for i, (a, b) in enumerate(zip(first, second)) if a != b),
                                          min(len(first), len(second)))
-    result["dataset"] = dataset.measure(dataset_rows(tasks), plan.near_threshold)
+    result["dataset"] = dataset.measure(dataset_rows(tasks), plan.near_threshold, data_reach(vf, env))
     if not env.taskset.bounded:
         result["infinite"] = {"taken": len(tasks), "bound": job.infinite_take}
     result["modules"] = [m for package in (job.check_modules or [job.module]) for m in import_modules(package)]

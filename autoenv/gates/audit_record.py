@@ -58,13 +58,21 @@ class DatasetMeasure(AuditPart):
     """The dataset's measurements (autoenv.gates.dataset.measure); every field defaults to 'nothing found'."""
 
     size: int = Field(0, description="Tasks loaded (for an infinite taskset: the tasks taken).")
-    distinguished_by: str = Field("prompt", description="What tells tasks apart: `prompt`, `data fields`, or "
+    distinguished_by: str = Field("prompt", description="What tells tasks apart: `prompt` (what the model sees "
+                                  "of it: text, system prompt, media), `prompt and data fields`, `data fields`, or "
                                   "`prompt (N tasks without one: data fields)`.")
+    data_reach: str | None = Field(None, description="How the tasks' own data fields reach the model beyond the "
+                                   "prompt (a custom Env, a toolset given the task); None: only through the prompt.")
+    id_fields: list[str] = Field(default_factory=list, description="Data fields taken for per-row ids (dotted "
+                                 "paths), which never make a task unique.")
     duplicate_keys: int = Field(0, description="Tasks sharing a key with another.")
     duplicate_key_examples: list[str] = Field(default_factory=list, description="Some repeated keys.")
     exact_duplicates: int = Field(0, description="Tasks repeating another task exactly.")
     exact_duplicate_share: float = Field(0.0, description="exact_duplicates over size.")
     duplicate_examples: list[list[int | None]] = Field(default_factory=list, description="Groups of duplicate task idx.")
+    conflicting_labels: int = Field(0, description="Prompts given to several tasks whose answers differ.")
+    conflict_examples: list[list[int | str | None]] = Field(
+        default_factory=list, description="`[idx, answer, idx, answer]` of some conflicting prompts.")
     near_duplicate_pairs: int = Field(0, description="Pairs of tasks at or above the similarity threshold.")
     near_duplicate_share: float = Field(0.0, description="Share of tasks in a near-duplicate pair.")
     near_duplicate_examples: list[list[int | float | None]] = Field(

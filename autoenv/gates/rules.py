@@ -2,7 +2,7 @@
 
 An RL environment is only as good as its reward, and a reward a cheap trick can harvest
 teaches the trick. So the harness measures, with no model and no key: the candidate's
-platform metadata, its dataset (size, duplicates, answer balance), determinism, the
+platform metadata, its dataset (size, duplicates, conflicting labels, answer balance), determinism, the
 oracle invariant (the reference behaviour earns the maximum) and the exploit probes
 (cheap tricks earn about nothing). A failed gate forces the verdict to discard and, by
 default, stops the spending on models.
@@ -130,12 +130,27 @@ def judge_audit(audit: AuditRecord | dict[str, Any], config: Config, report: Gat
                    + (f"; e.g. {', '.join(map(repr, repeated))}" if repeated else ""), keys=repeated)
     share = d.exact_duplicate_share
     by = d.distinguished_by
-    what = "prompts" if by == "prompt" else "tasks (prompt, or data fields and seed without one)" \
+    what = "prompts" if by == "prompt" else \
+        f"tasks (same prompt and data fields, which reach the model through {d.data_reach})" \
+        if by == "prompt and data fields" else "tasks (prompt, or data fields and seed without one)" \
         if by.startswith("prompt") else "tasks (no prompts: compared on their data fields and seed)"
+    ids = f"; ids never make a task unique: {', '.join(d.id_fields)} left out" if d.id_fields and by != "prompt" else ""
     report.add("exact duplicates", "fail" if share > c.max_duplicate_share else "warn" if share else "pass",
                f"{d.exact_duplicates} repeated {what} ({share:.1%}, allowed {c.max_duplicate_share:.0%})"
-               + (f"; e.g. task idx {idx_list(d.duplicate_examples)}" if d.duplicate_examples else ""),
-               examples=d.duplicate_examples, repeated=d.exact_duplicates)
+               + (f"; e.g. task idx {idx_list(d.duplicate_examples)}" if d.duplicate_examples else "") + ids,
+               examples=d.duplicate_examples, repeated=d.exact_duplicates,
+               unit="prompts" if by == "prompt" else "tasks")
+    if d.conflicting_labels:
+        pairs = "; ".join(f"idx {a} {quoted(x)} vs idx {b} {quoted(y)}" for a, x, b, y in d.conflict_examples)
+        report.add("conflicting labels", "fail",
+                   f"{d.conflicting_labels} prompt{'s' if d.conflicting_labels > 1 else ''} given to several tasks "
+                   f"with different answers: a right reply is scored wrong on one of them; e.g. {pairs}",
+                   examples=d.conflict_examples, conflicting=d.conflicting_labels)
+    elif d.data_reach or not d.with_answer:
+        report.add("conflicting labels", "skip", f"the tasks' data fields reach the model through {d.data_reach}: "
+                   "the same prompt may be a different task" if d.data_reach else "tasks carry no `answer` field")
+    else:
+        report.add("conflicting labels", "pass", "no prompt is given to two tasks with different answers")
     near = d.near_duplicate_share
     if by == "data fields":
         report.add("near duplicates", "skip", "the tasks have no prompts: near-duplicate text is not measured")

@@ -53,7 +53,7 @@ CAUSE_TITLES = {
 }
 BLOCKING_FIRST = ("modules", "reward errors", "time limits", "load time", "deterministic load", "deterministic scoring",
                   "oracle", "gold validation", "pyproject", "readme")
-DATASET = ("dataset size", "task keys", "exact duplicates", "near duplicates", "answer balance")
+DATASET = ("dataset size", "task keys", "exact duplicates", "conflicting labels", "near duplicates", "answer balance")
 
 
 @dataclass

@@ -70,8 +70,16 @@ def _exact_duplicates(f: GateFinding) -> str:
     groups, repeated = f.data.get("examples") or [], f.data.get("repeated")
     shown = "; ".join(" = ".join(str(i) for i in group) for group in groups)
     count = f"{repeated} " if repeated else ""
-    return (f"make the {count}repeated prompts distinct (vary the content, not the wording) or drop the copies"
-            + (f"; repeated task idx: {shown}" if shown else ""))
+    return (f"make the {count}repeated {f.data.get('unit') or 'prompts'} distinct (vary the content, not the wording) "
+            "or drop the copies" + (f"; repeated task idx: {shown}" if shown else ""))
+
+
+def _conflicting_labels(f: GateFinding) -> str:
+    examples = f.data.get("examples") or []
+    shown = "; ".join(f"idx {a} {quoted(x)} vs idx {b} {quoted(y)}" for a, x, b, y in examples)
+    return ("give each prompt one answer in the candidate's loader: keep one task per prompt (dedupe), or fix "
+            "the wrong label, or put what tells the tasks apart into the prompt"
+            + (f"; e.g. {shown}" if shown else ""))
 
 
 def _near_duplicates(f: GateFinding) -> str:
@@ -129,6 +137,7 @@ CHECK_FIXES: dict[str, Callable[[GateFinding], str]] = {
     "dataset size": _dataset_size,
     "task keys": _task_keys,
     "exact duplicates": _exact_duplicates,
+    "conflicting labels": _conflicting_labels,
     "near duplicates": _near_duplicates,
     "answer balance": _answer_balance,
     "deterministic load": lambda f: ("seed every random choice from the config (random.Random(seed)), never from "
