@@ -22,7 +22,7 @@ from autoenv.child.tasks import load_oracle
 from autoenv.core import display
 from autoenv.core.config import AGENT_KINDS, CONFIG_NAME, load_config
 from autoenv.core.errors import AutoEnvError
-from autoenv.core.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS
+from autoenv.core.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS, shown
 from autoenv.core.record import ROLES, Entry
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.endpoint.policies import Policies
@@ -305,9 +305,9 @@ def cmd_gates(args) -> int:
                           "mode": report.mode, "seconds": report.seconds,
                           **({"coverage": line} if (line := coverage_line(report)) else {})})
     for item in report.failed:
-        display.console.print(f"FAILED {item}", markup=False)
+        display.console.print(f"FAILED {shown(item)}", markup=False)
     for item in report.untested:
-        display.console.print(f"UNTESTED {item}", markup=False)
+        display.console.print(f"UNTESTED {shown(item)}", markup=False)
     return 0 if report.passed else 1
 
 

@@ -32,6 +32,7 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+from autoenv.child import netwatch
 from autoenv.child.judge_routing import grader_outage
 from autoenv.child.limits import (
     Breached,
@@ -340,6 +341,7 @@ async def audit(job: Job) -> None:
         raise ValueError("the job has no audit plan")
     out = job.audit_dir
     out.mkdir(parents=True, exist_ok=True)
+    netwatch.watch()  # the hosts a network failure names (`needs network: HOST`)
     result: dict = {}
     begun = started = time.time()
     try:
@@ -388,6 +390,7 @@ async def audit(job: Job) -> None:
     unprepared = job.out / "scripts.json"  # autoenv.sandbox.confine.prepare_scripts: what could not be resolved beforehand
     if unprepared.is_file():
         result["unprepared_scripts"] = json.loads(unprepared.read_text()).get("unprepared") or []
+    result["reached_hosts"] = netwatch.reached()
     (out / AUDIT_FILE).write_text(AuditRecord.model_validate(result).to_json())
     emit("finished", seconds=round(time.time() - begun, 3), done={})
 

@@ -32,6 +32,7 @@ from rich.text import Text
 from autoenv.core.config import Bands
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.formats import mean_ci, number, quoted
+from autoenv.core.paths import shown
 from autoenv.core.record import GateReport, ModelStats
 
 
@@ -210,8 +211,9 @@ def note(message: str) -> None:
 
 
 def warn(message: str) -> None:
-    """`  ! message` in yellow, wrapped at the reader's width under its text (see `wrapped`)."""
-    console.print(wrapped("  ! ", message, console, ("yellow", "yellow")))
+    """`  ! message` in yellow, wrapped at the reader's width under its text (see `wrapped`); paths under the run
+    root or the project shown relative to it (autoenv.core.paths.shown)."""
+    console.print(wrapped("  ! ", shown(message), console, ("yellow", "yellow")))
     _printed()
 
 
@@ -422,7 +424,7 @@ def gates_tables(report: GateReport) -> list[Table]:
     for f in report.findings:
         if f.name.startswith("probe "):
             continue
-        checks.add_row(f.name, Text(f.status, style=STATUS_STYLE[f.status]), f.message)
+        checks.add_row(f.name, Text(f.status, style=STATUS_STYLE[f.status]), shown(f.message))
     probes = Table(title=f"Probes ({report.mode or 'not run'})", title_justify="left")
     for column in ("probe", "result", "mean", "of oracle", "scored", "harvested / best"):
         probes.add_column(column, overflow="fold")

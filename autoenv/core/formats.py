@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from typing import Any
 
 STAMP = "%Y%m%dT%H%M%S%fZ"
@@ -60,6 +61,38 @@ def shorten(text: str, limit: int) -> str:
         if end >= least:
             return text[: end + (0 if marks == (" ",) else 1)].rstrip(" ,;:") + " …"
     return text
+
+
+DECORATION = re.compile(r"^[\s|+\-=^~]*$")
+"""A line of only box drawing or carets (an exception group's `+----`, a traceback's `^^^^`)."""
+
+
+def excerpt(text: str | None, limit: int = 500) -> str:
+    """An error or a traceback in about `limit` characters, both ends kept: its first line (the error's type and
+    message) and its last lines whole, where a traceback says what finally went wrong (`httpx.ConnectError:
+    [Errno -3] Temporary failure in name resolution`), with `…` between. Lines of only box drawing or carets
+    are dropped, and an exception group's `| ` margin is taken off. Text that fits is returned whole."""
+    text = (text or "").strip()
+    if len(text) <= limit:
+        return text
+    lines = [line.strip().lstrip("|").strip() for line in text.splitlines()]
+    lines = [line for line in lines if line and not DECORATION.match(line)]
+    if len(lines) == 1:  # one long line: its start and its end, cut at spaces
+        start, end = lines[0][: limit // 3], lines[0][-(limit * 2 // 3):]
+        start = start[: start.rfind(" ")] if " " in start else start
+        end = end[end.find(" ") + 1:] if " " in end else end
+        return f"{start} … {end}"
+    tail: list[str] = []
+    room = limit * 2 // 3
+    for line in reversed(lines[1:]):
+        if tail and sum(len(t) + 1 for t in tail) + len(line) > room:
+            break
+        tail.insert(0, line if len(line) <= room else "… " + line[-room:])
+    first = lines[0]
+    left = max(limit - sum(len(t) + 1 for t in tail) - 3, 40)
+    head = first if len(first) <= left else first[:left].rsplit(" ", 1)[0] + " …"
+    skipped = len(lines) - 1 - len(tail)
+    return "\n".join([head, *(["…"] if skipped else []), *tail])
 
 
 def idx_list(values: object) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -9,6 +11,20 @@ EXAMPLES = PROJECT / "examples"
 VENDORED_VERIFIERS = PROJECT / "verifiers"
 DEFAULT_CANDIDATE = PROJECT / "candidate"
 SPEC = "spec.md"
+
+
+def shown(text: object) -> str:
+    """`text` (a path, or a message naming paths) with every absolute path under the run root (the working
+    folder) or the project written relative to it: `tests/data/env/README.md`, not `/home/me/autoenv/tests/...`.
+    Paths elsewhere stay whole."""
+    out = str(text)
+    try:
+        here = str(Path(os.getcwd()).resolve())
+    except OSError:  # the working folder is gone
+        here = "/"
+    for root in sorted({here, str(PROJECT)} - {"/"}, key=len, reverse=True):  # the deeper root first
+        out = re.sub(r"(?<![\w./~-])" + re.escape(root + os.sep), "", out)
+    return out
 
 
 def examples() -> list[str]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from pydantic import NonNegativeInt, TypeAdapter, ValidationError
 
 from autoenv.core.childfiles import invalid, load_json
+from autoenv.core.formats import excerpt
 
 TRACES_FILE = "traces.jsonl"
 RETRIES_FILE = "client_retries.json"
@@ -242,7 +243,7 @@ def _error_text(errors: list[dict]) -> str | None:
     if not errors:
         return None
     first = errors[0]
-    return said(first.get("type", "Error"), first.get("message", ""), first.get("traceback"))[:500]
+    return excerpt(said(first.get("type", "Error"), first.get("message", ""), first.get("traceback")), 500)
 
 
 def said(kind: str, message: str | None, traceback: str | None = None) -> str:

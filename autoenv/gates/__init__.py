@@ -12,7 +12,8 @@ records read here. No verifiers import.
 - `answer_oracle`: the reference reply inferred from the tasks' answer field when there is no hook;
 - `dataset`, `free`, `coverage`, `ranges`, `rejections`, `gold`, `seats`, `scoring`: the
   measures the rules read (duplicates and balance, content-free scores, reward ranges, ...);
-- `matrix`: the exploit matrix, what each probe harvested from each reward component.
+- `matrix`: the exploit matrix, what each probe harvested from each reward component;
+- `network`: probe replies a missing network cut off, untested as `needs network: HOST`, in one finding.
 
 May import: core, sandbox. Imported by: endpoint, child, judge, export, evaluation, cli.
 """

@@ -184,6 +184,8 @@ class AuditRecord(AuditPart):
     oracle_source: str | None = Field(None, description="`hook`, `inferred:<format>` or None (no oracle).")
     unprepared_scripts: list[str] = Field(default_factory=list, description="Shipped scripts whose dependencies "
                                           "could not be resolved before the sandbox (autoenv.sandbox.confine).")
+    reached_hosts: list[str] = Field(default_factory=list, description="Hosts outside loopback the candidate's code "
+                                     "tried to reach during the audit, first first (autoenv.child.netwatch).")
 
 
 def parse_audit(data: object, where: str = AUDIT_FILE) -> AuditRecord:

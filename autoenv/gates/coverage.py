@@ -24,6 +24,8 @@ REMEDIES = (
     ("in-process", "a task scored without a custom Env or tools, or an oracle hook (the many-strategy probes are "
      "scored in-process only)"),
     ("never", "a reference policy at the seats that play first, so the probed seat gets a turn"),
+    ("network", "the data or service the env fetches to the package, or evaluate it where the network is allowed "
+     "(see the `network` finding)"),
     ("rejected", "replies the env can score: it rejected the probes' off-contract replies by raising, so score such a "
      "reply 0 instead (then the probes measure the reward), or accept that these probes cannot be played"),
 )

@@ -32,11 +32,13 @@ from autoenv.core.config import Config
 from autoenv.core.formats import idx_list, quoted
 from autoenv.core.job import AuditPlan
 from autoenv.core.messages import AMBIGUOUS
+from autoenv.core.paths import shown
 from autoenv.core.record import GateReport
 from autoenv.gates import coverage, free, noise, ranges, rejections
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, parse_audit, read_audit
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
 from autoenv.gates.findings import Gates
+from autoenv.gates.network import cut_off, judge_network, needs_network
 from autoenv.gates.probes import EXPLOITS
 from autoenv.gates.ranges import max_reward
 from autoenv.gates.rows import Row, summarize, totals
@@ -54,14 +56,14 @@ def platform_checks(candidate: Path, report: Gates, workspace: bool = True) -> N
     included); an existing environment keeps its own name and a shortfall is a warning.
     """
     if not (candidate / "pyproject.toml").is_file() and not workspace:
-        report.add("pyproject", "skip", f"no pyproject.toml in {candidate}: an installed environment")
+        report.add("pyproject", "skip", f"no pyproject.toml in {shown(candidate)}: an installed environment")
         return
     bad = "fail" if workspace else "warn"
     pyproject = candidate / "pyproject.toml"
     try:
         project = tomllib.loads(pyproject.read_text()).get("project", {})
     except (OSError, tomllib.TOMLDecodeError) as e:
-        report.add("pyproject", "fail", f"{pyproject} cannot be read: {e}")
+        report.add("pyproject", "fail", f"{shown(pyproject)} cannot be read: {e}")
         return
     problems = []
     if workspace and project.get("name") != "candidate-env":
@@ -79,7 +81,7 @@ def platform_checks(candidate: Path, report: Gates, workspace: bool = True) -> N
     readme = candidate / "README.md"
     text = readme.read_text(errors="replace") if readme.is_file() else ""
     if len(text.strip()) < 200:
-        report.add("readme", bad, f"{readme} is missing or under 200 characters: "
+        report.add("readme", bad, f"{shown(readme)} is missing or under 200 characters: "
                    "describe the task, the rewards and the knobs")
     else:
         report.add("readme", "pass", f"{len(text)} characters")
@@ -205,7 +207,8 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
     """Judge the probe records: reward errors, the oracle, each exploit probe, the matrix and the coverage."""
     audit = audit if isinstance(audit, AuditRecord) else parse_audit(audit)
     p = config.probes
-    records = audit.probes or []
+    records, cut, from_hub = cut_off(audit.probes or [], audit.reached_hosts)  # a missing network: untested
+    judge_network(report, cut, len(records), from_hub, audit.unprepared_scripts)
     if audit.deterministic_scoring is not None:
         ok = audit.deterministic_scoring
         report.add("deterministic scoring", "pass" if ok else "fail",
@@ -292,7 +295,11 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
                 if source and source.startswith("inferred:") else "")
     gold = audit.gold
     unknown = sorted({r.reason for r in by_probe.get("oracle", []) if r.skipped and r.reason and AMBIGUOUS in r.reason})
-    if not oracle and unknown:  # the scripted model could not tell which task it played: neither passed nor failed
+    offline = sorted({r.reason or "" for r in by_probe.get("oracle", []) if r.skipped and needs_network(r.reason)})
+    if not oracle and offline:  # the sandbox gives no network: neither passed nor failed
+        report.add("oracle", "skip", f"untested: {offline[0]} (see network)", coverage=coverage.UNTESTED,
+                   reasons=offline)
+    elif not oracle and unknown:  # the scripted model could not tell which task it played: neither passed nor failed
         report.add("oracle", "skip", f"untested: {unknown[0]}", coverage=coverage.UNTESTED, reasons=unknown)
     elif not oracle and gold and gold.valid and not gold.invalid and not gold.errors:
         report.add("oracle", "pass", f"no oracle hook; verifiers' gold check (Task.validate) proves the reference "

@@ -23,11 +23,13 @@ from typing import IO
 from autoenv.core import display
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.events import parse
+from autoenv.core.formats import excerpt
 from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
-from autoenv.core.paths import EXAMPLES
+from autoenv.core.paths import EXAMPLES, shown
 from autoenv.core.traces import read_rollouts
-from autoenv.sandbox import warmchild
+from autoenv.sandbox import network, warmchild
 from autoenv.sandbox.confine import (
+    SANDBOX_VAR,
     Sandbox,
     choose,
     needs_network,
@@ -158,7 +160,7 @@ class Worker:
             if isinstance(proc, warmchild.WarmChild):
                 proc.publish()  # what the stage wrote, into the output folder the harness reads
         if last is not None and last["event"] == "error":
-            raise _worker_error(last, self.job.out)
+            raise _worker_error(last, self.job.out, self.sandbox.kind == "bwrap" and not needs_network(self.job))
         if last is None:
             proc.wait()
             tail = "\n".join(self.stderr_path.read_text(errors="replace").strip().splitlines()[-12:])
@@ -274,17 +276,41 @@ def _follow(proc: subprocess.Popen | warmchild.WarmChild, result: WorkerResult,
     return None
 
 
-def _worker_error(event: dict, out_dir: Path) -> WorkerFailed:
+def _worker_error(event: dict, out_dir: Path, confined: bool = True) -> WorkerFailed:
     message = event.get("message", "")
     stage = event.get("stage", "rollouts")
     tail = "\n".join(event.get("traceback", "").strip().splitlines()[-10:])
     log = out_dir / ("gates/audit.log" if stage == "audit" else "worker.log")
+    said = f"{event.get('type')}: {message}"
+    host = network.failure(f"{said}\n{event.get('traceback', '')}")
+    if host is not None:  # the Hub or another host the sandbox cannot reach: say so, and what to do
+        return network_failed(stage, said, event.get("traceback", ""), host, confined, log)
     if "not found" in message.lower() and "taskset" in message.lower():
         fix = "verifiers could not import the candidate; the install stage shows the real import error"
     else:
         fix = f"read {log} and the traceback above"
     return WorkerFailed(f"the {stage} stage failed in the child process: {event.get('type')}: {message}\n{tail}",
                         where=str(log), fix=fix)
+
+
+def network_failed(stage: str, said: str, traceback: str, host: str, confined: bool, log: Path) -> WorkerFailed:
+    """A stage that failed because the candidate's code needs the network: what it needs, where it asked, what to do
+    (never "the stage failed" alone)."""
+    hub_data = network.hub(f"{said}\n{traceback}")
+    what = "the dataset" if hub_data else "the environment"
+    frames = [f for f in network.FRAME.findall(traceback) if not network.library(f[0])]
+    where = f"{shown(frames[-1][0])}:{frames[-1][1]} in {frames[-1][2]}" if frames else str(log)
+    need = (f"{what} needs the Hugging Face Hub ({host or network.HUB_HOST})" if hub_data
+            else f"{what} needs network ({host or 'a host outside this machine'})")
+    reach = ("the sandbox gives the candidate's code loopback only" if confined
+             else "this machine could not reach it")
+    fix = (("ship the data with the package (save the split as a file the loader reads, e.g. "
+            "`Dataset.to_json`, then `load_dataset(\"json\", data_files=...)` on the shipped file)" if hub_data
+            else "ship what it fetches with the package")
+           + (f", or evaluate it where the network is allowed ({SANDBOX_VAR}=none runs the candidate's code "
+              "unconfined)" if confined else ", or evaluate it on a machine with the network"))
+    return WorkerFailed(f"the {stage} stage could not run: {need}, and {reach}: {excerpt(said, 300)}",
+                        where=where, fix=fix)
 
 
 def oracle_job(candidate: Path, out: Path, examples: int, concurrency: int = 1, harness: str = "inprocess") -> Job:
