@@ -112,3 +112,29 @@ def test_each_seat_probed_against_the_oracle_and_the_others_failure_named(tmp_pa
     assert "reward from another seat's failure" in row["message"] and "an empty reply" in row["message"]
     assert row["data"]["seats"] == {"left": 0.5, "right": 0.5}
     assert findings["probe empty"]["status"] == "pass" and findings["probe empty"]["data"]["seats"]["left"] == 0.0
+
+
+def test_a_seat_that_never_got_a_turn_is_said_so_not_blamed_on_another_seats_failure(tmp_path):
+    """A two-seat game where the probed seat's reply ends every episode (a rejected move, an env error) before the
+    reference seat's turn: nothing was measured, and no reward came from the other seat's failure."""
+    cfg = with_env(config(tmp_path), str(DUEL))
+    seats = ["first", "second"]
+    ended = []
+    for i in range(4):
+        record = seat_record("garbage", f"g{i}", "first", -1, 1, failed=True)
+        record["others"][0].update(outcome="env_error", turns=0)
+        ended.append(record)
+    gates = Gates()
+    judge_audit(audit_of(ended, seats=seats, seat_reference={"policy": "choice", "why": "the fixed policy"}), cfg, gates)
+    row = next(f for f in gates.findings if f.name == "probe garbage")
+    assert row.status == "skip" and "another seat's failure" not in row.message, row.message
+    assert "the other seat never got a turn" in row.message and "second: ended env_error before its first turn" \
+        in row.message
+    played = [seat_record("garbage", f"p{i}", "first", 1, -1, failed=True) for i in range(4)]
+    for record in played:
+        record["others"][0]["turns"] = 1  # it took its turn and sent nothing
+    gates = Gates()
+    judge_audit(audit_of(played, seats=seats, seat_reference={"policy": "choice", "why": "the fixed policy"}), cfg, gates)
+    row = next(f for f in gates.findings if f.name == "probe garbage")
+    assert "every episode was left out: the reference `choice` did not play in it (second: an empty reply)" \
+        in row.message and "never got a turn" not in row.message

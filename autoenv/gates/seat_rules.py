@@ -67,8 +67,8 @@ def judge_seats(report: Gates, name: str, summary: ProbeSummary, records: list[R
             report.add(f"probe {name}", "fail", f"every reply hit an error ({summary.errors} of "
                        f"{summary.tasks}): see reward errors", errors=summary.errors)
             return
-        why = (f"every episode's reward came from another seat's failure (reference `{policy}`)" if failed else
-               "; ".join(sorted({r.reason or "not played" for r in records if r.skipped})) or "not played")
+        why = "; ".join([*sorted({r.reason or "not played" for r in records if r.skipped}),
+                         *([left_out(failed, policy)] if failed else [])]) or "not played"
         untested[name] = why
         report.add(f"probe {name}", "skip", "n/a, not tested: " + why + named, reasons=[why],
                    from_other_failure=len(gained))
@@ -85,8 +85,19 @@ def judge_seats(report: Gates, name: str, summary: ProbeSummary, records: list[R
                from_other_failure=len(gained))
 
 
+def left_out(failed: list[Row], policy: str) -> str:
+    """Why the episodes whose reference seat did not play measured nothing: it never got a turn (the episode
+    ended before it), or it took one and did not play (an error, an empty reply, a refusal)."""
+    others = [o for r in failed for o in r.others if o.failed]
+    what = "; ".join(sorted({f"{o.seat}: {_did(o)}" for o in others})[:2])
+    if others and all(o.turns == 0 for o in others):
+        return (f"the other seat never got a turn (the reference `{policy}`; {what}): every episode ended before "
+                "it, so this probe measured nothing against it")
+    return f"every episode was left out: the reference `{policy}` did not play in it ({what})"
+
+
 def _did(other: OtherSeat) -> str:
     """What a reference seat that did not play did instead."""
     if other.outcome != "ok":
-        return f"ended {other.outcome}"
+        return f"ended {other.outcome}" + (" before its first turn" if other.turns == 0 else "")
     return "an empty reply" if not other.reply.strip() else quoted(other.reply, 50)
