@@ -140,16 +140,17 @@ def test_every_family_has_a_description_and_a_defence():
     assert set(CONTENT_FREE) <= set(EXPLOITS)
 
 
-def test_without_any_reference_a_content_free_probe_is_judged_against_the_observed_range():
-    # no oracle (no hook, no answer field): abstaining earns 0.5, nothing earns more
+def test_without_any_reference_a_content_free_probe_is_judged_against_the_weights_sum():
+    # no oracle (no hook, no answer field): abstaining earns 0.5, nothing earns more; the best a content-free
+    # probe earned is no range, the positive weights' sum is (every component scores in [0, 1])
     records = [rec("empty", i, {"correct": 0.0}) for i in range(10)]
     records += [rec("abstain", i, {"correct": 0.5}, strategy="'unsure' bare") for i in range(10)]
     report = judged(audit(records=records))
     f = finding(report, "content-free")
     assert f.status == "fail" and f.data["failed"] == ["abstain"]
-    assert "abstain reaches 100% of the range (allowed 20%), paid by `correct`, best strategy \"'unsure' bare\"" \
+    assert "abstain reaches 50% of the range (allowed 20%), paid by `correct`, best strategy \"'unsure' bare\"" \
         in f.message
-    assert "[0, 0.5] (the highest total reward observed on any probe)" in f.message
+    assert "[0, 1] (the sum of the positive weights" in f.message
     assert finding(report, "probe abstain").status == "fail"
     assert finding(report, "probe empty").status == "pass"
 

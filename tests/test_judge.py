@@ -41,6 +41,7 @@ from autoenv.core.record import (
     Readiness,
     Verdict,
 )
+from autoenv.evaluation.report import check_fix
 from autoenv.gates import dataset, rules
 from autoenv.gates.free import CONTENT_FREE
 from autoenv.gates.probes import DEFENCES, EXPLOITS
@@ -476,8 +477,6 @@ BROKEN = {  # check -> (an audit where only it fails, what its fix must name)
     "oracle": (lambda: audit(records=oracle_short_in_correct()),
                ["task idx 3, 7", "`correct` (mean 0.0 of 1)", "fix the reward if the reply is right"]),
     "time limits": (lambda: audit(time_limits=[HUNG_REWARD]), ["no blocking sleep", "task idx 3 in the audit stage"]),
-    "content-free": (lambda: audit(records=[rec("empty", i, {"correct": 0.08}) for i in range(5)]),
-                     ["pay for the task's content only", "empty: score 0 when the reply holds no answer"]),
     "gold validation": (lambda: audit(gold={"checked": 3, "valid": 2, "invalid": [4], "unchecked": [], "errors": []}),
                         ["Task.validate", "task idx 4"]),
 }
@@ -506,6 +505,17 @@ def test_each_failed_check_names_its_own_fix(check):
     fix = fixes_for(report)[check]
     for part in named:
         assert part in fix, (check, fix)
+
+
+def test_a_content_free_failure_names_its_own_fix_where_no_component_cause_holds_it():
+    # its own fix shows when it is not folded into a component's cause: a content-free harvest is also its probe's
+    # own failure (the range is the weights' sum with no oracle reply), so check the fix the check itself gives
+    report = judged(audit(records=[rec("empty", i, {"correct": 0.5}) for i in range(5)]))
+    (f,) = [f for f in report.findings if f.name == "content-free"]
+    assert f.status == "fail" and "empty reaches 50% of the range" in f.message
+    fix = check_fix(f) or ""
+    for part in ("pay for the task's content only", "empty: score 0 when the reply holds no answer"):
+        assert part in fix, fix
 
 
 def test_an_answer_space_too_small_to_balance_says_to_widen_it():

@@ -216,5 +216,6 @@ def test_eval_an_existing_environment_offline_and_replay_it_with_verifiers(run_r
     assert entry["stats"] == {} and entry["candidate"]["reward_range"] == [-2.0, 2.0]
     assert "no rollout was run" in entry["verdict"]["reason"]
     env = entry["environment"]
-    assert "nothing to play" in (root / "feedback" / "env" / f"{env['id']}@{env['content_hash'][:12]}.md").read_text()
+    assert "nothing to play" in (root / "feedback" / "env" / f"{env['id']}@{env['content_hash'][:12]}"
+                                 / f"{entry['run_id']}.md").read_text()  # one file per env evaluation
     assert not (root / "feedback" / f"{entry['commit']}.md").exists()  # never a run commit's feedback
