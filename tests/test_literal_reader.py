@@ -30,8 +30,9 @@ READER = TESTS / "literal_reader.py"
 OLD_STEP_3 = 'Run `bash evaluate.sh --description "<what you changed and what you expect>" > run.log 2>&1`'
 
 
-def fresh_clone(root: Path, program: str | None = None) -> Path:
-    """What a clone holds (harness files, the project's venv), then `autoenv new lit --example hack-format`."""
+def fresh_clone(root: Path, program: str | None = None, *, example: str = "hack-format", tag: str = "lit",
+                config: str | None = None) -> Path:
+    """What a clone holds (harness files, the project's venv), then `autoenv new <tag> --example <example>`."""
     root.mkdir()
     for name in ("evaluate.sh", "program.md", ".gitignore", "README.md"):
         shutil.copy(PROJECT / name, root / name)
@@ -39,14 +40,14 @@ def fresh_clone(root: Path, program: str | None = None) -> Path:
         (root / "program.md").write_text(program)
     shutil.copytree(PROJECT / "candidate", root / "candidate", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     shutil.copy(PROJECT / "examples" / "arithmetic" / "spec.md", root / "spec.md")
-    (root / "config.toml").write_text(small_config())
+    (root / "config.toml").write_text(config or small_config())
     for args in (["init", "-q", "-b", "main"], ["config", "user.name", "t"], ["config", "user.email", "t@t.invalid"],
                  ["add", "-A"], ["commit", "-qm", "a fresh clone"]):
         subprocess.run(["git", *args], cwd=root, check=True)
     (root / ".venv").symlink_to(PROJECT / ".venv")  # what setup.sh makes
     with open(root / ".git" / "info" / "exclude", "a") as f:
         f.write(".venv\n")
-    done = autoenv("new", "lit", "--example", "hack-format", cwd=root, env={"OPENAI_API_KEY": ""})
+    done = autoenv("new", tag, "--example", example, cwd=root, env={"OPENAI_API_KEY": ""})
     assert done.returncode == 0, done.stdout + done.stderr
     return root
 

@@ -15,17 +15,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from arith_model import serving
-from conftest import autoenv, ledger, small_config
+from conftest import ledger, small_config
 from literal_reader import result_block
 from program_md import loop
-
-from autoenv.core.paths import PROJECT
+from test_literal_reader import fresh_clone
 
 pytestmark = pytest.mark.e2e
 
@@ -42,21 +40,7 @@ def models_at(base_url: str) -> str:
 
 def fresh_run(root: Path, config: str) -> Path:
     """What a clone holds (harness files, the project's venv), then `autoenv new walk --example arithmetic`."""
-    root.mkdir()
-    for name in ("evaluate.sh", "program.md", ".gitignore", "README.md"):
-        shutil.copy(PROJECT / name, root / name)
-    shutil.copytree(PROJECT / "candidate", root / "candidate", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    shutil.copy(PROJECT / "examples" / "arithmetic" / "spec.md", root / "spec.md")
-    (root / "config.toml").write_text(config)
-    for args in (["init", "-q", "-b", "main"], ["config", "user.name", "t"], ["config", "user.email", "t@t.invalid"],
-                 ["add", "-A"], ["commit", "-qm", "a fresh clone"]):
-        subprocess.run(["git", *args], cwd=root, check=True)
-    (root / ".venv").symlink_to(PROJECT / ".venv")  # what setup.sh makes
-    with open(root / ".git" / "info" / "exclude", "a") as f:
-        f.write(".venv\n")
-    done = autoenv("new", "walk", "--example", "arithmetic", cwd=root, env={"OPENAI_API_KEY": ""})
-    assert done.returncode == 0, done.stdout + done.stderr
-    return root
+    return fresh_clone(root, example="arithmetic", tag="walk", config=config)
 
 
 class Walk:
