@@ -101,7 +101,7 @@ def test_prompt_spans_are_copying_strategies():
 
 
 def grade(reply: str) -> str:
-    prompt = f"Grade the reply.\nReference answer: 42\n{reply}"
+    prompt = f"Grade the reply out of 10.\nReference answer: 42\n{reply}"
     return gullible_grader(ChatRequest(model="gullible-grader", messages=[{"role": "user", "content": prompt}], tools=[], session="s"),
                            None).content
 

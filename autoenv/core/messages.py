@@ -75,6 +75,11 @@ AMBIGUOUS = "tasks share this first user message: the scripted model cannot tell
 fallback (the first user message, images stripped, and the system prompt) matches several tasks."""
 
 
+GRADER_UNSURE = "the offline grader could not tell what form to answer in"
+"""The scripted grader's HTTP 422 where a grading request names no verdict form it can read
+(autoenv.endpoint.grader): the harness's limit, not the environment's error (autoenv.core.traces.grader_mismatch)."""
+
+
 def ambiguous(count: int) -> str:
     """The reason, as the endpoint answers it and the probes record it (`8 tasks share ...`)."""
     return f"{count} {AMBIGUOUS}"

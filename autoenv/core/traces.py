@@ -230,12 +230,26 @@ def grader_outage(error: str | None) -> bool:
     return bool(error) and OUTAGE.search(error or "") is not None
 
 
+MISMATCH = re.compile(r"the offline grader could not tell what form to answer in|judge returned no (?:[\w/ -]+ )?verdict|"
+                      r"judge returned no parseable structured output")
+"""A grader and its reward disagreeing on the verdict's form: the built-in grader found no form in the request
+(autoenv.core.messages.GRADER_UNSURE), or verifiers' judge could not parse the grader's answer (`judge_verdict`)."""
+
+
+def grader_mismatch(error: str | None) -> bool:
+    """Whether an error is a grader/format mismatch: the harness's limit offline, never the candidate's error
+    (verifiers raises it so that a judge failure is not scored against the model)."""
+    return bool(error) and MISMATCH.search(error or "") is not None
+
+
 def _error_kind(errors: list[dict]) -> str:
     types = {e.get("type", "") for e in errors}
     if any(UNMATCHED in str(e.get("message", "")) for e in errors):
         return "env_error"
     if any(grader_outage(f"{e.get('type', '')}: {e.get('message', '')}") for e in errors):
         return "provider_error"  # a model-graded reward's grader unreachable: infrastructure
+    if any(grader_mismatch(str(e.get("message", ""))) for e in errors):
+        return "provider_error"  # the grader's verdict in a form the reward could not read: not the env's error
     return "provider_error" if types & PROVIDER_ERRORS else "env_error"
 
 

@@ -13,7 +13,8 @@ records read here. No verifiers import.
 - `dataset`, `free`, `coverage`, `ranges`, `rejections`, `gold`, `seats`, `scoring`: the
   measures the rules read (duplicates and balance, content-free scores, reward ranges, ...);
 - `matrix`: the exploit matrix, what each probe harvested from each reward component;
-- `network`: probe replies a missing network cut off, untested as `needs network: HOST`, in one finding.
+- `network`: probe replies a missing network cut off, untested as `needs network: HOST`, in one finding;
+- `ungraded`: probe replies whose judged reward's grader and parser disagreed on the verdict form offline, untested.
 
 May import: core, sandbox. Imported by: endpoint, child, judge, export, evaluation, cli.
 """

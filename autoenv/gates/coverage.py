@@ -26,6 +26,8 @@ REMEDIES = (
     ("never", "a reference policy at the seats that play first, so the probed seat gets a turn"),
     ("network", "the data or service the env fetches to the package, or evaluate it where the network is allowed "
      "(see the `network` finding)"),
+    ("grader", "a verdict form the offline grader can read in the judge's prompt, or a real grader (see the "
+     "`grader` finding)"),
     ("rejected", "replies the env can score: it rejected the probes' off-contract replies by raising, so score such a "
      "reply 0 instead (then the probes measure the reward), or accept that these probes cannot be played"),
 )

@@ -39,6 +39,7 @@ from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, par
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
 from autoenv.gates.findings import Gates
 from autoenv.gates.network import cut_off, judge_network, needs_network
+from autoenv.gates.ungraded import judge_ungraded, left_ungraded, ungraded
 from autoenv.gates.probes import EXPLOITS
 from autoenv.gates.ranges import max_reward
 from autoenv.gates.rows import Row, summarize, totals
@@ -209,6 +210,8 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
     p = config.probes
     records, cut, from_hub = cut_off(audit.probes or [], audit.reached_hosts)  # a missing network: untested
     judge_network(report, cut, len(records), from_hub, audit.unprepared_scripts)
+    records, mismatched, first = left_ungraded(records)  # a grader/format mismatch offline: untested
+    judge_ungraded(report, mismatched, len(records), first)
     if audit.deterministic_scoring is not None:
         ok = audit.deterministic_scoring
         report.add("deterministic scoring", "pass" if ok else "fail",
@@ -296,9 +299,13 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
     gold = audit.gold
     unknown = sorted({r.reason for r in by_probe.get("oracle", []) if r.skipped and r.reason and AMBIGUOUS in r.reason})
     offline = sorted({r.reason or "" for r in by_probe.get("oracle", []) if r.skipped and needs_network(r.reason)})
+    unjudged = sorted({r.reason or "" for r in by_probe.get("oracle", []) if r.skipped and ungraded(r.reason)})
     if not oracle and offline:  # the sandbox gives no network: neither passed nor failed
         report.add("oracle", "skip", f"untested: {offline[0]} (see network)", coverage=coverage.UNTESTED,
                    reasons=offline)
+    elif not oracle and unjudged:  # the offline grader and the reward disagree on the verdict's form
+        report.add("oracle", "skip", f"untested: {unjudged[0]} (see grader)", coverage=coverage.UNTESTED,
+                   reasons=unjudged)
     elif not oracle and unknown:  # the scripted model could not tell which task it played: neither passed nor failed
         report.add("oracle", "skip", f"untested: {unknown[0]}", coverage=coverage.UNTESTED, reasons=unknown)
     elif not oracle and gold and gold.valid and not gold.invalid and not gold.errors:
