@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import re
 import shutil
 import sys
 import time
@@ -177,6 +178,78 @@ def test_a_reward_that_waits_is_not_batched_again(tmp_path):
     assert asyncio.run(run_watched(batch)) == [4950, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
     # blocks: 0.3 s in one call; naps: 0.1 s a call, 0.4 s over the batch
     assert [batchable([hook]) for hook in hooks] == [True, False, False, False]
+
+
+def test_a_reward_slow_only_beside_its_own_calls_runs_one_at_a_time_and_passes(tmp_path):
+    """A verifier that holds the machine while it runs (gsm8k's `uv run verify.py` on two loaded cores): six calls
+    at once would each wait for the ones before it, the last six times one call, past a limit one call is well
+    within. Its first call runs alone and is measured, over half its limit: its calls run one at a time."""
+    import threading
+
+    from autoenv.child.limits import breaches, limit_hooks
+
+    machine = threading.Lock()
+
+    def verify() -> float:
+        with machine:
+            time.sleep(0.3)
+        return 1.0
+
+    class Verified:
+        data = None
+
+        async def lone(self):
+            return verify()
+        lone.reward = True  # type: ignore[attr-defined]
+
+        async def in_runtime(self, runtime=None):
+            return await asyncio.to_thread(verify)
+        in_runtime.reward = True  # type: ignore[attr-defined]
+
+    limit_hooks(Verified, 0.5, "audit", str(tmp_path))
+    task = Verified()
+
+    async def at_once():
+        return await asyncio.gather(*(task.lone() for _ in range(6)), *(task.in_runtime() for _ in range(6)))
+
+    assert asyncio.run(at_once()) == [1.0] * 12
+    assert not [b for b in breaches() if "Verified" in b or "'lone'" in b or "'in_runtime'" in b]
+
+
+def test_a_reward_slow_even_alone_is_named_slow_and_one_that_never_returns_a_hang(tmp_path):
+    from autoenv.child.limits import HANG_FACTOR, limit_hooks
+
+    class Slow:
+        data = None
+
+        async def slow(self):
+            time.sleep(0.4)
+            return 1.0
+        slow.reward = True  # type: ignore[attr-defined]
+
+        async def hangs(self, runtime=None):
+            await asyncio.sleep(3600)
+        hangs.reward = True  # type: ignore[attr-defined]
+
+    limit_hooks(Slow, 0.2, "audit", str(tmp_path))
+    task = Slow()
+    with pytest.raises(TimeLimitExceeded) as slow:  # returned both times, past its limit: retried once, given up
+        asyncio.run(task.slow())
+    assert re.fullmatch(r"reward 'slow' on task idx None in the audit stage was slow \(0\.\d s, then 0\.\d s alone\): "
+                        r"past its limit of 0\.2 s, not a hang \(it returned\); make it faster or raise "
+                        r"checks\.max_reward_seconds", str(slow.value)), str(slow.value)
+    with pytest.raises(TimeLimitExceeded, match="; not called again$"):
+        asyncio.run(task.slow())
+
+    async def both():
+        return await asyncio.gather(task.hangs(), task.hangs(), return_exceptions=True)
+
+    started = time.time()
+    first, second = asyncio.run(both())
+    assert str(first) == (f"reward 'hangs' on task idx None in the audit stage did not return within 0.2 s nor within "
+                          f"{0.2 * HANG_FACTOR:g} s (a hang)")
+    assert str(second) == f"{first}; not called again"  # it waited its turn behind the hang, and was not made
+    assert time.time() - started < slack(2 * 0.2 * HANG_FACTOR, cap=3)
 
 
 def hostile_candidate(tmp_path: Path, where: str) -> Path:

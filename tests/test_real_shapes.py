@@ -230,6 +230,25 @@ def test_a_reward_running_a_shipped_uv_script_with_dependencies_works_in_the_san
     assert findings["probe wrong-answer"]["status"] == "fail" and "reward errors" not in findings
 
 
+@pytest.mark.slow
+def test_a_slow_reward_passes_the_gates_and_one_that_never_returns_is_a_hang(tmp_path):
+    """verifiers' gsm8k on a loaded two-core machine: its `uv run verify.py` reward, slower the more run at once,
+    took past max_reward_seconds when the probes called it concurrently, and 16 gates failed on a reward that
+    always returns. Measured alone (0.5 s of a 1 s limit), it runs one call at a time and passes every gate;
+    a verifier that never answers is still a hang."""
+    findings, audit = probe_env(DATA / "slow-verify", tmp_path / "good", rollout_sample=4, max_reward_seconds=1)
+    assert audit["mode"] == "rollouts" and audit["time_limits"] == []
+    assert not [f for f in findings.values() if f["status"] == "fail"], findings
+    assert findings["oracle"]["status"] == "pass" and findings["probe wrong-answer"]["status"] == "pass"
+    hangs = planted(tmp_path, "slow-verify", "return await asyncio.to_thread(verify, self.data.answer, trace.last_reply or \"\")",
+                    "await asyncio.sleep(3600)")
+    findings, audit = probe_env(hangs, tmp_path / "bad", rollout_sample=4, max_reward_seconds=1)
+    (hung,) = audit["time_limits"]
+    assert hung.startswith("reward 'correct' on task idx ") and hung.endswith(
+        "in the audit stage did not return within 1 s nor within 4 s (a hang)"), hung
+    assert findings["time limits"]["status"] == "fail"
+
+
 def test_what_the_sandbox_blocked_is_said_once_and_plainly():
     from autoenv.gates.rules import distinct_errors
     from autoenv.sandbox.scripts import blocked

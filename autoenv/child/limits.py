@@ -30,6 +30,17 @@ compute fast are batched: a reward that once awaited (a suspended coroutine) or 
 in one batch together: a blocking wait, say) is not batched again, and the batch hands the rest
 back, since it runs its replies one after another where lone calls overlap their waits (a
 model-graded reward's HTTP round trips).
+
+A slow reward is not a hang. A reward or metric call is a hang only when it has not returned within
+HANG_FACTOR times its limit (the cap); one that returns past its limit but within the cap is slow
+(a reward that shells out to a verifier, 12-19 s alone on two loaded cores, 30+ s beside seven
+more). Slowness from contention is limited where it comes from, the component's own concurrency:
+the first call of each component runs alone (the others wait for it, their wait not counted) and
+is measured; a component whose call alone took over SERIAL_SHARE of its limit, or whose call ever
+ran past its limit, runs one call at a time from then on (one at a time of all such components
+together: what makes them slow, the machine's cores, is shared). A slow call is retried once, alone; only
+when the retry is slow too is it given up ("slow (N s, then M s alone)...", the component then not
+called again, as a hang is).
 """
 
 from __future__ import annotations
@@ -42,8 +53,9 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
-from contextlib import contextmanager
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -58,6 +70,16 @@ fast rewards (a few ms), which would only cost the batch's saving."""
 WATCH_POLL_SECONDS = 0.05
 """How often the caller of a watched batch looks at the calls it runs (a breach is named this late at most)."""
 _slow: set[str] = set()
+HANG_FACTOR = 4.0
+"""A reward or metric call not returned within this many times its limit is a hang (named, its worker abandoned);
+one that returns between its limit and this cap is slow, retried once alone. Four limits cover a slow reward
+contended eight ways on two cores (the audit scores up to SCORE_BATCH replies of a task at once)."""
+SERIAL_SHARE = 0.5
+"""A component whose first call, made alone, took more than this share of its limit runs one call at a time from
+then on: eight of them beside each other on two cores would each take several times as long."""
+_measured: dict[str, float] = {}
+_serial: set[str] = set()
+_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
 class TimeLimitExceeded(Exception):
@@ -95,6 +117,7 @@ class _Worker:
 
     def run(self, fn: Callable[[], Any], box: dict[str, Any], finished: Callable[[], None]) -> None:
         def call() -> None:
+            started = time.monotonic()
             try:
                 value = fn()
                 if inspect.iscoroutine(value):
@@ -106,6 +129,7 @@ class _Worker:
             except BaseException as e:  # handed to the caller as it is
                 box["error"] = e
             finally:
+                box["took"] = time.monotonic() - started
                 finished()
         self.calls.put(call)
 
@@ -173,16 +197,73 @@ def _awaitable_end() -> tuple[asyncio.Future[None], Callable[[], None]]:
 
 async def run_limited_async(fn: Callable[[], Any], seconds: float, what: str, source: str | None = None) -> Any:
     """run_limited awaited from an event loop: the caller's loop waits on the worker without a thread of its own."""
+    return (await _run_timed(fn, seconds, what, source))[0]
+
+
+async def _run_timed(fn: Callable[[], Any], seconds: float, what: str, source: str | None,
+                     cap: float | None = None) -> tuple[Any, float]:
+    """run_limited_async waiting up to `cap` (a hang past it, named with both) where given; the value and the
+    seconds the call took in its worker."""
     box: dict[str, Any] = {}
     done, finished = _awaitable_end()
     worker = _take()
     worker.run(fn, box, finished)
     try:
-        await asyncio.wait_for(asyncio.shield(done), seconds)
+        await asyncio.wait_for(asyncio.shield(done), cap or seconds)
         returned = True
     except asyncio.TimeoutError:
         returned = False
-    return _outcome(worker, box, returned, what, seconds, source)
+    if not returned and cap is not None:
+        what = f"{what} did not return within {seconds:g} s nor within {cap:g} s (a hang)"
+        where = stuck_at(worker.thread, box.get("loop"), source)
+        raise TimeLimitExceeded(what + (f" (stuck at {where})" if where else ""))
+    return _outcome(worker, box, returned, what, seconds, source), box.get("took", 0.0)
+
+
+def _slow_message(what: str, seconds: float, took: list[float]) -> str:
+    first, again = took
+    return (f"{what} was slow ({first:.1f} s, then {again:.1f} s alone): past its limit of {seconds:g} s, not a hang "
+            "(it returned); make it faster or raise checks.max_reward_seconds")
+
+
+def _measure(key: str, took: float, seconds: float) -> None:
+    """What a component's call took: its first call's time kept; a component slow for its limit runs serially."""
+    _measured.setdefault(key, took)
+    if took > seconds or _measured[key] > SERIAL_SHARE * seconds:
+        _serial.add(key)
+
+
+@asynccontextmanager
+async def _alone(key: str) -> AsyncIterator[None]:
+    """The call alone while its component is unmeasured or measured slow: one such call at a time in this event
+    loop, of every such component together (what makes them slow, the machine, is shared)."""
+    if key in _measured and key not in _serial:
+        yield
+        return
+    lock = _gates.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+    async with lock:
+        yield
+
+
+async def _tried(attempt: Callable[[], Awaitable[tuple[Any, float]]], seconds: float, what: str, key: str,
+                 alone: bool = True) -> Any:
+    """A limited call of component `key` (`attempt`: its value and the seconds it took, a hang raised): made alone
+    while the component is unmeasured or slow (where `alone`), retried once when slow, given up when slow again."""
+    took: list[float] = []
+    while True:
+        if alone:
+            async with _alone(key):
+                if key in _breached:  # it hung or was given up on while this call waited its turn
+                    raise TimeLimitExceeded(f"{_breached[key]}; not called again")
+                value, spent = await attempt()
+        else:
+            value, spent = await attempt()
+        _measure(key, spent, seconds)
+        if spent <= seconds:
+            return value
+        took.append(spent)
+        if len(took) == 2:
+            raise TimeLimitExceeded(_slow_message(what, seconds, took))
 
 
 class Breached(Exception):
@@ -203,6 +284,10 @@ class _Call:
     def __init__(self, what: str, seconds: float, key: str, unit: int) -> None:
         self.what, self.seconds, self.key, self.unit, self.started = what, seconds, key, unit, time.monotonic()
 
+    @property
+    def cap(self) -> float:
+        return self.seconds * HANG_FACTOR
+
 
 class _Watch:
     """The limited calls of one watched batch in flight, as its worker runs them (read by the caller's thread)."""
@@ -214,13 +299,18 @@ class _Watch:
         self.unit = 0
 
     async def run(self, fn: Callable[[], Any], what: str, seconds: float, key: str) -> Any:
+        """`fn()` watched (a hang past its cap); a slow call retried once (the batch's calls are one at a time)."""
+        return await _tried(lambda: self._once(fn, what, seconds, key), seconds, what, key, alone=False)
+
+    async def _once(self, fn: Callable[[], Any], what: str, seconds: float, key: str) -> tuple[Any, float]:
         call = _Call(what, seconds, key, self.unit)
         self.calls[id(call)] = call
         suspended: list[bool] = []  # the loop runs this only if the call's coroutine gave it control (an await)
         mark = asyncio.get_running_loop().call_soon(suspended.append, True)
         try:
             value = fn()
-            return (await value) if inspect.iscoroutine(value) else value
+            value = (await value) if inspect.iscoroutine(value) else value
+            return value, time.monotonic() - call.started
         finally:
             mark.cancel()
             del self.calls[id(call)]
@@ -252,19 +342,19 @@ async def run_watched(fn: Callable[[], Awaitable[Any]], source: str | None = Non
     while not done.done():
         now = time.monotonic()
         calls = list(watch.calls.copy().values())
-        overdue = [c for c in calls if now - c.started >= c.seconds]
+        overdue = [c for c in calls if now - c.started >= c.cap]
         if overdue:
             break
         try:
             await asyncio.wait_for(asyncio.shield(done),
-                                   min([c.started + c.seconds - now for c in calls] + [WATCH_POLL_SECONDS]))
+                                   min([c.started + c.cap - now for c in calls] + [WATCH_POLL_SECONDS]))
         except asyncio.TimeoutError:
             pass
     if done.done():
         return _outcome(worker, box, True, "", 0.0, source)
     watch.stopped = True
     where = stuck_at(worker.thread, worker.loop, source)
-    raise Breached({call.key: f"{call.what} did not return within {call.seconds:g} s"
+    raise Breached({call.key: f"{call.what} did not return within {call.seconds:g} s nor within {call.cap:g} s (a hang)"
                     + (f" (stuck at {where})" if where else "") for call in overdue}, min(c.unit for c in overdue))
 
 
@@ -378,17 +468,23 @@ def _limited(fn: Callable[..., Any], kind: str, seconds: float, stage: str, sour
             if fresh is not None:  # this call breached inside a watched batch: it says so here
                 raise TimeLimitExceeded(fresh)
             if uses_runtime:
-                try:
-                    value = await asyncio.wait_for(fn(self, *args, **kwargs), seconds)
-                except asyncio.TimeoutError:
-                    raise TimeLimitExceeded(f"{what} did not return within {seconds:g} s") from None
+                async def in_loop() -> tuple[Any, float]:
+                    started = time.monotonic()
+                    try:
+                        value = await asyncio.wait_for(fn(self, *args, **kwargs), seconds * HANG_FACTOR)
+                    except asyncio.TimeoutError:
+                        raise TimeLimitExceeded(f"{what} did not return within {seconds:g} s nor within "
+                                                f"{seconds * HANG_FACTOR:g} s (a hang)") from None
+                    return value, time.monotonic() - started
+                value = await _tried(in_loop, seconds, what, key)
             elif watch is not None:  # inside a watched batch, already in a worker: its caller keeps the limit
                 value = await watch.run(lambda: fn(self, *args, **kwargs), what, seconds, key)
             else:
-                value = await run_limited_async(lambda: fn(self, *args, **kwargs), seconds, what, source)
+                value = await _tried(lambda: _run_timed(lambda: fn(self, *args, **kwargs), seconds, what, source,
+                                                        seconds * HANG_FACTOR), seconds, what, key)
             return real_number(value, what) if kind == "reward" else value
         except TimeLimitExceeded as e:
-            _breached[key] = str(e)
+            _breached.setdefault(key, str(e))
             raise
 
     limited._autoenv_limited = True  # type: ignore[attr-defined]
