@@ -80,6 +80,9 @@ def test_a_score_that_is_not_a_finite_number_is_an_error_row_not_a_crash_or_a_pa
     raw["records"][0]["components"] = {"correct": None}
     raw["records"][1]["components"] = {"correct": "1.0"}
     raw["records"][2]["components"] = {"correct": math.nan}
+    # few references: the second draw of the randomised kitchen-sink is its witness (autoenv.gates.derived_rules)
+    raw["records"] += [{**rec("kitchen-sink", i, {"correct": 1.0}), "reference_reward": 1.0, "sample": 2}
+                       for i in range(4)]
     report = Gates()
     judge_derived(json.loads(DerivedRecord.model_validate(raw).to_json()), CONFIG, report)
     assert finding(report, "probe derived reference").message.startswith("1 best replies")
