@@ -55,7 +55,7 @@ def test_per_seat_rows_judge_the_fair_share_and_leave_out_the_others_failure(tmp
     cfg = with_env(config(tmp_path), str(DUEL))
     seats = ["first", "second"]
     fair = [seat_record("empty", f"{s}{i}", s, v, -v) for s in seats for i, v in enumerate((0, -1, 0, 1))]
-    beats = [seat_record("garbage", f"g{s}{i}", s, v, -v) for s in seats for i, v in enumerate((2, 1, 2, 0 if s == "first" else 1))]
+    beats = [seat_record("garbage", f"g{s}{i}", s, v, -v) for s in seats for i, v in enumerate((2, 1, 2, 2 if s == "first" else 1))]
     forfeit = [seat_record("echo", f"e{s}{i}", s, 1, -1, failed=i < 2) for s in seats for i in range(3)]
     assert constant_sum_game([Row.model_validate(r) for r in fair], seats) == 0  # the reference seats' rewards complete each episode
     gates = Gates()
@@ -64,10 +64,31 @@ def test_per_seat_rows_judge_the_fair_share_and_leave_out_the_others_failure(tmp
     rows = {f.name: f for f in gates.findings}
     assert rows["probe empty"].status == "pass" and rows["probe empty"].data["seats"] == {"first": 0.5, "second": 0.5}
     assert rows["probe garbage"].status == "fail" and "beaten at seat first, second" in rows["probe garbage"].message
+    assert rows["probe garbage"].data["episodes"] == {"first": 4, "second": 4}
     echo = rows["probe echo"]  # one counted win per seat: beaten; the two won against a forfeit are named, not counted
     assert echo.data["from_other_failure"] == 4 and "reward from another seat's failure" in echo.message
     assert echo.data["seats"] == {"first": 0.75, "second": 0.75}
     assert not any("constant-sum game of 2 seats" in f.message for f in gates.findings)
+
+
+def test_a_seat_just_above_its_allowance_on_few_episodes_is_within_noise_not_beaten(tmp_path):
+    """0.562 against an allowance of 0.550 on four episodes (the duel's garbage under load, once) is noise: the row
+    says so and fails nothing; the same mean on every one of many episodes is beaten."""
+    cfg = with_env(config(tmp_path), str(DUEL))
+    seats = ["first", "second"]
+    def rows_of(values: tuple[float, ...]) -> dict:
+        records = [seat_record("garbage", f"g{s}{i}", s, v, -v) for s in seats
+                   for i, v in enumerate(values if s == "first" else (0,) * len(values))]
+        gates = Gates()
+        judge_audit(audit_of(records, seats=seats, reward_range=[-2, 2],
+                             seat_reference={"policy": "choice", "why": "the fixed policy `choice`"}), cfg, gates)
+        return {f.name: f for f in gates.findings}
+    few = rows_of((2, -2, 0.5, 0.5))["probe garbage"]  # normalised: 1, 0, 0.625, 0.625 -> 0.5625
+    assert few.data["seats"]["first"] == 0.5625 and few.status == "warn", few
+    assert "within noise" in few.message and "only 4 episode(s)" in few.message and "beaten" not in few.message
+    assert few.data["within_noise"] == ["first"] and "probes.rollout_sample" in few.message
+    steady = rows_of((0.25,) * 12)["probe garbage"]  # 0.5625 every time: certain, and above the allowance
+    assert steady.status == "fail" and "beaten at seat first" in steady.message, steady
 
 
 def probe(env: Path, tmp_path: Path, **budget) -> tuple[dict, dict]:

@@ -112,6 +112,9 @@ async def replay_mutations(vf, job: Job, env, tasks: list, references: list[dict
             await asyncio.gather(*(play(mutation, task) for mutation, task in played))
     finally:
         await endpoint.stop()
+    # in the order played, never the order finished (the machine's load decides that)
+    place = {(f"replay {m}", t.key): i for i, (m, t) in enumerate(played)}  # type: ignore[attr-defined]
+    out["records"].sort(key=lambda r: place.get((r.get("probe"), r.get("key")), -1))
 
 
 def assistant_messages(trace: dict) -> list[dict]:

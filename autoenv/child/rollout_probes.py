@@ -178,6 +178,14 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
             await asyncio.gather(*(play(probe, task, probed) for probe, task in played for probed in envs))
     finally:
         await endpoint.stop()
+    # in the order they were asked for, never the order they finished in (which the machine's load decides): a
+    # rule that names the first error, or lists the seats, says the same in every run
+    rank = {p: i for i, p in enumerate(probes)}
+    place = {t.key: i for i, t in enumerate(sample)}
+    seat_rank = {s: i for i, s in enumerate(seats or [])}
+    records.sort(key=lambda r: (rank.get(r.get("probe"), len(rank)), place.get(r.get("key"), len(place)),
+                                seat_rank.get(str(r.get("probed_seat")), -1), seat_rank.get(str(r.get("seat")), -1),
+                                json.dumps(r.get("components") or {}, sort_keys=True), str(r.get("reply") or "")))
     return records, (all(rescored) if rescored else None)
 
 

@@ -68,6 +68,14 @@ class ChatRequest:
     task: str | None = None
     """The key of the task this rollout plays, as the harness told the endpoint (autoenv.endpoint.server
     Endpoint.assign, or the X-AutoEnv-Task header); None: the task is found by the conversation's text."""
+    rollout: str = ""
+    """What a policy seeds a rollout's randomness with: where the task is known, the task's key, the model and the
+    rollout's ordinal among that model's rollouts of that task (`key#model#2`), the same in every run whatever the
+    order the rollouts start or finish in; else the session. Never the session where a task is known: verifiers mints
+    trace ids at random, so a draw seeded by one would differ in every run."""
+
+    def __post_init__(self) -> None:
+        self.rollout = self.rollout or self.session
 
 
 AMBIGUOUS = "tasks share this first user message: the scripted model cannot tell which task it plays"

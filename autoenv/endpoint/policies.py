@@ -6,7 +6,8 @@ oracle's next message of the task the request's rollout plays (`ChatRequest.task
 harness gives; else found by text); the rest need nothing. Where the text fallback matches
 several tasks, a policy that needs the task's answer answers 409 with the reason
 (autoenv.core.messages.AMBIGUOUS) instead of guessing. Randomness is seeded per rollout from the
-server seed and the request's `X-Session-ID`, so a run can be replayed.
+server seed and the request's replayable rollout id (the task, the model and the rollout's ordinal among
+them, ChatRequest.rollout; else its `X-Session-ID`), so a run can be replayed.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ class Policies:
         reply = probe_reply(
             name, oracle=oracle, answer=None if answer is None else str(answer),
             answers=getattr(self.oracle, "answers", []), messages=request.messages, tools=request.tools,
-            key=getattr(task, "key", request.session), seed=self.seed, constant=getattr(self.oracle, "constant", None),
+            key=getattr(task, "key", None) or request.task or request.rollout, seed=self.seed, constant=getattr(self.oracle, "constant", None),
         )
         return reply if reply is not None else Reply()
 
@@ -145,7 +146,7 @@ class Policies:
         # rate from a Beta distribution centred on p, so rollouts of a task agree more
         # often than rollouts of different tasks.
         task_rate = p if p in (0.0, 1.0) else seeded_rng(self.seed, "task", key).betavariate(4 * p, 4 * (1 - p))
-        succeeds = seeded_rng(self.seed, "rollout", request.session).random() < task_rate
+        succeeds = seeded_rng(self.seed, "rollout", request.rollout).random() < task_rate
         if succeeds:
             return advertised_names(self._need_oracle(request), request.tools)
         return Reply(content="I am not sure how to solve this.")

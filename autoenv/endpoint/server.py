@@ -90,6 +90,9 @@ class Endpoint:
         self.counts: Counter[str] = Counter()
         self.sessions: dict[str, str] = {}
         """Rollout id (X-Session-ID) -> the key of the task that rollout plays, as the harness assigned it."""
+        self._replays: dict[str, str] = {}
+        """Rollout id -> its replayable id (ChatRequest.rollout), fixed at the rollout's first request."""
+        self._ordinals: Counter[tuple[str, str]] = Counter()
         self._fault_rng = random.Random(faults.seed)
         self._runner: web.AppRunner | None = None
 
@@ -101,6 +104,18 @@ class Endpoint:
         """verifiers' `run_slot(on_trace=...)`: each trace, at mint and before its first model request, plays its
         own task (verifiers sends the trace id as the rollout's X-Session-ID)."""
         self.assign(str(trace.id), str(trace.task.key))
+
+    def replay_id(self, session: str, model: str, task: str | None) -> str:
+        """The id a policy seeds this rollout's draws with (ChatRequest.rollout): the task's key, the model and how
+        many rollouts of that model and task came before this one. Rollouts of one task by one model are alike, so
+        whichever starts first, a run draws the same per-task outcomes as any other run with the same seed."""
+        if task is None:
+            return session
+        if session not in self._replays:
+            n = self._ordinals[(model, task)]
+            self._ordinals[(model, task)] += 1
+            self._replays[session] = f"{task}#{model}#{n}"
+        return self._replays[session]
 
     @property
     def base_url(self) -> str:
@@ -188,7 +203,7 @@ class Endpoint:
         session = request.headers.get(SESSION_HEADER) or uuid.uuid4().hex
         task = request.headers.get(TASK_HEADER) or self.sessions.get(session)
         chat = ChatRequest(model=model, messages=body["messages"], tools=body.get("tools") or [], session=session,
-                           task=task)
+                           task=task, rollout=self.replay_id(session, model, task))
         try:
             reply = self.policies.reply(chat)
         except PolicyError as e:

@@ -13,6 +13,7 @@ from collections import defaultdict
 
 from autoenv.core.formats import quoted
 from autoenv.core.record import ProbeSummary
+from autoenv.gates import noise
 from autoenv.gates.audit_record import AuditRecord, OtherSeat
 from autoenv.gates.findings import Gates
 from autoenv.gates.rows import Row
@@ -73,16 +74,29 @@ def judge_seats(report: Gates, name: str, summary: ProbeSummary, records: list[R
         report.add(f"probe {name}", "skip", "n/a, not tested: " + why + named, reasons=[why],
                    from_other_failure=len(gained))
         return
-    means = {seat: sum(v) / len(v) for seat, v in seats.items()}
+    order = list(audit.seats or [])  # the env's seat order, never the order the episodes finished in
+    means = {seat: sum(seats[seat]) / len(seats[seat])
+             for seat in sorted(seats, key=lambda s: (order.index(s) if s in order else len(order), s))}
     room = max(top - share, 0.0)
-    bad = {seat: m for seat, m in means.items() if m - share > exploit_max * room + 1e-9}
+    allowed = share + exploit_max * room
+    scale = top if top > 0 else 1.0
+    above = {seat: m for seat, m in means.items() if m > allowed + 1e-9}
+    # beaten only where the seat's episodes support it: Student's bound on its per-episode rewards clears the
+    # allowance (a seat that wins every episode is beaten on three; 0.562 against 0.550 on four is noise)
+    bad = {seat: m for seat, m in above.items() if noise.beyond(m, allowed, len(seats[seat]), scale, seats[seat])}
+    unsure = {seat: m for seat, m in above.items() if seat not in bad}
     text = ", ".join(f"{seat} {m:.3f}" for seat, m in means.items())
-    report.add(f"probe {name}", "fail" if bad else "pass",
+    few = "; ".join(f"seat {seat} is above it on only {len(seats[seat])} episode(s), within noise: the "
+                    f"{noise.Z_WORDS} lower bound of its mean is {noise.bound(m, len(seats[seat]), scale, seats[seat]):.3f}"
+                    for seat, m in unsure.items())
+    report.add(f"probe {name}", "fail" if bad else "warn" if unsure else "pass",
                f"per seat, the other seats played by {(reference.why if reference else None) or f'the reference `{policy}`'}: {text} "
                f"(allowed a fair share of {share:.3f} plus {exploit_max:.0%} of the way to {top:.3f})" + named
-               + (f"; beaten at seat {', '.join(bad)}" if bad else ""),
+               + (f"; beaten at seat {', '.join(bad)}" if bad else "")
+               + (f"; {few} (more episodes, probes.rollout_sample, would tell)" if unsure else ""),
                seats={seat: round(m, 4) for seat, m in means.items()}, reference=policy, fair_share=round(share, 4),
-               from_other_failure=len(gained))
+               from_other_failure=len(gained), episodes={seat: len(v) for seat, v in seats.items()},
+               **({"within_noise": sorted(unsure)} if unsure else {}))
 
 
 def left_out(failed: list[Row], policy: str) -> str:
