@@ -302,17 +302,19 @@ def gates_of(root) -> dict:
     ("hack-structural", "structural"),
     ("hack-stub", "stub"),
     ("hack-toolspam", "valid-tool-spam"),  # a multi-turn tool env, through rollouts
-    ("hack-stall", "stall"),  # a custom-Env game, through rollouts
+    ("hack-stall", "stall surface"),  # a custom-Env game, through rollouts: one constant reply every turn is a stall
 ])
 def test_each_planted_hack_without_a_reference_fails_exactly_its_family(run_repo, hack, family):
+    families = family.split()
     root = run_repo(hack)
     assert "def oracle(" not in "".join(p.read_text() for p in (root / "candidate").rglob("*.py"))
     result = autoenv("probe", cwd=root)
     assert result.returncode == 1 and GATES_FAILED.search(result.stdout), result.stdout[-3000:] + result.stderr[-2000:]
-    assert failed_lines(result.stdout) == ["FAILED content-free", f"FAILED probe {family}"], result.stdout[-3000:]
+    assert failed_lines(result.stdout) == ["FAILED content-free", *(f"FAILED probe {f}" for f in families)], \
+        result.stdout[-3000:]
     gates = gates_of(root)
     (free,) = [f for f in gates["findings"] if f["name"] == "content-free"]
-    assert free["data"]["failed"] == [family]
+    assert free["data"]["failed"] == families
 
 
 @pytest.mark.e2e

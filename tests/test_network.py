@@ -18,12 +18,14 @@ import pytest
 
 from autoenv.core.formats import excerpt
 from autoenv.core.paths import PROJECT, shown
+from autoenv.evaluation.verdict import decide
 from autoenv.gates.rules import Gates, judge_probes
 from autoenv.sandbox.confine import _probe
 from autoenv.sandbox.network import failure
 from tests.audits import probe_records, rec
 from tests.conftest import autoenv, small_config
 from tests.test_gates import CONFIG
+from tests.test_verdict import BANDS, counts, entry, stats
 
 DATA = PROJECT / "tests" / "data"
 needs_bwrap = pytest.mark.skipif(_probe().kind != "bwrap", reason=f"no bubblewrap sandbox here: {_probe().reason}")
@@ -81,7 +83,13 @@ def test_probe_replies_cut_off_by_the_network_are_untested_not_reward_errors():
     assert "needs network: languages.example.invalid" in network.message and "AUTOENV_SANDBOX=none" in network.message
     assert findings["oracle"].status == "skip" and "needs network: languages.example.invalid" in findings["oracle"].message
     assert any("needs network" in why for why in findings["probes tested"].data["untested"].values())
-    assert report.report().untested  # no keep on evidence the sandbox kept from the gates
+    untested = report.report().untested
+    assert untested  # no keep on evidence the sandbox kept from the gates
+    gain = decide(stats(counts(0.45)), BANDS, entry("k" * 40, stats(counts(0.05))), gates_untested=untested)
+    assert gain.verdict == "inconclusive" and "not kept: the gates are untested" in gain.reason
+    first = decide(stats(counts(0.45)), BANDS, None, run="autoenv/x", gates_untested=untested)
+    assert first.verdict == "baseline" and "needs network" in first.reason  # the reference says it rests on nothing
+    assert "rests on no model-free evidence" in first.reason
     mixed = [rec(r["probe"], r["idx"], {}, {}, error=cut if r["idx"] == 0 else "KeyError: 'answer'")
              for r in probe_records()]
     report = Gates()

@@ -57,7 +57,7 @@ from autoenv.endpoint.server import Endpoint
 from autoenv.gates import dataset
 from autoenv.gates.answer_oracle import format_reply, infer_format
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord
-from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
+from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, holds_constant, unwrapped
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
 from autoenv.gates.probes import (
@@ -265,8 +265,11 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
     names = {name for _, tried in per_task for name in tried}
     if not names:  # no task had anything to try (each recorded as skipped, with its reason)
         return []
+    def held(task, record: dict) -> bool:  # a surface constant that is this task's own data value: right by the data
+        return probe == "surface" and holds_constant(unwrapped(record.get("reply") or ""), task.data)
     def mean(name: str) -> float:
-        return sum(max(tried[name][0], 0.0) if name in tried else 0.0 for _, tried in per_task) / len(per_task)
+        return sum(max(tried[name][0], 0.0) if name in tried and not held(task, tried[name][1]) else 0.0
+                   for task, tried in per_task) / len(per_task)
     best = max(sorted(names), key=mean)
     records = []
     for task, tried in per_task:
@@ -278,6 +281,8 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
         record["strategy"] = best
         record["strategies"] = len(names)
         record["choices"] = sum(1 for name in tried if name.startswith("position ") and name.endswith(" bare"))
+        if probe == "surface":
+            record["constant_in_data"] = holds_constant(unwrapped(record.get("reply") or ""), task.data)
         if probe == "prompt-copy":  # what was copied, and whether it is the task's answer (a span shared by
             copied = prompt_spans(task_messages(task), []).get(best)  # every task is a constant answer)
             answer = getattr(task.data, "answer", None)

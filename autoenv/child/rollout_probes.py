@@ -29,7 +29,7 @@ from autoenv.core.traces import said, to_rollout
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.gates.answer_oracle import FORMATS, TRIAL_TASKS
-from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, ROLLOUT_ONLY, family_replies
+from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, ROLLOUT_ONLY, family_replies, holds_constant, unwrapped
 from autoenv.gates.oracle import OracleBook, has_hook
 from autoenv.gates.probes import IN_PROCESS_ONLY, NEEDS_ORACLE
 from autoenv.gates.rejections import rejection
@@ -119,6 +119,8 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
             full = " ".join(str(e.get("message", "")) for e in (wire_trace.get("errors") or []) + (wire.get("errors") or []))
             error = None if rollout.outcome == "ok" else tool_timeout(trace, task, job, full) or rollout.error
             record = reward_record(trace, probe, task, reply or "", error)
+            if probe == "surface":  # a constant that is this task's own data value is right by the data
+                record["constant_in_data"] = holds_constant(unwrapped(reply or ""), task.data)
             if probe == "constant":  # right by the data, not by the reward: the constant's fair share
                 constant = getattr(endpoint.policies.oracle, "constant", None)
                 record["answer_is_constant"] = str(getattr(task.data, "answer", None)) == constant

@@ -194,8 +194,11 @@ def decide(
     t, s = stats.get("target"), stats.get("strong")
     if t is None or s is None or t.mean is None or s.mean is None:
         return Verdict(verdict="discard", reason="no scored rollouts for one of the models")
+    untested = (f"; the gates are untested ({gates_untested[0][:300]}): this reference rests on no model-free "
+                "evidence that the reward resists cheap tricks, and no later evaluation is kept while they stay "
+                "untested") if gates_untested else ""
     if kept is None:
-        return Verdict(verdict="baseline", reason=f"{_first_of(run, t, s)}. {standing(t, s, bands)}")
+        return Verdict(verdict="baseline", reason=f"{_first_of(run, t, s)}. {standing(t, s, bands)}{untested}")
     changed = TaskChange.between(t, kept)
     if changed.unpaired(min_tasks) and changed.new < min_tasks:
         return Verdict(verdict="inconclusive", compared_to=kept.commit, reason=(
@@ -207,7 +210,7 @@ def decide(
             f"the kept {kept.commit[:8]} scored only {changed.old} task(s), too few to compare with "
             f"(stats.min_tasks = {min_tasks}), and shares {changed.shared} with this evaluation: this one, on "
             f"{changed.new} tasks, becomes the reference the run's next evaluations are compared with. "
-            f"{standing(t, s, bands)}"))
+            f"{standing(t, s, bands)}{untested}"))
     verdict = _compare(t, s, kept, bands, confidence, seed, changed if changed.unpaired(min_tasks) else None)
     if verdict.verdict == "keep" and gates_untested:  # model-free evidence the gates do not have
         verdict = Verdict(verdict="inconclusive", reason=(

@@ -150,6 +150,8 @@ class ProbeRecord(AuditPart):
     choices: int | None = Field(None, description="Bare option positions among them.")
     copied: str | None = Field(None, description="What prompt-copy copied on this task.")
     answer_is_copy: bool | None = Field(None, description="What it copied is this task's answer.")
+    constant_in_data: bool | None = Field(None, description="The surface probe's constant is one of this task's own "
+                                          "data values (right by the data, not judged).")
 
 
 class AuditRecord(AuditPart):

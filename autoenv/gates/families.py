@@ -31,6 +31,10 @@ FAMILIES = {
                        "description, an id seen in earlier tool results), then a wrong answer",
     "stall": "in a multi-turn env: the same minimal valid move every turn (the first choice the message offers, "
              "else the first reply repeated) until the turn limit",
+    "surface": "one constant reply drawn from the env's own surface on every task: the shortest reply its stated "
+               "format allows (an empty <tag></tag>), a quoted or capitalised word or an example of its system prompt "
+               "and format instructions, bare and in that format (the best counts, judged on the tasks whose data "
+               "does not hold the constant)",
 }
 ROLLOUT_ONLY = {"valid-tool-spam", "stall"}
 """Families that need turns or tools: played through real rollouts only (one reply per turn)."""
@@ -49,12 +53,16 @@ FAMILY_DEFENCES = {
                        "succeeded: a relevant-looking call with valid arguments must not pay on its own",
     "stall": "pay for progress toward the goal, never for turns survived: repeating one valid move must "
              "earn the floor",
+    "surface": "score what the reply says about this task: a reply that is the same on every task (an empty "
+               "format, a word or an example from the instructions) must earn the floor wherever it is not the "
+               "task's own answer",
 }
 NOT_APPLICABLE = {
     "typical-value": "no number in the prompt, and the taskset's answers are not numbers",
     "structural": "the prompt offers no labelled options (A) ... or 1. ..., three or more)",
     "stub": "not a code task: the prompt names no function to define",
     "stall": "a single-turn task: there is no turn to stall",
+    "surface": "the instructions hold no word, quote or stated format to draw a constant reply from",
 }
 FORMATS = {"bare": "{}", "answer-tag": "<answer>{}</answer>", "answer-line": "Answer: {}", "boxed": "\\boxed{{{}}}",
            "json": '{{"answer": {}}}'}
@@ -146,6 +154,8 @@ def family_replies(name: str, *, messages: list[dict[str, Any]], answers: list[s
             return {}
         return {f"{strategy} {form}": Reply(content=render(label, form))
                 for strategy, label in structural_picks(found).items() for form in FORMATS}
+    if name == "surface":
+        return {strategy: Reply(content=text) for strategy, (_, text) in surface_replies(messages).items()}
     if name == "stub":
         text = prompt_text(messages, ("system", "user"))
         functions = dict(FUNCTION.findall(text))
@@ -229,3 +239,85 @@ def stall_turn(messages: list[dict[str, Any]]) -> Reply:
         return Reply(content=found[-1][0].split(",")[0].strip())
     mine = [_text(m.get("content")) for m in messages if m.get("role") == "assistant" and _text(m.get("content"))]
     return Reply(content=mine[0] if mine else "ok")
+
+
+SURFACE_MAX = 32
+"""Strategies the surface family tries per task: the shortest replies first, then the constants by salience."""
+TAG = re.compile(r"<([A-Za-z][\w-]{0,30})>")
+QUOTED = re.compile(r"`([^`\n]{1,60})`|\"([^\"\n]{1,60})\"|(?<![\w])'([^'\n]{1,60})'(?![\w])|\u201c([^\u201d\n]{1,60})\u201d")
+CAPITAL = re.compile(r"\b[A-Z][A-Z_]{1,19}\b")
+EXAMPLE = re.compile(r"(?i)(?:e\.g\.|for example|for instance|example:|such as)[,:]?\s*([^\n.;()]{1,80})")
+WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,19}")
+JSON_KEY = re.compile(r"\{\s*\"(\w{1,30})\"\s*:")
+
+
+def surface_text(messages: list[dict[str, Any]]) -> str:
+    """What every task shows a model before any content: the system prompt, else the whole prompt."""
+    system = prompt_text(messages, ("system",))
+    return system or prompt_text(messages)
+
+
+def surface_replies(messages: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """The surface family on one task: strategy -> (the constant, the reply). The constants come from the
+    system prompt (else the prompt) and the format the prompt states (its tags and JSON keys); each is played
+    bare and in each stated format. A strategy is named by its reply, so it is the same strategy on every task
+    whose instructions offer it, and a constant that only one task's text holds cannot win over all tasks."""
+    text = prompt_text(messages, ("system", "user"))
+    surface = surface_text(messages)
+    tags = [t for t in dict.fromkeys(TAG.findall(text)) if f"</{t}>" in text]
+    wrappers = {f"<{t}>": f"<{t}>{{}}</{t}>" for t in tags[:3]}
+    wrappers.update({f'{{"{k}"}}': '{{"%s": "{}"}}' % k for k in list(dict.fromkeys(JSON_KEY.findall(text)))[:2]})
+    constants: list[str] = []
+    for found in QUOTED.findall(surface):
+        constants.extend(c.strip() for c in found if c.strip())
+    constants += [m.strip() for m in EXAMPLE.findall(surface)]
+    constants += CAPITAL.findall(surface)
+    words = sorted(dict.fromkeys(w.lower() for w in WORD.findall(surface)), key=lambda w: (-len(w), w))
+    constants += words
+    out: dict[str, tuple[str, str]] = {}
+    for name, wrapper in wrappers.items():  # the shortest reply each stated format allows
+        out[f"empty {name}"] = ("", wrapper.format(""))
+    for constant in dict.fromkeys(c for c in constants if not TAG.fullmatch(c) and "</" not in c):
+        if len(out) >= SURFACE_MAX:
+            break
+        out[f"{quote(constant)} bare"] = (constant, constant)
+        for name, wrapper in wrappers.items():
+            out[f"{quote(constant)} in {name}"] = (constant, wrapper.format(constant.replace('"', "'")))
+    return dict(list(out.items())[:SURFACE_MAX])
+
+
+def quote(text: str) -> str:
+    """A constant as a strategy's name shows it: one line, at most 40 characters."""
+    return " ".join(text.split())[:40] + ("..." if len(text) > 40 else "")
+
+
+def data_values(data: Any) -> set[str]:
+    """A task's data values as a reply would state them (strings, numbers, the strings of lists), normalised: a
+    surface constant that is one of them is right by the data on that task, not by a flaw."""
+    dumped = data.model_dump() if hasattr(data, "model_dump") else dict(data or {})
+    values: set[str] = set()
+    for key, value in dumped.items():
+        if key == "idx":
+            continue
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, (str, int, float, bool)):
+                values.add(normal(str(item)))
+    return values
+
+
+def normal(text: str) -> str:
+    return text.strip().strip(".!\"'`").strip().lower()
+
+
+def holds_constant(constant: str | None, data: Any) -> bool:
+    """Whether a surface constant is one of the task's own data values (its answer, a label): right by the data."""
+    return bool(constant) and normal(str(constant)) in data_values(data)
+
+
+def unwrapped(reply: str) -> str:
+    """The constant inside a surface reply (`<cover>DONE</cover>` -> `DONE`, `{"key": "x"}` -> `x`)."""
+    tagged = re.fullmatch(r"\s*<([\w-]+)>(.*)</\1>\s*", reply, re.DOTALL)
+    if tagged:
+        return tagged.group(2)
+    keyed = re.fullmatch(r'\s*\{\s*"\w+"\s*:\s*"(.*)"\s*\}\s*', reply, re.DOTALL)
+    return keyed.group(1) if keyed else reply

@@ -204,6 +204,10 @@ def judge_audit(audit: AuditRecord | dict[str, Any], config: Config, report: Gat
         judge_probes(audit, config, report)
 
 
+HELD_CONSTANT = "the surface constant is this task's own data value (right by the data, the constant probe's concern)"
+"""Why a surface probe's task is left out of its judgement: its constant is an answer or label in the task's data."""
+
+
 def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Gates) -> None:
     """Judge the probe records: reward errors, the oracle, each exploit probe, the matrix and the coverage."""
     audit = audit if isinstance(audit, AuditRecord) else parse_audit(audit)
@@ -212,6 +216,8 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
     judge_network(report, cut, len(records), from_hub, audit.unprepared_scripts)
     records, mismatched, first = left_ungraded(records)  # a grader/format mismatch offline: untested
     judge_ungraded(report, mismatched, len(records), first)
+    records = [r.model_copy(update={"skipped": True, "components": {}, "reason": HELD_CONSTANT})
+               if r.probe == "surface" and r.constant_in_data and not r.skipped else r for r in records]
     if audit.deterministic_scoring is not None:
         ok = audit.deterministic_scoring
         report.add("deterministic scoring", "pass" if ok else "fail",

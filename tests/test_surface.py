@@ -1,0 +1,87 @@
+"""The `surface` family: one constant reply drawn from the env's own instructions, played on every task.
+
+A real steganography env scored 1.0 on every task for one encoded constant word, and no probe produced it: each
+content-free probe was a reply somebody scripted (an abstention, a stub, random text), never a word the env itself
+offers. tests/data/stego-constant has that shape: the reward checks the decoded word against the example word of
+its own system prompt instead of the task's secret. The family's constants come from the instructions (the empty
+format, quoted and capitalised words, examples, the system prompt's words), each played bare and in the format the
+prompt states; where a constant is a task's own data value (`true` on a true/false set) it is right by the data
+there and left out of the judgement.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from autoenv.gates.families import data_values, family_replies, holds_constant, surface_replies, unwrapped
+from autoenv.gates.rules import HELD_CONSTANT, Gates, judge_audit
+from tests.audits import audit, rec
+from tests.conftest import autoenv, small_config
+from tests.test_gates import CONFIG
+
+STEGO = Path(__file__).parent / "data" / "stego-constant"
+SYSTEM = ("Hide the secret in a sentence. For example, to hide ORCHID write \"the Old Road\". Reply `DONE` when "
+          "finished. Put the sentence inside <cover></cover>, or answer as {\"cover\": \"...\"}.")
+
+
+def messages(prompt: str, system: str = SYSTEM) -> list[dict]:
+    return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+
+
+def test_constants_come_from_the_instructions_in_the_format_they_state():
+    found = surface_replies(messages("The secret word is MAPLE."))
+    replies = {reply for _, reply in found.values()}
+    assert list(found)[:2] == ["empty <cover>", 'empty {"cover"}']  # the shortest replies each format allows first
+    assert {"<cover></cover>", '{"cover": ""}', "DONE", "<cover>DONE</cover>", "ORCHID", "<cover>ORCHID</cover>",
+            "the Old Road"} <= replies
+    assert not any("MAPLE" in reply for reply in replies)  # never the task's own content: the system prompt alone
+    assert len(found) <= 32
+    other = surface_replies(messages("The secret word is RIVER."))
+    assert list(other) == list(found)  # the same strategies on every task: the best one is judged over all tasks
+    no_system = family_replies("surface", messages=[{"role": "user", "content": "Say <answer>yes</answer> or no."}],
+                               answers=[])
+    assert "empty <answer>" in no_system and "yes in <answer>" in no_system  # no system prompt: the prompt's own
+    assert family_replies("surface", messages=[{"role": "user", "content": "?!"}], answers=[]) == {}
+
+
+def test_a_constant_that_is_the_tasks_own_value_is_right_by_the_data_and_left_out():
+    class Data:
+        def model_dump(self) -> dict:
+            return {"idx": 3, "answer": "True", "tags": ["logic", 7]}
+    assert data_values(Data()) == {"true", "logic", "7"}
+    assert holds_constant(unwrapped("<answer>true</answer>"), Data()) and holds_constant("7", Data())
+    assert not holds_constant("3", Data()) and not holds_constant("", Data())  # idx is no answer
+    held = [{**rec("surface", i, {"correct": 1.0}), "constant_in_data": True, "strategy": "true in <answer>"}
+            for i in range(3)]
+    rest = [{**rec("surface", i, {"correct": 0.0}), "constant_in_data": False, "strategy": "true in <answer>"}
+            for i in range(3, 6)]
+    oracle = [rec("oracle", i, {"correct": 1.0}) for i in range(6)]
+    report = Gates()
+    judge_audit(audit(oracle + held + rest), CONFIG, report)
+    findings = {f.name: f for f in report.findings}
+    assert findings["probe surface"].status == "pass" and "tested on 3 of 6 tasks" in findings["probe surface"].message
+    assert "surface" not in (findings["content-free"].data.get("failed") or [])
+    assert HELD_CONSTANT
+
+
+def test_the_constant_encode_flaw_is_caught_and_its_fix_passes(tmp_path):
+    (tmp_path / "config.toml").write_text(small_config())
+    result = autoenv("probe", "--env", str(STEGO), cwd=tmp_path)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+    gates = max((tmp_path / "outputs" / "scratch").glob("*/gates/gates.json"), key=lambda p: p.stat().st_mtime)
+    findings = {f["name"]: f for f in json.loads(gates.read_text())["findings"]}
+    free = findings["content-free"]
+    assert free["status"] == "fail" and free["data"]["failed"] == ["surface"], free
+    assert free["data"]["paid"] == {"surface": "hidden"} and "ORCHID" in free["message"]
+    assert findings["probe surface"]["status"] == "fail"
+    fixed = tmp_path / "fixed"
+    shutil.copytree(STEGO, fixed)
+    module = fixed / "stego_constant" / "__init__.py"
+    module.write_text(module.read_text().replace("CHECK_TASK_SECRET = False", "CHECK_TASK_SECRET = True"))
+    result = autoenv("probe", "--env", str(fixed), cwd=tmp_path)
+    assert "FAILED" not in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
+    gates = max((tmp_path / "outputs" / "scratch").glob("*/gates/gates.json"), key=lambda p: p.stat().st_mtime)
+    findings = {f["name"]: f for f in json.loads(gates.read_text())["findings"]}
+    assert findings["probe surface"]["status"] == "pass" and findings["content-free"]["status"] == "pass"
