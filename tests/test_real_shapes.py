@@ -353,3 +353,23 @@ def test_a_grader_outage_is_infrastructure_not_the_envs_error():
     assert grader_outage(outage["message"]) and to_rollout({"errors": [outage]}).outcome == "provider_error"
     bug = {"type": "RewardError", "message": "judged: KeyError: 'answer'"}
     assert not grader_outage(bug["message"]) and to_rollout({"errors": [bug]}).outcome == "env_error"
+
+
+def test_a_harness_package_is_named_a_harness_not_told_to_export_a_taskset(tmp_path):
+    """verifiers' environments/ holds `compact`, a custom harness exported with no taskset: checked with --env it
+    once got 'list your Taskset class in __all__', advice that would turn a harness into something it is not."""
+    from tests.conftest import autoenv, small_config
+    package = tmp_path / "rewriter"
+    (package / "rewriter").mkdir(parents=True)
+    (package / "pyproject.toml").write_text(
+        '[project]\nname = "rewriter"\nversion = "0.1.0"\nrequires-python = ">=3.11"\ndependencies = ["verifiers"]\n\n'
+        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
+        '[tool.hatch.build.targets.wheel]\npackages = ["rewriter"]\n')
+    (package / "rewriter" / "__init__.py").write_text(
+        '"""A harness that rewrites its context every turn."""\nimport verifiers.v1 as vf\n\n\n'
+        'class RewritingHarness(vf.Harness):\n    pass\n\n\n__all__ = ["RewritingHarness"]\n')
+    (tmp_path / "config.toml").write_text(small_config())
+    result = autoenv("check", "--env", str(package), cwd=tmp_path)
+    text = result.stdout + result.stderr
+    assert result.returncode != 0 and "is a harness package, not an environment" in text, text[-3000:]
+    assert "RewritingHarness" in text and "list your Taskset class" not in text

@@ -113,6 +113,13 @@ def inspect_candidate(candidate_dir: Path, worker: Worker | None = None, module:
     if not out.get("ok"):
         raise _import_error(out, candidate_dir, module)
     tasksets, envs = out["taskset"], out["env"]
+    if not tasksets and not envs and out.get("harness"):  # verifiers' `compact`: a harness package, no taskset
+        raise AutoEnvError(
+            f"{module} is a harness package, not an environment: its __all__ exports the vf.Harness "
+            f"{', '.join(out['harness'])} and no vf.Taskset, so there are no tasks to check or evaluate",
+            where=out.get("file") or str(candidate_dir),
+            fix="evaluate an environment that uses this harness (its taskset's package), or, if this package is "
+                "meant to be an environment, add a vf.Taskset subclass and list it in __all__")
     if len(tasksets) != 1:
         found = ", ".join(tasksets) or "none"
         raise AutoEnvError(
