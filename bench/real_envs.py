@@ -2,6 +2,13 @@
 
 Usage: .venv/bin/python bench/real_envs.py [--before main] [--examples real-glossary real-duel]
        .venv/bin/python bench/real_envs.py --shapes stop-guard kuhn-seats [--before REF]
+       .venv/bin/python bench/real_envs.py --envs PATH/verifiers/environments [--before REF | --no-before]
+
+`--envs` runs every environment of the folders given (verifiers' own environments/, fetched from
+PrimeIntellect-ai/verifiers; public v1 envs) through `autoenv probe --env` as it is, and prints per env
+false failed gates, vacuous passes, untested probes and true findings, before and after. Which failed gates
+are true findings (a real flaw of that env's reward, read in its source) is in bench/real_envs_labels.toml;
+every other failed gate is counted false. An env that needs the Hub or a remote server says so.
 
 `--shapes` runs the real verifiers v1 shapes under tests/data (each written here after a public env
 of verifiers' environments/ folder: stop-guard ~ interception, kuhn-seats ~ kuhn_poker, contract-env
@@ -29,6 +36,8 @@ import argparse
 import io
 import json
 import os
+import random
+import re
 import shutil
 import subprocess
 import sys
@@ -102,8 +111,10 @@ def shape_counts(findings: list[dict]) -> tuple[int, int, int]:
     # a probe that does not apply to the env's shape (no labelled options, not a code task) is not untested
     untested = sum(1 for f in probes if f["status"] == "skip" and "does not apply" not in f["message"])
     n_tested = len((tested or {}).get("data", {}).get("tested") or [])
+    applicable = [f for f in probes if "does not apply" not in f["message"]]
     vacuous = 0
-    if not failed and probes and n_tested < len(probes) / 2 and (tested or {}).get("data", {}).get("coverage") != "untested":
+    if not failed and applicable and n_tested < len(applicable) / 2 \
+            and (tested or {}).get("data", {}).get("coverage") != "untested":
         vacuous += 1  # passed on under half of the probes
     vacuous += sum(1 for f in findings if "no reward component of 0 harvested" in f["message"])
     balance = next((f for f in findings if f["name"] == "answer balance"), None)
@@ -129,12 +140,142 @@ def shapes(names: list[str], before_ref: str) -> None:
             print(f"| {name} | {row[0]} | {row[1]} |", flush=True)
 
 
+LABELS = Path(__file__).with_name("real_envs_labels.toml")
+"""Per env: the gates that name a real flaw of it (`true`), and why it cannot run here (`cannot`), when known."""
+ENV_TIMEOUT = 900
+
+
+def env_dirs(folders: list[str]) -> list[Path]:
+    """Each environment under the folders given (a folder with a pyproject.toml, or holding such folders)."""
+    out: list[Path] = []
+    for folder in map(Path, folders):
+        if (folder / "pyproject.toml").is_file():
+            out.append(folder)
+        else:
+            out.extend(sorted(p.parent for p in folder.glob("*/pyproject.toml")))
+    return out
+
+
+HUB_IMPORT = re.compile(r"^(\s*)from datasets import load_dataset\s*$", re.M)
+
+
+def local_rows(dataset: str) -> list[dict] | None:
+    """Rows written here, in the schema of a Hub dataset a public env loads (never the dataset itself): what its
+    loader reads when the Hub cannot be reached. None for a dataset with no local stand-in."""
+    rng = random.Random(dataset)
+    if dataset == "openai/gsm8k":
+        rows = []
+        for i in range(60):
+            a, b, c = rng.randint(2, 40), rng.randint(2, 40), rng.randint(2, 9)
+            rows.append({"question": f"A shop sells {a} apples in the morning and {b} in the afternoon, in bags of "
+                                     f"{c}. How many apples did it sell, times {c}?",
+                         "answer": f"{a} + {b} = {a + b}; {a + b} * {c} = {(a + b) * c}\n#### {(a + b) * c}"})
+        return rows
+    if dataset == "PrimeIntellect/Reverse-Text-RL":
+        words = ("the a of in on under over near river stone lamp quiet orbit maple copper signal harbor velvet "
+                 "garden winter falcon bright slow quick yellow narrow ancient hidden tall small soft loud cold "
+                 "warm morning evening market bridge window letter candle forest meadow island engine ladder "
+                 "pocket ribbon saddle thunder valley whisper anchor basket cabin desert feather glacier hammer "
+                 "jacket kettle lantern marble needle ocean pepper quartz rabbit shadow tunnel violin walnut "
+                 "carries finds holds opens paints reads sings watches builds follows gathers").split()
+        sentences = {" ".join(rng.choice(words) for _ in range(rng.randint(5, 14))).capitalize() + "."
+                     for _ in range(200)}
+        return [{"prompt": s} for s in sorted(sentences)]
+    if dataset == "kalomaze/alphabetic-arxiv-authors-it1":
+        syllables = "ka lo mi ren su ta vel bo ni dar el fi gus ha jo ri an mar te os".split()
+        def word() -> str:
+            return "".join(rng.choice(syllables) for _ in range(rng.randint(2, 3))).capitalize()
+        # as many rows as the first pass of a real split offers the probes (1,200 lists of authors)
+        return [{"names": [f"{word()} {word()}" for _ in range(rng.randint(8, 16))]} for _ in range(1200)]
+    return None
+
+
+def local_data_copy(env_dir: Path, into: Path) -> tuple[Path, str] | None:
+    """A copy of an env whose loader reads a Hub dataset, its `from datasets import load_dataset` pointed at rows
+    written here (local_rows); None when it loads nothing from the Hub or the dataset has no local stand-in."""
+    sources = [p for p in env_dir.rglob("*.py") if HUB_IMPORT.search(p.read_text(errors="replace"))]
+    if not sources:
+        return None
+    names = {m for p in sources for m in re.findall(r"[\"']([\w.-]+/[\w.-]+)[\"']", p.read_text())}
+    names |= {m for p in env_dir.rglob("*.py") for m in re.findall(r"=\s*[\"']([\w.-]+/[\w.-]+)[\"']", p.read_text())}
+    datasets = {n: rows for n in names if (rows := local_rows(n)) is not None}
+    if not datasets:
+        return None
+    shutil.copytree(env_dir, into, ignore=shutil.ignore_patterns("__pycache__"))
+    for source in sources:
+        copy = into / source.relative_to(env_dir)
+        package = ".".join(copy.parent.relative_to(into).parts)
+        (copy.parent / "_local_rows.py").write_text(
+            '"""Rows written by AutoEnv\'s bench/real_envs.py in the schema of the Hub datasets this env loads."""\n'
+            f"ROWS = {datasets!r}\n\n\ndef load_dataset(name, *args, **kwargs):\n    return ROWS[name]\n")
+        copy.write_text(HUB_IMPORT.sub(lambda m: f"{m.group(1)}from {package}._local_rows import load_dataset",
+                                       copy.read_text()))
+    return into, ", ".join(sorted(datasets))
+
+
+def env_row(env_dir: Path, cwd: Path, source: Path | None, config: Path, labels: dict) -> str:
+    """One harness on one env: `false failed / vacuous / untested / true` (or why nothing ran)."""
+    cwd.mkdir()
+    shutil.copy(config, cwd / "config.toml")
+    env = {**os.environ, "NO_COLOR": "1", **({"PYTHONPATH": str(source)} if source is not None else {})}
+    try:
+        result = subprocess.run([sys.executable, "-m", "autoenv.cli", "probe", "--env", str(env_dir)], cwd=cwd, env=env,
+                                capture_output=True, text=True, timeout=ENV_TIMEOUT)
+        tail = (result.stdout + result.stderr).strip().splitlines()[-1:] or ["no output"]
+    except subprocess.TimeoutExpired:
+        return f"did not finish in {ENV_TIMEOUT} s"
+    found = sorted((cwd / "outputs" / "scratch").glob("*/gates/gates.json"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        return "no gates: " + tail[0][:120].replace("|", "/")
+    findings = json.loads(found[-1].read_text())["findings"]
+    true = set(labels.get("true") or [])
+    failed = [f["name"] for f in findings if f["status"] == "fail"]
+    _, untested, vacuous = shape_counts(findings)
+    false = [name for name in failed if name not in true]
+    caught = [name for name in failed if name in true]
+    return (f"{len(false)} / {vacuous} / {untested} / {len(caught)}"
+            + (f" (false: {', '.join(false)})" if false else "") + (f" (true: {', '.join(caught)})" if caught else ""))
+
+
+def real_envs(folders: list[str], before_ref: str | None) -> None:
+    labels = tomllib.loads(LABELS.read_text()) if LABELS.is_file() else {}
+    cols = ["env", *(["before"] if before_ref else []), "after"]
+    print("Each cell: false failed gates / vacuous passes / untested probes / true findings.\n")
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    with tempfile.TemporaryDirectory(prefix="autoenv-real-envs-") as tmp:
+        root = Path(tmp)
+        source = export(before_ref, root / "before-src") if before_ref else None
+        runs: list[tuple[str, Path]] = []
+        for env_dir in env_dirs(folders):
+            runs.append((env_dir.name, env_dir))
+            local = local_data_copy(env_dir, root / "local" / env_dir.name)
+            if local is not None:  # the Hub is out of reach here: the same code on rows written here
+                runs.append((f"{env_dir.name} (local data: {local[1]})", local[0]))
+        for name, env_dir in runs:
+            key = name.split(" ")[0] + (" local" if "(local data" in name else "")
+            mine = labels.get(key, {})
+            slug = key.replace(" ", "-")
+            cells = []
+            if source is not None:
+                cells.append(env_row(env_dir, root / f"before-{slug}", source, source / "config.toml", mine))
+            cells.append(env_row(env_dir, root / f"after-{slug}", None, PROJECT / "config.toml", mine))
+            note = f" ({mine['cannot']})" if mine.get("cannot") else ""
+            print(f"| {name}{note} | " + " | ".join(cells) + " |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default="main", help="git ref of the harness before (default: main)")
     parser.add_argument("--examples", nargs="+", default=["real-glossary", "real-duel"])
     parser.add_argument("--shapes", nargs="+", help="envs under tests/data, run with --env under both harnesses")
+    parser.add_argument("--envs", nargs="+", help="env folders (e.g. verifiers' environments/, fetched), each env run "
+                        "with `autoenv probe --env` under both harnesses, judged against real_envs_labels.toml")
+    parser.add_argument("--no-before", action="store_true", help="with --envs: this tree's harness only")
     args = parser.parse_args()
+    if args.envs:
+        real_envs(args.envs, None if args.no_before else args.before)
+        return
     if args.shapes:
         shapes(args.shapes, args.before)
         return

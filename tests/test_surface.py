@@ -85,3 +85,44 @@ def test_the_constant_encode_flaw_is_caught_and_its_fix_passes(tmp_path):
     gates = max((tmp_path / "outputs" / "scratch").glob("*/gates/gates.json"), key=lambda p: p.stat().st_mtime)
     findings = {f["name"]: f for f in json.loads(gates.read_text())["findings"]}
     assert findings["probe surface"]["status"] == "pass" and findings["content-free"]["status"] == "pass"
+
+
+def test_a_word_only_one_tasks_prompt_holds_is_task_content_not_a_constant():
+    """verifiers' `interception`: no system prompt, each task 'Reply with exactly MARKER.' with its own marker,
+    and the reward pays a reply holding it. Through rollouts the family plays its first strategy on each task; a
+    strategy drawn from each task's own prompt would copy the task (prompt-copy's business, not a constant)."""
+    from autoenv.gates.families import family_reply, shared_surface
+    tasks = [[{"role": "user", "content": f"Reply with exactly {marker}."}]
+             for marker in ("DETERMINISTIC_BLOCK", "JUDGE_BLOCK", "STOP", "METRIC_ONLY")]
+    shared = shared_surface(tasks)
+    assert shared and not any(marker in s for s in shared for marker in ("BLOCK", "STOP", "METRIC"))
+    for opening in tasks:
+        reply = family_reply("surface", messages=opening, answers=[], surface=shared)
+        assert reply is not None and not any(m in (reply.content or "") for m in ("BLOCK", "STOP", "METRIC"))
+    stego = [messages(f"The secret word is {w}.") for w in ("MAPLE", "RIVER")]
+    assert "ORCHID bare" in shared_surface(stego)  # the system prompt is every task's: its words stay
+
+
+def test_the_answer_field_oracle_learns_the_format_the_instructions_state():
+    """verifiers' reverse_text asks for `<reversed_text>` tags in its system prompt and never closes the tag in its
+    text; the four common formats earn nothing there, so no oracle was inferred and eight probes went untested."""
+    import asyncio
+    import re
+    from types import SimpleNamespace
+
+    from autoenv.gates.answer_oracle import candidate_formats, format_reply, infer_format
+    tasks = [SimpleNamespace(data=SimpleNamespace(
+        system_prompt="Reverse the text character-by-character. Put your answer in <reversed_text> tags.",
+        prompt=word, answer=word[::-1])) for word in ("stone", "river", "lamp")]
+
+    async def score(task, text: str) -> float:
+        found = re.search(r"<reversed_text>(.*?)</reversed_text>", text)
+        return float(bool(found) and found.group(1) == task.data.answer)
+
+    assert candidate_formats(tasks)[0] == "<reversed_text>{}</reversed_text>"
+    form, means = asyncio.run(infer_format(tasks, score))
+    assert form == "<reversed_text>{}</reversed_text>" and means[form] == 1.0 and means["answer-tag"] == 0.0
+    assert format_reply("enots", form) == "<reversed_text>enots</reversed_text>"
+    tagged = [SimpleNamespace(data=SimpleNamespace(system_prompt=None, prompt="Reply as <answer>x</answer>.",
+                                                   answer="x"))]
+    assert candidate_formats(tagged)[0] == "answer-tag"  # a stated format the harness knows keeps its name

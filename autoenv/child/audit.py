@@ -57,7 +57,7 @@ from autoenv.endpoint.server import Endpoint
 from autoenv.gates import dataset
 from autoenv.gates.answer_oracle import format_reply, infer_format
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord
-from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, holds_constant, unwrapped
+from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, holds_constant, shared_surface, unwrapped
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
 from autoenv.gates.probes import (
@@ -158,6 +158,7 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
     records, deterministic, checked = [], True, False
     strategies: dict[str, list[tuple]] = {p: [] for p in probes if p in MULTI_STRATEGY}
     wide = sample_tasks(tasks_all, max(len(sample), STRATEGY_SAMPLE), job.seed)
+    surface = shared_surface([task_messages(t) for t in wide]) if "surface" in probes else None
     stalled: dict[str, str] = {}
     for probe in probes:
         begun = time.time()
@@ -187,7 +188,7 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
                 try:
                     replies = bounded_replies(probe, task, oracle=oracle, answer=None if answer is None else str(answer),
                                               answers=answers, messages=messages, tools=[], key=task.key,
-                                              seed=job.seed, constant=constant)
+                                              seed=job.seed, constant=constant, surface=surface)
                 except TimeLimitExceeded as e:  # a harness-side probe ran away: named, the rest untested
                     stalled[probe] = f"{e}; the probe was skipped on the remaining tasks (untested)"
                     records.append(skipped(probe, task, stalled[probe]))

@@ -28,8 +28,16 @@ from autoenv.core.messages import ambiguity
 from autoenv.core.traces import said, to_rollout
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.gates.answer_oracle import FORMATS, TRIAL_TASKS
-from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, ROLLOUT_ONLY, family_replies, holds_constant, unwrapped
+from autoenv.gates.answer_oracle import TRIAL_TASKS, candidate_formats
+from autoenv.gates.families import (
+    FAMILIES,
+    NOT_APPLICABLE,
+    ROLLOUT_ONLY,
+    family_replies,
+    holds_constant,
+    shared_surface,
+    unwrapped,
+)
 from autoenv.gates.oracle import OracleBook, has_hook
 from autoenv.gates.probes import IN_PROCESS_ONLY, NEEDS_ORACLE
 from autoenv.gates.rejections import rejection
@@ -51,10 +59,11 @@ async def infer_oracle_rollouts(vf, job: Job, env, tasks: list, seats: list[str]
     if not trial_tasks:
         return None, {}
     means: dict[str, float] = {}
-    for form in FORMATS:
+    forms = candidate_formats(trial_tasks)
+    for form in forms:
         scored = [v for v in await trial(form) if v is not None]
         means[form] = round(sum(scored) / len(scored), 4) if scored else 0.0
-    best = max(FORMATS, key=lambda f: means[f])
+    best = max(forms, key=lambda f: means[f])
     return (best if means[best] > 0 else None), means
 
 
@@ -66,7 +75,9 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
     from verifiers.v1.utils.trace_store import append_episode  # deferred: verifiers only inside the child
 
     out = job.audit_dir
-    endpoint = await Endpoint(Policies(OracleBook(tasks_all, answer_format), seed=job.seed)).start()
+    book = OracleBook(tasks_all, answer_format)
+    book.surface = shared_surface([task_messages(t) for t in sample])  # constants every probed task offers
+    endpoint = await Endpoint(Policies(book, seed=job.seed)).start()
     os.environ[LOCAL_KEY_VAR] = "local"
     semaphore = asyncio.Semaphore(job.max_concurrent)
     turn = asyncio.Semaphore(job.max_concurrent)  # a probe's turn to start: after a tool hung, the rest are not played
@@ -169,7 +180,7 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
             continue
         for task in sample:  # a family whose shape the task lacks (no options, no function) is n/a there
             if probe in FAMILIES and probe not in ROLLOUT_ONLY and not family_replies(
-                    probe, messages=task_messages(task), answers=[]):
+                    probe, messages=task_messages(task), answers=[], surface=book.surface):
                 records.append(skipped(probe, task, NOT_APPLICABLE[probe]))
             else:
                 played.append((probe, task))

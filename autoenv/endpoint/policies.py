@@ -124,6 +124,7 @@ class Policies:
             name, oracle=oracle, answer=None if answer is None else str(answer),
             answers=getattr(self.oracle, "answers", []), messages=request.messages, tools=request.tools,
             key=getattr(task, "key", None) or request.task or request.rollout, seed=self.seed, constant=getattr(self.oracle, "constant", None),
+            surface=getattr(self.oracle, "surface", None),
         )
         return reply if reply is not None else Reply()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from collections.abc import Collection
 from typing import Any
 
 from autoenv.core.messages import Reply, ToolCall
@@ -120,8 +121,11 @@ def structural_picks(found: list[tuple[str, str]]) -> dict[str, str]:
     return picks
 
 
-def family_replies(name: str, *, messages: list[dict[str, Any]], answers: list[str]) -> dict[str, Reply]:
-    """Every reply family `name` tries on one task, by strategy ({} when it does not apply here)."""
+def family_replies(name: str, *, messages: list[dict[str, Any]], answers: list[str],
+                   surface: Collection[str] | None = None) -> dict[str, Reply]:
+    """Every reply family `name` tries on one task, by strategy ({} when it does not apply here). `surface`: the
+    surface strategies every probed task offers (shared_surface); only those are played, so a word of one task's
+    own prompt is never taken for a constant."""
     if name in ROLLOUT_ONLY:  # in-process means one single-turn reply without tools: nothing to play
         return {}
     if name == "abstain":
@@ -155,7 +159,8 @@ def family_replies(name: str, *, messages: list[dict[str, Any]], answers: list[s
         return {f"{strategy} {form}": Reply(content=render(label, form))
                 for strategy, label in structural_picks(found).items() for form in FORMATS}
     if name == "surface":
-        return {strategy: Reply(content=text) for strategy, (_, text) in surface_replies(messages).items()}
+        return {strategy: Reply(content=text) for strategy, (_, text) in surface_replies(messages).items()
+                if surface is None or strategy in surface}
     if name == "stub":
         text = prompt_text(messages, ("system", "user"))
         functions = dict(FUNCTION.findall(text))
@@ -172,15 +177,15 @@ def family_replies(name: str, *, messages: list[dict[str, Any]], answers: list[s
     raise ValueError(f"unknown probe family {name!r}")
 
 
-def family_reply(name: str, *, messages: list[dict[str, Any]], answers: list[str], tools: list[dict[str, Any]] | None = None
-                 ) -> Reply | None:
+def family_reply(name: str, *, messages: list[dict[str, Any]], answers: list[str], tools: list[dict[str, Any]] | None = None,
+                 surface: Collection[str] | None = None) -> Reply | None:
     """The family's next message through real rollouts: its first strategy, or the turn-by-turn play of
     valid-tool-spam and stall."""
     if name == "valid-tool-spam":
         return tool_spam_turn(messages, tools or [])
     if name == "stall":
         return stall_turn(messages)
-    replies = family_replies(name, messages=messages, answers=answers)
+    replies = family_replies(name, messages=messages, answers=answers, surface=surface)
     return next(iter(replies.values()), None)
 
 
@@ -257,16 +262,25 @@ def surface_text(messages: list[dict[str, Any]]) -> str:
     return system or prompt_text(messages)
 
 
+def stated_formats(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """The reply formats a task's own instructions state, as templates: each tag the system prompt or prompt names
+    (`<reversed_text>{}</reversed_text>`, three at most, those it also closes first) and each JSON key it shows (`{"cover": "{}"}`,
+    two at most), by name (`<reversed_text>`, `{"cover"}`)."""
+    text = prompt_text(messages, ("system", "user"))
+    named = list(dict.fromkeys(TAG.findall(text)))  # "in <reversed_text> tags" names a tag it never closes
+    tags = sorted(named, key=lambda t: f"</{t}>" not in text)  # closed ones first, else in order of mention
+    wrappers = {f"<{t}>": f"<{t}>{{}}</{t}>" for t in tags[:3]}
+    wrappers.update({f'{{"{k}"}}': '{{"%s": "{}"}}' % k for k in list(dict.fromkeys(JSON_KEY.findall(text)))[:2]})
+    return wrappers
+
+
 def surface_replies(messages: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
     """The surface family on one task: strategy -> (the constant, the reply). The constants come from the
     system prompt (else the prompt) and the format the prompt states (its tags and JSON keys); each is played
     bare and in each stated format. A strategy is named by its reply, so it is the same strategy on every task
     whose instructions offer it, and a constant that only one task's text holds cannot win over all tasks."""
-    text = prompt_text(messages, ("system", "user"))
     surface = surface_text(messages)
-    tags = [t for t in dict.fromkeys(TAG.findall(text)) if f"</{t}>" in text]
-    wrappers = {f"<{t}>": f"<{t}>{{}}</{t}>" for t in tags[:3]}
-    wrappers.update({f'{{"{k}"}}': '{{"%s": "{}"}}' % k for k in list(dict.fromkeys(JSON_KEY.findall(text)))[:2]})
+    wrappers = stated_formats(messages)
     constants: list[str] = []
     for found in QUOTED.findall(surface):
         constants.extend(c.strip() for c in found if c.strip())
@@ -284,6 +298,16 @@ def surface_replies(messages: list[dict[str, Any]]) -> dict[str, tuple[str, str]
         for name, wrapper in wrappers.items():
             out[f"{quote(constant)} in {name}"] = (constant, wrapper.format(constant.replace('"', "'")))
     return dict(list(out.items())[:SURFACE_MAX])
+
+
+def shared_surface(conversations: list[list[dict[str, Any]]]) -> frozenset[str]:
+    """The surface strategies every one of `conversations` (the probed tasks' opening messages) offers: a constant
+    only one task's text holds (its own marker word, its question) is task content, not the env's surface."""
+    shared: set[str] | None = None
+    for messages in conversations:
+        offered = set(surface_replies(messages))
+        shared = offered if shared is None else shared & offered
+    return frozenset(shared or ())
 
 
 def quote(text: str) -> str:

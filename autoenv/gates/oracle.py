@@ -86,6 +86,9 @@ class OracleBook:
         """The most common answer: what the constant probe replies."""
         self.answer_format = answer_format
         """For tasks without a hook: the answer-field oracle's format (autoenv.gates.answer_oracle)."""
+        self.surface: frozenset[str] | None = None
+        """The surface family's strategies shared by every probed task (autoenv.gates.families.shared_surface),
+        set by the probe stage; None: each task's own."""
 
     def __len__(self) -> int:
         return self._count

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Collection
 from typing import Any
 
 from autoenv.core.messages import Reply, ToolCall, seeded_rng, tool_names
@@ -187,12 +188,12 @@ def prompt_spans(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) ->
 
 def probe_replies(name: str, *, oracle: Reply | None, answer: str | None, answers: list[str],
                   messages: list[dict[str, Any]], tools: list[dict[str, Any]], key: str, seed: int = 0,
-                  constant: str | None = None) -> dict[str, Reply]:
+                  constant: str | None = None, surface: Collection[str] | None = None) -> dict[str, Reply]:
     """Every reply the probe tries on one task, by strategy ({} when it does not apply). Only
     prompt-copy tries several; the gates keep the one strategy that does best over all tasks
     (a policy cannot pick per task without knowing the answer)."""
     if name in FAMILIES:
-        return family_replies(name, messages=messages, answers=answers)
+        return family_replies(name, messages=messages, answers=answers, surface=surface)
     if name != "prompt-copy":
         reply = probe_reply(name, oracle=oracle, answer=answer, answers=answers, messages=messages, tools=tools,
                             key=key, seed=seed, constant=constant)
@@ -205,11 +206,11 @@ def probe_replies(name: str, *, oracle: Reply | None, answer: str | None, answer
 
 def probe_reply(name: str, *, oracle: Reply | None, answer: str | None, answers: list[str],
                 messages: list[dict[str, Any]], tools: list[dict[str, Any]], key: str, seed: int = 0,
-                constant: str | None = None) -> Reply | None:
+                constant: str | None = None, surface: Collection[str] | None = None) -> Reply | None:
     """The probe's next assistant message, or None when the probe does not apply here."""
     rng = seeded_rng(seed, name, key, len(messages))
     if name in FAMILIES:
-        return family_reply(name, messages=messages, answers=answers, tools=tools)
+        return family_reply(name, messages=messages, answers=answers, tools=tools, surface=surface)
     if name == "empty":
         return Reply()
     if name == "refusal":

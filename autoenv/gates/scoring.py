@@ -20,11 +20,12 @@ NO_ORACLE = "needs the oracle's reply, and the candidate has no oracle hook and 
 
 def task_messages(task: Any) -> list[dict[str, Any]]:
     data = task.data
-    messages = [{"role": "system", "content": data.system_prompt}] if data.system_prompt else []
-    if isinstance(data.prompt, str):
-        messages.append({"role": "user", "content": data.prompt})
-    elif data.prompt:
-        messages.extend(m.model_dump(exclude_none=True) if hasattr(m, "model_dump") else dict(m) for m in data.prompt)
+    system, prompt = getattr(data, "system_prompt", None), getattr(data, "prompt", None)
+    messages = [{"role": "system", "content": system}] if system else []
+    if isinstance(prompt, str):
+        messages.append({"role": "user", "content": prompt})
+    elif prompt:
+        messages.extend(m.model_dump(exclude_none=True) if hasattr(m, "model_dump") else dict(m) for m in prompt)
     return messages
 
 
