@@ -126,3 +126,29 @@ def test_the_answer_field_oracle_learns_the_format_the_instructions_state():
     tagged = [SimpleNamespace(data=SimpleNamespace(system_prompt=None, prompt="Reply as <answer>x</answer>.",
                                                    answer="x"))]
     assert candidate_formats(tagged)[0] == "answer-tag"  # a stated format the harness knows keeps its name
+
+
+def test_the_answer_field_is_found_by_what_moves_the_reward_not_by_its_name():
+    """code_golf keeps its reference in `expected`, the steganography envs in `secret`: a field named `answer` is a
+    convention, not a rule. Each field's value is put into each format and scored; the one the reward pays is the
+    answer field, reported so, and fields that are ids or equal on every task are never tried."""
+    import asyncio
+    import re
+    from types import SimpleNamespace
+
+    from autoenv.gates.answer_oracle import answer_fields, infer_answer
+    words = ("maple", "river", "lamp", "stone")
+    tasks = [SimpleNamespace(data=SimpleNamespace(idx=i, prompt=f"Hide {w}. Reply in <cover></cover>.", example_id=i,
+                                                  category="stego", hint=w[::-1], secret=w.upper()))
+             for i, w in enumerate(words)]
+    assert answer_fields(tasks) == ["hint", "secret"]  # ids, the prompt and a field equal everywhere are not answers
+
+    async def score(task, text: str) -> float:
+        found = re.search(r"<cover>(.*?)</cover>", text)
+        return float(bool(found) and found.group(1) == task.data.secret)
+
+    form, field, tried = asyncio.run(infer_answer(tasks, score))
+    assert (form, field) == ("<cover>{}</cover>", "secret") and tried["secret: <cover>{}</cover>"] == 1.0
+    assert tried["hint: <cover>{}</cover>"] == 0.0
+    named = [SimpleNamespace(data=SimpleNamespace(idx=0, prompt="2+2? <answer></answer>", answer="4", other="x"))]
+    assert answer_fields(named)[0] == "answer"  # `answer` is still tried first

@@ -55,7 +55,7 @@ from autoenv.core.messages import Reply
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.gates import dataset
-from autoenv.gates.answer_oracle import format_reply, infer_format
+from autoenv.gates.answer_oracle import answer_of, format_reply, infer_answer
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, holds_constant, shared_surface, unwrapped
 from autoenv.gates.gold import defines_gold, gold_check
@@ -143,17 +143,17 @@ def oracle_reply(job: Job, task, messages: list[dict]):
 _hung_hooks: dict[str, str] = {}
 
 
-async def infer_oracle(vf, tasks: list) -> tuple[str | None, dict[str, float]]:
-    """The answer-field oracle's format for a single-turn candidate without a hook."""
+async def infer_oracle(vf, tasks: list) -> tuple[str | None, str | None, dict[str, float]]:
+    """The answer-field oracle of a single-turn candidate without a hook: (format, data field, what each earned)."""
     async def score(task, text: str) -> float | None:
         trace, error = await score_in_process(vf, task, Reply(content=text))
         return None if error else total_reward(trace)
-    return await infer_format(tasks, score)
+    return await infer_answer(tasks, score)
 
 
-async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_format: str | None = None
-                           ) -> tuple[list[dict], bool | None]:
-    counts = Counter(str(t.data.answer) for t in tasks_all if getattr(t.data, "answer", None) is not None)
+async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_format: str | None = None,
+                           answer_field: str | None = None) -> tuple[list[dict], bool | None]:
+    counts = Counter(str(answer_of(t, answer_field)) for t in tasks_all if answer_of(t, answer_field) is not None)
     answers, constant = sorted(counts), (counts.most_common(1)[0][0] if counts else None)
     records, deterministic, checked = [], True, False
     strategies: dict[str, list[tuple]] = {p: [] for p in probes if p in MULTI_STRATEGY}
@@ -168,7 +168,7 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
                                   f"{task.data.idx}: skipped on the remaining tasks (untested)")
             messages = task_messages(task)
             oracle, oracle_error = None, None
-            answer = getattr(task.data, "answer", None)
+            answer = answer_of(task, answer_field)
             if callable(getattr(task, HOOK, None)):
                 try:
                     oracle = Reply.coerce(oracle_reply(job, task, messages))
@@ -405,13 +405,13 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
     """The oracle (hook, else inferred from the answer field) and the exploit probes, into `result`."""
     plan = job.audit
     assert plan is not None, "audit() checked the plan"
-    answer_format = None
+    answer_format, answer_field = None, None
     if plan.probes and tasks and not result["has_oracle"] and mode == "in-process":
-        answer_format, tried = await infer_oracle(vf, tasks)
-        result.update(oracle_format=answer_format, oracle_formats_tried=tried)
+        answer_format, answer_field, tried = await infer_oracle(vf, tasks)
+        result.update(oracle_format=answer_format, oracle_formats_tried=tried, oracle_field=answer_field)
     elif plan.probes and tasks and not result["has_oracle"] and len(result["seats"]) < 2:
-        answer_format, tried = await infer_oracle_rollouts(vf, job, env, tasks, result["seats"])
-        result.update(oracle_format=answer_format, oracle_formats_tried=tried)
+        answer_format, answer_field, tried = await infer_oracle_rollouts(vf, job, env, tasks, result["seats"])
+        result.update(oracle_format=answer_format, oracle_formats_tried=tried, oracle_field=answer_field)
     if plan.probes and tasks:
         size = plan.probe_sample if mode == "in-process" else plan.rollout_sample
         sample = sample_tasks(tasks, size, job.seed)
@@ -425,10 +425,11 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
              + len(wide) * max(len(sample), STRATEGY_SAMPLE), mode=mode)
         started = time.time()
         if mode == "in-process":
-            records, deterministic = await probe_in_process(vf, job, tasks, sample, probes, answer_format)
+            records, deterministic = await probe_in_process(vf, job, tasks, sample, probes, answer_format,
+                                                            answer_field)
         else:
             records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes, result["seats"],
-                                                          answer_format)
+                                                          answer_format, answer_field=answer_field)
             result["seat_reference"] = seat_reference(result["seats"], sample[0])
         if deterministic is not None:  # None: no reference reply was scored, nothing to compare
             result["deterministic_scoring"] = deterministic

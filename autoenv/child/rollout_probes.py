@@ -28,7 +28,7 @@ from autoenv.core.messages import ambiguity
 from autoenv.core.traces import said, to_rollout
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.gates.answer_oracle import TRIAL_TASKS, candidate_formats
+from autoenv.gates.answer_oracle import ANSWER, TRIAL_TASKS, answer_fields, answer_of, candidate_formats
 from autoenv.gates.families import (
     FAMILIES,
     NOT_APPLICABLE,
@@ -46,36 +46,44 @@ from autoenv.gates.seats import NEVER_PLAYED, reference_failed, seat_reference, 
 
 
 async def infer_oracle_rollouts(vf, job: Job, env, tasks: list, seats: list[str]
-                                ) -> tuple[str | None, dict[str, float]]:
-    """The answer-field oracle's format for a tools or custom-Env candidate without a hook: each format's answer
-    played as the final reply through real rollouts on a few tasks (not recorded as probes)."""
-    async def trial(form: str) -> list[float | None]:
-        records, _ = await probe_rollouts(vf, job, env, tasks, trial_tasks, ["oracle"], seats, form, keep=False)
+                                ) -> tuple[str | None, str | None, dict[str, float]]:
+    """The answer-field oracle of a tools or custom-Env candidate without a hook: each candidate field's value in
+    each format played as the final reply through real rollouts on a few tasks (not recorded as probes). Returns
+    (format, field, what each earned); rollouts cost more than in-process scores, so three fields at most."""
+    async def trial(form: str, field: str, trial_tasks: list) -> list[float | None]:
+        records, _ = await probe_rollouts(vf, job, env, tasks, trial_tasks, ["oracle"], seats, form, keep=False,
+                                          answer_field=field)
         return [None if r.get("skipped") or r.get("error") else
                 sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()
                     if isinstance(v, (int, float))) for r in records]
 
-    trial_tasks = [t for t in tasks if getattr(t.data, "answer", None) not in (None, "")][:TRIAL_TASKS]
-    if not trial_tasks:
-        return None, {}
-    means: dict[str, float] = {}
-    forms = candidate_formats(trial_tasks)
-    for form in forms:
-        scored = [v for v in await trial(form) if v is not None]
-        means[form] = round(sum(scored) / len(scored), 4) if scored else 0.0
-    best = max(forms, key=lambda f: means[f])
-    return (best if means[best] > 0 else None), means
+    best: tuple[float, str | None, str | None] = (0.0, None, None)
+    tried: dict[str, float] = {}
+    for field in answer_fields(tasks, limit=3):
+        trial_tasks = [t for t in tasks if answer_of(t, field) not in (None, "")][:TRIAL_TASKS]
+        if not trial_tasks:
+            continue
+        for form in candidate_formats(trial_tasks):
+            scored = [v for v in await trial(form, field, trial_tasks) if v is not None]
+            mean = round(sum(scored) / len(scored), 4) if scored else 0.0
+            tried[form if field == ANSWER else f"{field}: {form}"] = mean
+            if mean > best[0] + 1e-9:
+                best = (mean, form, field)
+        if best[0] >= 1.0 - 1e-9:
+            break
+    return best[1], best[2], tried
 
 
 async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: list[str] | None = None,
-                         answer_format: str | None = None, keep: bool = True) -> tuple[list[dict], bool | None]:
+                         answer_format: str | None = None, keep: bool = True, answer_field: str | None = None
+                         ) -> tuple[list[dict], bool | None]:
     """Each probe played as real rollouts. In a multi-seat env each probe plays one seat at a time while the
     other seats are pinned (verifiers' per-seat `AgentConfig.model`) to the reference policy of
     `seat_reference`; a record is the probed seat's alone, the reference seats' results under `others`."""
     from verifiers.v1.utils.trace_store import append_episode  # deferred: verifiers only inside the child
 
     out = job.audit_dir
-    book = OracleBook(tasks_all, answer_format)
+    book = OracleBook(tasks_all, answer_format, answer_field)
     book.surface = shared_surface([task_messages(t) for t in sample])  # constants every probed task offers
     endpoint = await Endpoint(Policies(book, seed=job.seed)).start()
     os.environ[LOCAL_KEY_VAR] = "local"
@@ -134,7 +142,7 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
                 record["constant_in_data"] = holds_constant(unwrapped(reply or ""), task.data)
             if probe == "constant":  # right by the data, not by the reward: the constant's fair share
                 constant = getattr(endpoint.policies.oracle, "constant", None)
-                record["answer_is_constant"] = str(getattr(task.data, "answer", None)) == constant
+                record["answer_is_constant"] = str(answer_of(task, answer_field)) == constant
             record["outcome"] = rollout.outcome
             record["seat"] = getattr(trace.agent, "name", None) if trace.agent is not None else None
             record["episode"] = episode.id

@@ -29,7 +29,7 @@ from autoenv.core.job import Job
 from autoenv.core.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, to_rollout
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint, Faults
-from autoenv.gates.answer_oracle import inferred_format
+from autoenv.gates.answer_oracle import inferred
 from autoenv.gates.oracle import OracleBook
 from autoenv.run.fingerprint import write_fingerprint
 
@@ -58,7 +58,7 @@ async def run(job: Job) -> None:
     endpoint = None
     if any(seat.embedded for seat in plan.roles.values()):
         faults = Faults(latency=job.embedded_latency)
-        endpoint = await Endpoint(Policies(OracleBook(tasks, inferred_format(job.audit_dir)), seed=job.seed), faults).start()
+        endpoint = await Endpoint(Policies(OracleBook(tasks, *inferred(job.audit_dir)), seed=job.seed), faults).start()
         os.environ[LOCAL_KEY_VAR] = "local"
         os.environ[GRADER_URL_VAR] = endpoint.base_url
     os.environ.setdefault(NO_KEY_VAR, "none")

@@ -119,7 +119,7 @@ class Policies:
         oracle = None
         if name in NEEDS_ORACLE:
             oracle = advertised_names(self._need_oracle(request), request.tools)
-        answer = getattr(getattr(task, "data", None), "answer", None)
+        answer = getattr(getattr(task, "data", None), getattr(self.oracle, "answer_field", None) or "answer", None)
         reply = probe_reply(
             name, oracle=oracle, answer=None if answer is None else str(answer),
             answers=getattr(self.oracle, "answers", []), messages=request.messages, tools=request.tools,

@@ -46,26 +46,77 @@ def candidate_formats(tasks: list[Any]) -> list[str]:
     return list(dict.fromkeys([*stated, *FORMATS]))
 
 
-async def infer_format(tasks: list[Any], score: Any) -> tuple[str | None, dict[str, float]]:
-    """The format whose replies earn the most reward on up to TRIAL_TASKS tasks with an answer.
+ANSWER = "answer"
+NOT_ANSWERS = {"idx", "id", "name", "prompt", "system_prompt", "example_id", "task_id", "info"}
+"""TaskData fields that are never the reference answer: ids, the prompt itself, free-form info."""
+MAX_FIELDS = 6
+
+
+def answer_fields(tasks: list[Any], limit: int = MAX_FIELDS) -> list[str]:
+    """The fields of the tasks' data that could hold the reference answer: `answer` first, then each other field
+    holding a string or number that differs between tasks (a field equal on every task cannot tell tasks apart:
+    a reward paying it is a constant's, the surface probe's business), in the order the data declares them."""
+    if not tasks:
+        return []
+    dumped = [t.data.model_dump() if hasattr(t.data, "model_dump") else dict(vars(t.data)) for t in tasks[:20]]
+    fields = [ANSWER] if any(d.get(ANSWER) not in (None, "") for d in dumped) else []
+    for name, value in dumped[0].items():
+        if name in NOT_ANSWERS or name == ANSWER or isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            continue
+        values = {str(d.get(name)) for d in dumped}
+        if len(values) > 1 or len(dumped) == 1:
+            fields.append(name)
+    return fields[:limit]
+
+
+def answer_of(task: Any, field: str | None = ANSWER) -> Any:
+    """The task's reference answer, read from the field the answer-field oracle learnt (`answer` by default)."""
+    return getattr(task.data, field or ANSWER, None)
+
+
+async def infer_format(tasks: list[Any], score: Any, field: str = ANSWER) -> tuple[str | None, dict[str, float]]:
+    """The format whose replies earn the most reward on up to TRIAL_TASKS tasks whose `field` is set.
 
     `score(task, text)` is an awaitable giving the reply's total reward (None on an error).
     Returns (format or None when no format earns anything, {format: mean reward}).
     """
-    trial = [t for t in tasks if getattr(t.data, "answer", None) not in (None, "")][:TRIAL_TASKS]
+    trial = [t for t in tasks if answer_of(t, field) not in (None, "")][:TRIAL_TASKS]
     means: dict[str, float] = {}
     forms = candidate_formats(trial)
     for form in forms:
-        values = [await score(task, format_reply(task.data.answer, form)) for task in trial]
+        values = [await score(task, format_reply(answer_of(task, field), form)) for task in trial]
         scored = [v for v in values if v is not None]
         means[form] = round(sum(scored) / len(scored), 4) if scored else 0.0
     best = max(forms, key=lambda f: means.get(f, 0.0)) if means else None
     return (best if best is not None and means[best] > 0 else None), means
 
 
+async def infer_answer(tasks: list[Any], score: Any, fields: list[str] | None = None
+                       ) -> tuple[str | None, str | None, dict[str, float]]:
+    """Which data field holds the answer and in which format the rewards accept it: each field of `answer_fields`
+    put into each candidate format and scored (differential testing: the field whose value moves the reward is the
+    answer, whatever its name). `answer` wins ties. Returns (format, field, {"field: format" or format: mean})."""
+    best: tuple[float, str | None, str | None] = (0.0, None, None)
+    tried: dict[str, float] = {}
+    for field in answer_fields(tasks) if fields is None else fields:
+        form, means = await infer_format(tasks, score, field)
+        tried.update({(f if field == ANSWER else f"{field}: {f}"): m for f, m in means.items()})
+        if form is not None and means[form] > best[0] + 1e-9:
+            best = (means[form], form, field)
+        if best[0] >= 1.0 - 1e-9:  # full marks: no other field can do better
+            break
+    return best[1], best[2], tried
+
+
 def inferred_format(audit_dir: Path) -> str | None:
     """The format the audit inferred for this candidate (audit.json's `oracle_format`), if any."""
+    return inferred(audit_dir)[0]
+
+
+def inferred(audit_dir: Path) -> tuple[str | None, str]:
+    """The answer-field oracle the audit learnt: (its format or None, the data field it reads)."""
     try:
-        return read_audit(Path(audit_dir) / AUDIT_FILE).oracle_format
+        audit = read_audit(Path(audit_dir) / AUDIT_FILE)
     except AutoEnvError:  # no audit (an eval without gates) or an unreadable one: no inferred oracle
-        return None
+        return None, ANSWER
+    return audit.oracle_format, audit.oracle_field or ANSWER

@@ -174,7 +174,10 @@ class AuditRecord(AuditPart):
     response_hooks: list[str] = Field(default_factory=list, description="@vf.intercept/@vf.stop hooks on the reply.")
     has_oracle: bool = Field(False, description="The task defines an oracle hook.")
     oracle_format: str | None = Field(None, description="The answer-field oracle's inferred format, if any.")
-    oracle_formats_tried: dict[str, float] = Field(default_factory=dict, description="Each format's mean reward.")
+    oracle_formats_tried: dict[str, float] = Field(default_factory=dict, description="Each format's mean reward "
+                                                   "(`field: format` for a field other than `answer`).")
+    oracle_field: str | None = Field(None, description="The data field the answer-field oracle reads: `answer`, "
+                                     "or the field whose value, so formatted, earned the reward.")
     gold: GoldCheck | None = Field(None, description="verifiers' gold check, when the task defines one.")
     seat_reference: SeatReference | None = Field(None, description="Who played the unprobed seats (multi-seat).")
     deterministic_scoring: bool | None = Field(None, description="Scoring the same transcript twice agreed; "

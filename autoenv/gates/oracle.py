@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Any, Iterable
 
 from autoenv.core.messages import Reply, ambiguous, message_text
-from autoenv.gates.answer_oracle import format_reply
+from autoenv.gates.answer_oracle import ANSWER, answer_of, format_reply
 
 HOOK = "oracle"
 
@@ -67,7 +67,7 @@ class AmbiguousTask(LookupError):
 class OracleBook:
     """An index of a candidate's tasks by key and by first user message, answering `next_message`."""
 
-    def __init__(self, tasks: Iterable[Any], answer_format: str | None = None):
+    def __init__(self, tasks: Iterable[Any], answer_format: str | None = None, answer_field: str | None = None):
         self._by_prompt: dict[str, list[Any]] = {}
         self._by_key: dict[str, Any] = {}
         counts: Counter[str] = Counter()
@@ -77,7 +77,7 @@ class OracleBook:
             if str(task.key) not in self._by_key:  # keys are unique in a taskset: a repeat is the same task
                 self._by_key[str(task.key)] = task
                 self._by_prompt.setdefault(task_prompt_text(task), []).append(task)
-            answer = getattr(task.data, "answer", None)
+            answer = answer_of(task, answer_field)
             if answer is not None:
                 counts[str(answer)] += 1
         self.answers = sorted(counts)
@@ -86,6 +86,8 @@ class OracleBook:
         """The most common answer: what the constant probe replies."""
         self.answer_format = answer_format
         """For tasks without a hook: the answer-field oracle's format (autoenv.gates.answer_oracle)."""
+        self.answer_field = answer_field or ANSWER
+        """The data field that oracle reads (`answer`, or the field the audit learnt)."""
         self.surface: frozenset[str] | None = None
         """The surface family's strategies shared by every probed task (autoenv.gates.families.shared_surface),
         set by the probe stage; None: each task's own."""
@@ -120,7 +122,7 @@ class OracleBook:
         if task is None:
             return None
         hook = getattr(task, HOOK, None)
-        answer = getattr(task.data, "answer", None)
+        answer = answer_of(task, self.answer_field)
         if not callable(hook) and self.answer_format and answer not in (None, ""):
             return Reply(content=format_reply(answer, self.answer_format))
         if not callable(hook):

@@ -299,7 +299,8 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
     reference = (sum(played) / len(played) if played else oracle.mean) if oracle and oracle.mean is not None \
         else maximum  # unrounded, like every mean a rule compares
     source = audit.oracle_source
-    inferred = (f"inferred from the tasks' `answer` field in the {source.split(':', 1)[1]} format (the candidate "
+    inferred = (f"inferred from the tasks' `{audit.oracle_field or 'answer'}` field in the {source.split(':', 1)[1]} "
+                "format (the candidate "
                 "has no oracle hook: this proves only that the answer so formatted earns the reward); "
                 if source and source.startswith("inferred:") else "")
     gold = audit.gold
