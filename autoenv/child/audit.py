@@ -195,7 +195,10 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
                     emit("probe", probe=probe)
                     continue
             if not replies:
+                numeric_miss = (probe == "near-miss" and oracle is not None and answer not in (None, "")
+                                and str(answer) in (oracle.content or ""))  # an answer that is no number
                 reason = (NO_ORACLE if oracle is None and probe in NEEDS_ORACLE | {"oracle"} and not oracle_error
+                          else NOT_APPLICABLE[probe] if numeric_miss
                           else "the task has no `answer` in the oracle's reply" if probe in NEEDS_ANSWER
                           else NOT_APPLICABLE.get(probe))
                 records.append(skipped(probe, task, reason, oracle_error if probe == "oracle" else None))

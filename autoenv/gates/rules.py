@@ -418,6 +418,7 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
         strategy = next((r.strategy for r in by_probe[name] if r.strategy), None)
         if strategy:
             limit += (f"; best strategy: {quoted(strategy)}" if name in FAMILIES else
+                      f"; best change: the answer's {strategy}" if name == "near-miss" else
                       f"; best copying strategy: the prompt's {strategy}")
         report.add(f"probe {name}", "fail" if bad else "warn" if name in noisy else "pass",
                    f"mean {summary.mean:.3f} ({limit})" + partly

@@ -24,7 +24,7 @@ from autoenv.gates.probes import DEFENCES
 CAUSE_ORDER = ("padding", "empty", "refusal", "garbage", "echo", "tool-spam", "wrong-answer", "format-only",
                "swap-answer", "abstain", "stub", "stall", "valid-tool-spam", "structural", "typical-value",
                "kitchen-sink", "first-number", "last-line", "injection", "self-report", "prompt-copy", "constant",
-               "surface", "whitespace")
+               "surface", "near-miss", "whitespace")
 """Which probe names a component's cause when several harvest it: the most basic first."""
 CAUSE_TITLES = {
     "padding": "grows with the reply's length: filler text earns it",
@@ -51,6 +51,7 @@ CAUSE_TITLES = {
     "typical-value": "pays closeness to a typical value: one guess at the usual magnitude earns it",
     "self-report": "believes what the reply says about itself (a confidence, `verified: true`, a score)",
     "surface": "pays one constant reply on every task (an empty format, a word or example from the instructions)",
+    "near-miss": "accepts a number that is not the answer: its sign dropped, times ten or two digits swapped",
 }
 BLOCKING_FIRST = ("modules", "reward errors", "time limits", "load time", "deterministic load", "deterministic scoring",
                   "oracle", "gold validation", "pyproject", "readme")
