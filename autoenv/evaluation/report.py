@@ -144,6 +144,10 @@ def check_fix(finding: GateFinding) -> str | None:
     return fix(finding) if fix else None
 
 
+SKIPS_NAMED = 6
+"""How many not-applicable rows the feedback's gates paragraph names (every row is in gates.md)."""
+
+
 def gates_summary(gates: GateReport, details: Path | None, where: Path | None) -> str:
     """One paragraph: how many checks and probes passed, failed or were not applicable, and the link to every row."""
     counts: dict[str, list[str]] = {}
@@ -154,8 +158,11 @@ def gates_summary(gates: GateReport, details: Path | None, where: Path | None) -
         parts.append(f"{len(counts['fail'])} failed ({', '.join(counts['fail'])})")
     if counts.get("warn"):
         parts.append(f"{len(counts['warn'])} warned ({', '.join(counts['warn'])})")
-    if counts.get("skip"):
-        parts.append(f"{len(counts['skip'])} not applicable ({', '.join(counts['skip'])})")
+    if counts.get("skip"):  # the rows that did not apply are many and say little: a few named, the rest counted
+        skipped = counts["skip"]
+        named = ", ".join(skipped[:SKIPS_NAMED]) + (f" and {len(skipped) - SKIPS_NAMED} more" if len(skipped) >
+                                                     SKIPS_NAMED else "")
+        parts.append(f"{len(skipped)} not applicable ({named})")
     text = "; ".join(parts) + "."
     if details is not None:
         link = Path(os.path.relpath(details, where)).as_posix() if where else details.as_posix()

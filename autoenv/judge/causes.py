@@ -156,6 +156,8 @@ def component_cause(gates: GateReport, component: str, hits: list[tuple[str, Gat
     fix = DEFENCES.get(leader, DEFENCES.get(leading, ""))
     if leading in ANSWER_BLIND and pays_wording(gates, component):
         title, fix = WORDING_TITLE, WORDING_FIX
+    elif leading in ANSWER_BLIND and pays_closeness(gates, component):
+        title, fix = CAUSE_TITLES["typical-value"], DEFENCES["typical-value"]
     return Cause(issue=f"{named} {title}", fix=f"`{component}`: {fix}",
                  evidence=[probe_evidence(gates, name, component) for name in probes],
                  probes=probes, component=component, kind="component")
@@ -181,6 +183,22 @@ def pays_wording(gates: GateReport, component: str) -> bool:
     if blind is None or not bare or blind <= 0:
         return False
     return max(bare) < 0.5 * blind
+
+
+def pays_closeness(gates: GateReport, component: str) -> bool:
+    """Whether an answer-blind component pays a wrong answer only in part: graded closeness (a ratio, a distance),
+    not the format. A format component pays another task's answer what it pays the right one; a closeness
+    component pays it less, by how far it is (reverse_text's LCS ratio: 0.37 of 1.0)."""
+    scores = gates.matrix.scores if gates.matrix else {}
+    blind = max((scores[p][component] for p in (*ANSWER_BLIND, *(f"derived {b}" for b in ANSWER_BLIND))
+                 if component in scores.get(p, {})), default=None)
+    right = scores.get("oracle", {}).get(component)
+    return blind is not None and right is not None and 0 < blind < CLOSENESS_SHARE * right
+
+
+CLOSENESS_SHARE = 0.9
+"""Below this share of the reference's score, what a wrong answer earns is partial credit (closeness), not the
+format's full pay."""
 
 
 def probe_evidence(gates: GateReport, probe: str, component: str | None) -> str:
