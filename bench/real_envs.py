@@ -163,13 +163,32 @@ def local_rows(dataset: str) -> list[dict] | None:
     """Rows written here, in the schema of a Hub dataset a public env loads (never the dataset itself): what its
     loader reads when the Hub cannot be reached. None for a dataset with no local stand-in."""
     rng = random.Random(dataset)
-    if dataset == "openai/gsm8k":
+    if dataset == "openai/gsm8k":  # one question per shape, as gsm8k's are: no two read alike
+        shapes = [
+            ("A baker makes {a} loaves each morning for {b} days. How many loaves is that?", lambda a, b: a * b),
+            ("Mia has {a} stickers and gives away {b}. How many does she keep?", lambda a, b: a - b),
+            ("A train car seats {a} people. How many people fit in {b} cars?", lambda a, b: a * b),
+            ("Tom read {a} pages on Monday and {b} on Tuesday. How many pages in all?", lambda a, b: a + b),
+            ("A hen house holds {b} hens that each lay {a} eggs a year. How many eggs a year?",
+             lambda a, b: a * b),
+            ("A rope {a} metres long loses {b} metres to a knot. How long is it now?", lambda a, b: a - b),
+            ("Each of {b} classrooms needs {a} chairs. How many chairs are needed?", lambda a, b: a * b),
+            ("Lena saves {a} dollars a week for {b} weeks, then spends 5. What is left?", lambda a, b: a * b - 5),
+            ("A pond has {a} ducks; {b} more land and 2 fly off. How many ducks now?", lambda a, b: a + b - 2),
+            ("Sam runs {a} laps of a {b}-metre track. How many metres does he run?", lambda a, b: a * b),
+            ("A library lends {a} books and gets {b} back. By how many did its shelves shrink?",
+             lambda a, b: a - b),
+            ("Paint covers {b} square metres per can. How many square metres do {a} cans cover?", lambda a, b: a * b),
+            ("A bus carries {a} riders, drops {b} at a stop and picks up 7. How many ride on?",
+             lambda a, b: a - b + 7),
+            ("Grandma bakes {a} cookies and her {b} grandchildren each eat 2. How many remain?",
+             lambda a, b: a - 2 * b),
+            ("A garden has {a} rows of {b} tulips and 3 roses. How many flowers grow there?", lambda a, b: a * b + 3),
+        ]
         rows = []
-        for i in range(60):
-            a, b, c = rng.randint(2, 40), rng.randint(2, 40), rng.randint(2, 9)
-            rows.append({"question": f"A shop sells {a} apples in the morning and {b} in the afternoon, in bags of "
-                                     f"{c}. How many apples did it sell, times {c}?",
-                         "answer": f"{a} + {b} = {a + b}; {a + b} * {c} = {(a + b) * c}\n#### {(a + b) * c}"})
+        for text, answer in shapes:
+            a, b = rng.randint(20, 60), rng.randint(2, 9)
+            rows.append({"question": text.format(a=a, b=b), "answer": f"The total is {answer(a, b)}.\n#### {answer(a, b)}"})
         return rows
     if dataset == "PrimeIntellect/Reverse-Text-RL":
         words = ("the a of in on under over near river stone lamp quiet orbit maple copper signal harbor velvet "
