@@ -152,3 +152,23 @@ def test_the_answer_field_is_found_by_what_moves_the_reward_not_by_its_name():
     assert tried["hint: <cover>{}</cover>"] == 0.0
     named = [SimpleNamespace(data=SimpleNamespace(idx=0, prompt="2+2? <answer></answer>", answer="4", other="x"))]
     assert answer_fields(named)[0] == "answer"  # `answer` is still tried first
+
+
+def test_a_field_that_moves_nothing_is_not_taken_for_the_answer():
+    """verifiers' grayscale_interception pays every reply 1.0 (its reward is whether a hook fired): any field's value
+    in any format 'earns' it. A field other than `answer` counts only where its own value earns more than another
+    task's value in the same format; one task, or one value everywhere, shows nothing moving and is not tried."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from autoenv.gates.answer_oracle import answer_fields, infer_answer
+    tasks = [SimpleNamespace(data=SimpleNamespace(idx=i, prompt=f"Describe picture {i}.", label=f"pic{i}"))
+             for i in range(4)]
+
+    async def always(task, text: str) -> float:
+        return 1.0
+
+    form, field, tried = asyncio.run(infer_answer(tasks, always))
+    assert (form, field) == (None, None)
+    assert [v for k, v in tried.items() if k.startswith("label: ") and k.endswith("(another task's value)")] == [1.0]
+    assert answer_fields(tasks[:1]) == []  # one task: nothing can be seen to move

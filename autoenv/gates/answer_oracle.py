@@ -47,7 +47,9 @@ def candidate_formats(tasks: list[Any]) -> list[str]:
 
 
 ANSWER = "answer"
-NOT_ANSWERS = {"idx", "id", "name", "prompt", "system_prompt", "example_id", "task_id", "info"}
+NOT_ANSWERS = {"idx", "id", "name", "prompt", "system_prompt", "example_id", "task_id", "info", "description", "image",
+               "workdir", "agent_user", "skills", "network_allow", "network_block", "artifacts", "artifact_max_bytes",
+               "timeout", "resources"}
 """TaskData fields that are never the reference answer: ids, the prompt itself, free-form info."""
 MAX_FIELDS = 6
 
@@ -63,8 +65,7 @@ def answer_fields(tasks: list[Any], limit: int = MAX_FIELDS) -> list[str]:
     for name, value in dumped[0].items():
         if name in NOT_ANSWERS or name == ANSWER or isinstance(value, bool) or not isinstance(value, (str, int, float)):
             continue
-        values = {str(d.get(name)) for d in dumped}
-        if len(values) > 1 or len(dumped) == 1:
+        if len({str(d.get(name)) for d in dumped}) > 1:  # one task, or one value everywhere, shows nothing moving
             fields.append(name)
     return fields[:limit]
 
@@ -91,6 +92,20 @@ async def infer_format(tasks: list[Any], score: Any, field: str = ANSWER) -> tup
     return (best if best is not None and means[best] > 0 else None), means
 
 
+MOVES = 0.1
+"""How much more a field's own value must earn than another task's value for the field to count as the answer."""
+
+
+async def control_mean(tasks: list[Any], score: Any, field: str, form: str) -> float:
+    """The mean reward of `form` holding another trial task's value of `field` (or nothing, where every trial task
+    holds the same value): what the reward pays whatever the field says."""
+    trial = [t for t in tasks if answer_of(t, field) not in (None, "")][:TRIAL_TASKS]
+    values = [answer_of(t, field) for t in trial]
+    others = values[1:] + values[:1] if len({str(v) for v in values}) > 1 else [""] * len(values)
+    scored = [v for task, other in zip(trial, others) if (v := await score(task, format_reply(other, form))) is not None]
+    return round(sum(scored) / len(scored), 4) if scored else 0.0
+
+
 async def infer_answer(tasks: list[Any], score: Any, fields: list[str] | None = None
                        ) -> tuple[str | None, str | None, dict[str, float]]:
     """Which data field holds the answer and in which format the rewards accept it: each field of `answer_fields`
@@ -101,6 +116,11 @@ async def infer_answer(tasks: list[Any], score: Any, fields: list[str] | None = 
     for field in answer_fields(tasks) if fields is None else fields:
         form, means = await infer_format(tasks, score, field)
         tried.update({(f if field == ANSWER else f"{field}: {f}"): m for f, m in means.items()})
+        if form is not None and field != ANSWER:  # a field other than `answer` must move the reward: the same
+            control = await control_mean(tasks, score, field, form)  # format holding another task's value earns less
+            tried[f"{field}: {form} (another task's value)"] = control
+            if means[form] <= control + MOVES:
+                continue
         if form is not None and means[form] > best[0] + 1e-9:
             best = (means[form], form, field)
         if best[0] >= 1.0 - 1e-9:  # full marks: no other field can do better
