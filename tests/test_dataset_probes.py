@@ -213,7 +213,8 @@ def probe(name: str, oracle: str | Reply | None = "<answer>42</answer>", answer:
 def test_every_exploit_has_a_description():
     assert set(EXPLOITS) == {"empty", "refusal", "echo", "wrong-answer", "kitchen-sink", "padding", "garbage",
                              "tool-spam", "first-number", "last-line", "injection", "constant", "prompt-copy",
-                             "abstain", "typical-value", "self-report", "structural", "stub", "valid-tool-spam", "stall"}
+                             "abstain", "typical-value", "self-report", "structural", "stub", "valid-tool-spam", "stall",
+                             "surface", "near-miss"}
     assert all(isinstance(v, str) and v for v in EXPLOITS.values())
 
 

@@ -310,10 +310,17 @@ def test_each_planted_hack_without_a_reference_fails_exactly_its_family(run_repo
     assert "def oracle(" not in "".join(p.read_text() for p in (root / "candidate").rglob("*.py"))
     result = autoenv("probe", cwd=root)
     assert result.returncode == 1 and GATES_FAILED.search(result.stdout), result.stdout[-3000:] + result.stderr[-2000:]
-    assert failed_lines(result.stdout) == ["FAILED content-free", *(f"FAILED probe {f}" for f in families)], \
-        result.stdout[-3000:]
     gates = gates_of(root)
     (free,) = [f for f in gates["findings"] if f["name"] == "content-free"]
+    if hack == "hack-typical":  # its answer sits in `mean`, which the harness learns to read (a reference after all):
+        # the answer-based probes then see the same graded closeness, and a constant answer is as close
+        oracle = next(f for f in gates["findings"] if f["name"] == "oracle")
+        assert "`mean` field" in oracle["message"], oracle
+        assert "FAILED probe typical-value" in failed_lines(result.stdout) and "typical-value" in free["data"]["failed"]
+        assert set(free["data"]["failed"]) <= {"typical-value", "constant"}
+        return
+    assert failed_lines(result.stdout) == ["FAILED content-free", *(f"FAILED probe {f}" for f in families)], \
+        result.stdout[-3000:]
     assert free["data"]["failed"] == families
 
 

@@ -680,7 +680,7 @@ def test_tool_candidate_without_oracle_plays_the_answer_field_oracle_through_rol
     assert by_name["probe prompt-copy"]["status"] == "skip" and "in-process" in by_name["probe prompt-copy"]["message"]
     tested = by_name["probes tested"]
     assert tested["status"] == "warn" and "coverage" not in tested["data"]
-    assert tested["message"].startswith("18 of 19 exploit probes tested"), tested["message"]
+    assert tested["message"].startswith("19 of 20 exploit probes tested"), tested["message"]
 
 
 # `correct` breaks on answers ending in 0 or 5 (several of the 30 sampled tasks; none of them
