@@ -57,7 +57,15 @@ from autoenv.endpoint.server import Endpoint
 from autoenv.gates import dataset
 from autoenv.gates.answer_oracle import answer_of, format_reply, infer_answer
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord
-from autoenv.gates.families import FAMILIES, NOT_APPLICABLE, holds_constant, shared_surface, unwrapped
+from autoenv.gates.families import (
+    FAMILIES,
+    NOT_APPLICABLE,
+    data_values,
+    holds_constant,
+    normal,
+    shared_surface,
+    unwrapped,
+)
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
 from autoenv.gates.probes import (
@@ -269,11 +277,14 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
     names = {name for _, tried in per_task for name in tried}
     if not names:  # no task had anything to try (each recorded as skipped, with its reason)
         return []
-    def held(task, record: dict) -> bool:  # a surface constant that is this task's own data value: right by the data
-        return probe == "surface" and holds_constant(unwrapped(record.get("reply") or ""), task.data)
+    # a surface constant that is a task's own data value is right by the data there: worth nothing to the strategy
+    values = [data_values(task.data) if probe == "surface" else set() for task, _ in per_task]
+    def held(i: int, record: dict) -> bool:
+        constant = unwrapped(record.get("reply") or "")
+        return bool(constant) and normal(constant) in values[i]
     def mean(name: str) -> float:
-        return sum(max(tried[name][0], 0.0) if name in tried and not held(task, tried[name][1]) else 0.0
-                   for task, tried in per_task) / len(per_task)
+        return sum(max(tried[name][0], 0.0) if name in tried and not held(i, tried[name][1]) else 0.0
+                   for i, (_, tried) in enumerate(per_task)) / len(per_task)
     best = max(sorted(names), key=mean)
     records = []
     for task, tried in per_task:
