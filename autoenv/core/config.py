@@ -280,11 +280,12 @@ class Runtime:
     """Where the candidate's programs and tool servers run, and which harness drives the chat."""
 
     type: str = "subprocess"
-    """subprocess (this machine) | docker | modal | prime | e2b (verifiers' own runtimes)."""
+    """subprocess (this machine) | docker | podman | modal | prime | e2b (verifiers' own runtimes)."""
     harness: str = "inprocess"
     """inprocess (verifiers' chat program run inside the worker; subprocess runtime only) | stock."""
     docker: dict = field(default_factory=dict)
     """Settings passed to verifiers' runtime of that type, checked against its config model."""
+    podman: dict = field(default_factory=dict)
     modal: dict = field(default_factory=dict)
     prime: dict = field(default_factory=dict)
     e2b: dict = field(default_factory=dict)
@@ -642,6 +643,14 @@ def _type_name(kind) -> str:
 def check_runtime_ready(kind: str, config_path: Path) -> None:
     """Raise AutoEnvError (naming config.toml's `runtime.type` line) when `kind` cannot start here."""
     problem = readiness_problem(kind)
+    if problem is None and kind == "podman":
+        from autoenv.sandbox.confine import choose  # deferred: the sandbox probe only for this runtime
+
+        if choose().kind == "bwrap":
+            problem = ("the podman runtime runs its containers from the child itself, with your rights and storage "
+                       "(podman has no daemon), which the sandbox cannot confine",
+                       "use runtime.type = \"docker\" (the sandbox hands the child a guarded engine), or run with "
+                       "AUTOENV_SANDBOX=none (the candidate then runs unconfined)")
     if problem is None:
         return
     lines = config_path.read_text().splitlines() if config_path.is_file() else []

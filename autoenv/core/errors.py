@@ -43,6 +43,12 @@ class ProviderUnavailable(AutoEnvError):
     exit_code = 3
 
 
+class EngineUnavailable(ProviderUnavailable):
+    """The container engine of a docker/podman runtime did not answer (stopped, crashed, unreachable):
+    infrastructure, never the candidate's. Recorded like an unavailable provider: an `inconclusive`
+    entry whose reason starts with "runtime engine unavailable", exit 3."""
+
+
 def validation_problems(e: ValidationError) -> str:
     """A pydantic validation error, for a file the child wrote: the first three problems, each as
     `dotted.key: message` (the top level named as such), and how many more there are."""

@@ -29,7 +29,7 @@ class _Part(BaseModel):
 class RuntimeSpec(_Part):
     """Where the candidate's programs and tool servers run, and which harness drives the chat ([runtime])."""
 
-    type: str = Field("subprocess", description="verifiers' runtime: subprocess, docker, modal, prime or e2b.")
+    type: str = Field("subprocess", description="verifiers' runtime: subprocess, docker, podman, modal, prime or e2b.")
     harness: str = Field("inprocess", description="inprocess (the chat program in the worker's loop) or stock.")
     settings: dict[str, Any] = Field(default_factory=dict, description="Passed to verifiers' runtime config.")
     warm_seconds: int = Field(0, description="How long the warm child's server waits for the next evaluation "
@@ -106,6 +106,10 @@ class Job(_Part):
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
     embedded_latency: float = Field(0.0, description="Seconds the embedded endpoint waits before each reply.")
     forward_socket: str = Field("", description="Unix socket of the harness's forwarder, for a child without network.")
+    engine_socket: str = Field("", description="Unix socket of the harness's engine guard (autoenv.containers.guard), "
+                               "the container engine's API for a sandboxed child.")
+    share_dir: str = Field("", description="The child's temp folder under a container runtime: the same path on the "
+                           "host and in the sandbox, so the engine sees what verifiers binds from it.")
     limits: CallLimits = Field(default_factory=CallLimits)
     rollouts: RolloutPlan | None = None
     audit: AuditPlan | None = None

@@ -1,7 +1,7 @@
 """`[runtime]` settings checked before anything runs: the runtime types, the harnesses, and what each needs.
 
 verifiers runs each rollout's chat program in a runtime: `subprocess` (this machine, the
-default) or its container and sandbox runtimes (`docker`, `modal`, `prime`, `e2b`). Their
+default) or its container and sandbox runtimes (`docker`, `podman`, `modal`, `prime`, `e2b`). Their
 settings pass through unchanged from a sub-table (`[runtime.docker]`, ...) and are validated
 against verifiers' own config models, so a typo names its config.toml line before anything
 runs. How the child uses them is autoenv.child.runtime.
@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-RUNTIME_TYPES = ("subprocess", "docker", "modal", "prime", "e2b")
+from autoenv.containers.engine import engine_problem
+
+RUNTIME_TYPES = ("subprocess", "docker", "podman", "modal", "prime", "e2b")
+CONTAINER_RUNTIMES = ("docker", "podman")  # a local engine (autoenv.containers)
 
 
 HARNESSES = ("inprocess", "stock")
@@ -47,11 +49,8 @@ def readiness_problem(kind: str) -> tuple[str, str] | None:
     """(what is missing, how to fix it) when `kind`'s client library or credentials are absent."""
     if kind == "subprocess":
         return None
-    if kind == "docker":
-        if shutil.which("docker") is None:
-            return ("the docker runtime needs the `docker` CLI on PATH, and it was not found",
-                    "install Docker (and start its daemon), or set runtime.type = \"subprocess\"")
-        return None
+    if kind in CONTAINER_RUNTIMES:
+        return engine_problem(kind)  # the engine asked, not the PATH
     library = {"modal": "modal", "prime": "prime_sandboxes", "e2b": "e2b"}[kind]
     package = {"modal": "modal", "prime": "prime-sandboxes", "e2b": "e2b"}[kind]
     if importlib.util.find_spec(library) is None:

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from autoenv.containers.access import engine_access
 from autoenv.core import display
 from autoenv.core.config import Config
 from autoenv.core.errors import AutoEnvError, ProviderUnavailable
@@ -108,7 +109,9 @@ def start_worker(ctx: Context) -> Iterator[Worker]:
     if sandbox.kind == "none":
         display.warn(f"the candidate runs unconfined (sandbox: none): {sandbox.reason}; its code can write "
                      "every file the harness can, the ledger and config.toml included")
-    with forwarding(job) as (job, env), Worker(job, env=env, hide=keys, sandbox=sandbox) as worker:
+    with forwarding(job) as (job, env), engine_access(job, sandbox.kind) as (job, engine_env, guard), \
+            Worker(job, env={**env, **engine_env}, hide=keys, sandbox=sandbox) as worker:
+        ctx.engine_guard = guard
         yield worker
 
 

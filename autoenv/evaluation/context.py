@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from autoenv.core.config import Config
 from autoenv.core.errors import AutoEnvError, ProviderUnavailable
@@ -63,6 +64,8 @@ class Context:
     """An interrupted evaluation's outputs are kept and continued (same run id, only missing rollouts)."""
     reused: int = 0
     sandbox: str | None = None
+    engine_guard: Any = None
+    """The container engine's guard for a sandboxed child under the docker runtime (autoenv.containers.guard)."""
     environment: Environment | None = None
     """`autoenv eval --env`: the environment evaluated instead of the run's candidate (recorded apart)."""
     rescore: Source | None = None

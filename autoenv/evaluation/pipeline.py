@@ -30,7 +30,8 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
 from autoenv.core import display
-from autoenv.core.errors import AutoEnvError
+from autoenv.containers.access import engine_failure
+from autoenv.core.errors import AutoEnvError, EngineUnavailable
 from autoenv.core.record import (
     ROLES,
     Entry,
@@ -123,6 +124,13 @@ def evaluate_locked(options: EvalOptions) -> Entry:
     return entry
 
 
+def raise_engine_fault(ctx: Context) -> None:
+    """A container runtime's engine that did not answer makes the stage's failures infrastructure (inconclusive)."""
+    fault = engine_failure(ctx.config.runtime.type, ctx.engine_guard)
+    if fault is not None:
+        raise fault
+
+
 def run_stages(ctx: Context) -> Outcome:
     """install -> gates -> smoke + rollouts -> stats; a candidate's failure ends in a crash outcome.
 
@@ -141,6 +149,7 @@ def run_stages(ctx: Context) -> Outcome:
             with timed(ctx, "gates"), display.stage("check + probe", "dataset, determinism, oracle and exploits; no model"):
                 ctx.gates = gates(ctx, worker)
             if not ctx.gates.passed:
+                raise_engine_fault(ctx)
                 display.warn(f"{len(ctx.gates.failed)} gate(s) failed: " + "; ".join(ctx.gates.failed))
                 if not ctx.config.probes.continue_on_failure:
                     display.note("skipping the model evaluation (probes.continue_on_failure = false)")
@@ -155,6 +164,7 @@ def run_stages(ctx: Context) -> Outcome:
             if result is None:
                 with timed(ctx, "rollouts"), display.stage("smoke + rollouts", rollout_plan(ctx)):
                     result = worker.run("rollouts")
+                raise_engine_fault(ctx)
             if result.smoke and result.smoke["outcome"] in PROVIDER_OUTCOMES:
                 stage_name = "smoke"
                 raise smoke_unavailable(ctx, result.smoke)
@@ -169,7 +179,9 @@ def run_stages(ctx: Context) -> Outcome:
             with timed(ctx, "derived"), display.stage("derived probes", "the models' best replies, mutated; no model"):
                 ctx.gates = derived_gates(ctx, worker)
         except AutoEnvError as error:
-            return Outcome(error=error, failed_stage=stage_name)
+            fault = error if isinstance(error, EngineUnavailable) else \
+                engine_failure(ctx.config.runtime.type, ctx.engine_guard)
+            return Outcome(error=fault or error, failed_stage=stage_name)
     if result.loaded_tasks:
         ctx.candidate = ctx.candidate.model_copy(update={"tasks": result.loaded_tasks,
                                                          "load_seconds": result.load_seconds})

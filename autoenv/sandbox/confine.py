@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from autoenv.containers.engine import masked_sockets
 from autoenv.core.job import Job
 from autoenv.core.paths import PROJECT
 from autoenv.sandbox.scripts import prepare, ships_scripts
@@ -70,6 +71,11 @@ class Sandbox:
         for path in writable:
             path.mkdir(parents=True, exist_ok=True)
             args += ["--bind", str(path), str(path)]
+        files, folders = masked_sockets()  # an engine's socket is root on the host (autoenv.containers.guard)
+        for folder in folders:
+            args += ["--tmpfs", str(folder)]
+        for file in files:
+            args += ["--ro-bind", "/dev/null", str(file)]
         namespaces = [n for n in NAMESPACES if not (persist and n == "--die-with-parent")]
         return [*args, *namespaces, *([] if not network else ["--share-net"]), "--", *cmd]
 
@@ -112,7 +118,8 @@ def writable_paths(job: Job) -> list[Path]:
     scripts = [cache_home() / "verifiers" / "runtimes" / "scripts", uv_cache()] \
         if job.runtime.harness == "stock" or ships_scripts(candidate_dir) else []
     return [job.out, *(candidate_dir / d for d in BUILD_DIRS if (candidate_dir / d).is_dir()),
-            *([Path(job.forward_socket).parent] if job.forward_socket else []), *scripts]
+            *([Path(job.forward_socket).parent] if job.forward_socket else []), *scripts,
+            *([Path(job.share_dir), Path(job.engine_socket).parent] if job.share_dir else [])]
 
 
 SCRIPTS_FILE = "scripts.json"

@@ -59,6 +59,8 @@ def wanted(job: Job) -> bool:
         return False
     if job.forward_socket and Path(job.forward_socket).parent.parent != forward_folder():
         return False  # a socket folder the server's sandbox cannot show
+    if job.share_dir:
+        return False  # a container runtime's guard and share folder are the evaluation's own
     return job.runtime.warm_seconds > 0
 
 

@@ -1,0 +1,4 @@
+"""Container engines for verifiers' docker (and podman) runtime: the engine asked, not the PATH (engine);
+a private daemon for setup and CI (daemon); a local base image built from Debian's packages (image);
+and the guard that gives a sandboxed child the engine's API with only its own containers in reach
+(policy, guard)."""

@@ -1,0 +1,67 @@
+"""How an evaluation's child reaches a container engine, decided in the harness; and whether the engine failed it.
+
+- Another runtime, or the subprocess one: nothing (the sandbox hides every engine socket).
+- docker in the bubblewrap sandbox: the guard (autoenv.containers.guard) for the evaluation's life.
+- docker unconfined (AUTOENV_SANDBOX=none, or no bwrap): the engine as the user's docker CLI finds it;
+  the candidate can do whatever that CLI can, which the evaluation already warns about.
+- podman in the sandbox: refused. Podman has no daemon: the child would run containers with the
+  user's own rights and storage, which the sandbox cannot confine; docker, or AUTOENV_SANDBOX=none.
+
+`[runtime.docker]` without an `image` gets the local base image when it is built
+(autoenv.containers.image), else verifiers' default (pulled from Docker Hub).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from autoenv.containers import image
+from autoenv.containers.engine import engine_problem, endpoint, guard_problem
+from autoenv.containers.guard import Guard, guarded
+from autoenv.core import display
+from autoenv.core.errors import AutoEnvError, EngineUnavailable
+from autoenv.core.job import Job
+from autoenv.core.runtimes import CONTAINER_RUNTIMES
+
+
+@contextmanager
+def engine_access(job: Job, sandbox_kind: str) -> Iterator[tuple[Job, dict[str, str], Guard | None]]:
+    """`job` with the engine's way in for its child, the variables for it, and the guard (None without one)."""
+    kind = job.runtime.type
+    if kind not in CONTAINER_RUNTIMES:
+        yield job, {}, None
+        return
+    if kind == "docker" and "image" not in job.runtime.settings:
+        local = image.default_image()
+        if local:
+            display.note(f"docker runtime: the local base image {local} ([runtime.docker] image unset)")
+            runtime = job.runtime.model_copy(update={"settings": {**job.runtime.settings, "image": local}})
+            job = job.model_copy(update={"runtime": runtime})
+    if sandbox_kind != "bwrap":
+        yield job, {}, None
+        return
+    if kind == "podman":  # preflight refuses it first (autoenv.core.config.check_runtime_ready)
+        raise AutoEnvError("the podman runtime cannot run in the sandbox", where="config.toml [runtime] type",
+                           fix="use type = \"docker\", or run with AUTOENV_SANDBOX=none")
+    point = endpoint()
+    problem = guard_problem(point)
+    if problem:
+        raise AutoEnvError(problem, where="$DOCKER_HOST or the docker context", fix="serve the engine on a Unix socket "
+                           "on this machine (the default), or run with AUTOENV_SANDBOX=none")
+    with guarded(job, point) as (guarded_job, env, guard):
+        yield guarded_job, env, guard
+
+
+def engine_failure(kind: str, guard: Guard | None) -> EngineUnavailable | None:
+    """When the evaluation's engine did not answer (now, or a request through the guard): infrastructure."""
+    if kind not in CONTAINER_RUNTIMES:
+        return None
+    problem = engine_problem(kind)
+    missed = guard.unreachable if guard is not None else []
+    if problem is None and not missed:
+        return None
+    what = problem[0] if problem else f"{len(missed)} request(s) to it went unanswered (first: {missed[0]})"
+    return EngineUnavailable(f"runtime engine unavailable: {what}", where="[runtime] type = " + kind,
+                             fix="the candidate is not at fault and the verdict is inconclusive: start the engine "
+                             f"(`{kind} info` must answer) and run evaluate.sh again on this commit")
