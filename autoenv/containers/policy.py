@@ -45,7 +45,7 @@ VERSION_PREFIX = re.compile(r"^/v\d+(?:\.\d+)?(?=/)")
 OPEN = [
     ("GET", r"/_ping"), ("HEAD", r"/_ping"), ("GET", r"/version"), ("GET", r"/info"),
     ("GET", r"/containers/json"), ("GET", r"/images/json"), ("GET", r"/images/[^/]+(?:/[^/]+)*/json"),
-    ("GET", r"/images/[^/]+(?:/[^/]+)*/history"), ("POST", r"/images/create"),
+    ("GET", r"/images/[^/]+(?:/[^/]+)*/history"),
     ("GET", r"/distribution/[^/]+(?:/[^/]+)*/json"), ("GET", r"/networks"), ("GET", r"/events"),
 ]
 # What may be done to a container of the child's own (the part after /containers/<ref>).
@@ -86,6 +86,8 @@ def decide(method: str, target: str, body: dict | None, owned: Owned, share: Pat
     for allowed_method, pattern in OPEN:
         if method == allowed_method and re.fullmatch(pattern, path):
             return None
+    if method == "POST" and path == "/images/create":
+        return pull_problem(query)
     if method == "POST" and path == "/containers/create":
         return create_problem(body or {}, owned, share)
     match = re.fullmatch(r"/containers/([^/]+)(/.*)?", path)
@@ -104,6 +106,19 @@ def decide(method: str, target: str, body: dict | None, owned: Owned, share: Pat
             return f"exec {match.group(1)} was not created by this evaluation"
         return None
     return f"{method} {path} is not an operation the sandbox allows (only the evaluation's own containers are)"
+
+
+def pull_problem(query: dict[str, list[str]]) -> str | None:
+    """A pull from a registry; never an import (it would let a tarball take any tag, the helper image's too), nor a
+    pull from a registry on this machine (one the candidate could serve)."""
+    if query.get("fromSrc"):
+        return "importing an image is not allowed (pull one, or build it outside the evaluation)"
+    name = (query.get("fromImage") or [""])[0]
+    registry = name.split("/", 1)[0] if "/" in name else ""
+    host = registry.rsplit(":", 1)[0] if registry.count(":") == 1 else registry
+    if host in LOOPBACK or host.startswith("127.") or host in ("[::1]", "0.0.0.0"):
+        return f"pulling {name} from a registry on loopback is not allowed"
+    return None
 
 
 def create_problem(body: dict, owned: Owned, share: Path) -> str | None:

@@ -1,0 +1,228 @@
+"""verifiers' docker runtime with a real Docker daemon, inside AutoEnv's bubblewrap sandbox.
+
+The daemon is the machine's own when one answers; otherwise (root, dockerd installed: `bash setup.sh
+--with-docker`) the module starts one of AutoEnv's (autoenv.containers.daemon) and stops it afterwards,
+undoing what it changed on the host. The image is the local base image (autoenv.containers.image),
+built from Debian's packages when missing. Containers are counted from the daemon's side (its event
+stream), not from what the harness says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autoenv.containers import daemon, image
+from autoenv.containers.engine import endpoint, engine_problem
+from autoenv.containers.guard import Guard
+from autoenv.sandbox.confine import _probe
+from tests.conftest import autoenv, head, ledger, small_config
+
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
+BWRAP = _probe()
+
+
+@pytest.fixture(scope="module")
+def engine():
+    """The base image's tag, with an engine answering for the module."""
+    started = False
+    if engine_problem("docker") is not None:
+        if shutil.which("dockerd") is None or os.geteuid() != 0:
+            pytest.skip("no Docker engine answers and none can be started here (bash setup.sh --with-docker)")
+        daemon.start()
+        started = True
+    try:
+        if not image.present(image.tag()) and shutil.which("mmdebstrap") is None:
+            pytest.skip("the local base image is not built and mmdebstrap is missing (bash setup.sh --with-docker)")
+        yield image.build().tag
+    finally:
+        if started:
+            daemon.stop()
+
+
+def docker_config(**settings) -> str:
+    text = small_config().replace('type = "subprocess"', 'type = "docker"', 1)
+    assert 'type = "docker"' in text
+    body = "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
+    return text + ("\n[runtime.docker]\n" + body if body else "")
+
+
+def events(since: float, until: float) -> list[tuple[str, str]]:
+    """(action, image) of every container created or destroyed in the window, as the daemon saw it."""
+    proc = subprocess.run(["docker", "events", "--since", f"{since:.3f}", "--until", f"{until:.3f}", "--filter",
+                           "type=container", "--filter", "event=create", "--filter", "event=destroy", "--format",
+                           "{{.Action}} {{.Actor.Attributes.image}}"], capture_output=True, text=True, timeout=60)
+    return [tuple(line.split(" ", 1)) for line in proc.stdout.splitlines() if " " in line]  # type: ignore[misc]
+
+
+def leftover() -> list[str]:
+    proc = subprocess.run(["docker", "ps", "-aq", "--filter", "label=verifiers.run"], capture_output=True, text=True,
+                          timeout=60)
+    return proc.stdout.split()
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(BWRAP.kind != "bwrap", reason=f"no bubblewrap sandbox here: {BWRAP.reason}")
+@pytest.mark.parametrize("example", ["arithmetic", "shopping"])
+def test_an_example_evaluates_with_every_rollout_in_a_container_inside_the_sandbox(engine, run_repo, example):
+    root = run_repo(example, docker_config())
+    started = time.time()
+    result = autoenv("eval", "--offline", cwd=root, timeout=540)
+    ended = time.time() + 1
+    entry = ledger(root)[-1]
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert entry["verdict"]["verdict"] == "baseline", entry["verdict"]
+    assert entry["sandbox"] == "bwrap"
+    job = json.loads((root / "outputs" / head(root) / "job.json").read_text())
+    assert job["runtime"]["type"] == "docker" and job["runtime"]["settings"]["image"] == engine
+    rollouts = sum(1 for role in ("target", "strong", "smoke")
+                   for _ in (root / "outputs" / head(root) / role / "traces.jsonl").read_text().splitlines())
+    seen = events(started, ended)
+    created = [img for action, img in seen if action == "create" and img == engine]
+    destroyed = [img for action, img in seen if action == "destroy" and img == engine]
+    print(f"\n{example}: {rollouts} rollouts, {len(created)} containers of {engine} created, {len(destroyed)} "
+          f"destroyed, {ended - started:.0f} s")
+    assert len(created) >= rollouts  # one task container per rollout, plus each one's egress helper
+    assert len(destroyed) == len(created)
+    assert leftover() == []
+
+
+@pytest.mark.attack
+@pytest.mark.skipif(BWRAP.kind != "bwrap", reason=f"no bubblewrap sandbox here: {BWRAP.reason}")
+def test_an_engine_stopped_mid_evaluation_is_inconclusive_not_the_candidates_crash(engine, run_repo, attack_row):
+    if daemon.running_ours() is None:
+        pytest.skip("stops only a daemon AutoEnv started (this machine's own engine is left alone)")
+    root = run_repo("arithmetic", docker_config())
+    proc = subprocess.Popen([sys.executable, "-m", "autoenv.cli", "eval", "--offline"], cwd=root, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "NO_COLOR": "1"})
+    try:
+        deadline = time.monotonic() + 300
+        while not leftover():  # the event: the evaluation's first container exists
+            assert proc.poll() is None and time.monotonic() < deadline, "no container was started"
+            time.sleep(0.2)
+        daemon.stop()
+        out, _ = proc.communicate(timeout=400)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        daemon.start()
+    entry = ledger(root)[-1]
+    assert proc.returncode == 3, out[-3000:]
+    assert entry["verdict"]["verdict"] == "inconclusive", entry["verdict"]
+    assert entry["verdict"]["reason"].startswith("runtime engine unavailable"), entry["verdict"]["reason"]
+    attack_row("the docker engine stopped mid-evaluation",
+               f"exit {proc.returncode}, verdict {entry['verdict']['verdict']}: {entry['verdict']['reason'][:160]}")
+
+
+HOSTILE = r'''
+import json, os, socket, subprocess, sys
+image, secret_dir, other = sys.argv[1], sys.argv[2], sys.argv[3]
+share = os.environ["TMPDIR"]
+def docker(*args):
+    p = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=120)
+    lines = (p.stdout + p.stderr).strip().splitlines()
+    return p.returncode, [next((l for l in lines if "Error" in l), lines[-1] if lines else "")]
+os.symlink(secret_dir, os.path.join(share, "innocent"))
+report = {
+  "bind the host's secret folder": docker("run", "--rm", "-v", f"{secret_dir}:/s", image, "cat", "/s/key"),
+  "bind / through a link in the share folder": docker("run", "--rm", "-v", f"{share}/innocent:/s", image, "cat", "/s/key"),
+  "privileged container": docker("run", "--rm", "--privileged", image, "true"),
+  "host network": docker("run", "--rm", "--network", "host", image, "true"),
+  "host PID namespace": docker("run", "--rm", "--pid", "host", image, "true"),
+  "exec into another container": docker("exec", other, "cat", "/etc/hostname"),
+  "replace the network helper image": docker("tag", image, "localhost/verifiers-network:1"),
+}
+try:
+    s = socket.socket(socket.AF_UNIX); s.connect("/var/run/docker.sock"); report["the engine's own socket"] = (0, ["connected"])
+except OSError as e:
+    report["the engine's own socket"] = (1, [f"{type(e).__name__}: {e}"])
+report["its own container"] = docker("run", "--rm", image, "echo", "ok")
+print(json.dumps(report))
+'''
+
+
+@pytest.mark.attack
+@pytest.mark.skipif(BWRAP.kind != "bwrap", reason=f"no bubblewrap sandbox here: {BWRAP.reason}")
+def test_a_child_under_the_docker_runtime_reaches_nothing_of_the_host_through_the_engine(engine, tmp_path, attack_row):
+    """The candidate's code holds the docker CLI: it tries to read a host file through a container, to escape the
+    container, to touch a container not its own, to replace an image, and to reach the engine's own socket."""
+    from autoenv.sandbox.confine import Sandbox
+
+    secret_dir = tmp_path / "host-secrets"
+    secret_dir.mkdir()
+    (secret_dir / "key").write_text("sk-host-key")
+    other = subprocess.run(["docker", "run", "-d", "--entrypoint", "sleep", engine, "infinity"], capture_output=True,
+                           text=True, timeout=120, check=True).stdout.strip()
+    share, mounts = tmp_path / "g" / "share", tmp_path / "g" / "mounts"
+    share.mkdir(parents=True)
+    mounts.mkdir()
+    try:
+        with Guard(endpoint(), share, mounts) as guard:
+            env = {"PATH": os.environ["PATH"], "DOCKER_HOST": f"unix://{guard.socket_path}", "TMPDIR": str(share)}
+            sandbox = Sandbox("bwrap", binary=BWRAP.binary)
+            cmd = sandbox.wrap([sys.executable, "-c", HOSTILE, engine, str(secret_dir), other], readable=[],
+                               writable=[share, Path(guard.socket_path).parent], network=True)
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        subprocess.run(["docker", "rm", "-f", other], capture_output=True, timeout=60)
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report.pop("its own container") == [0, ["ok"]]
+    for attack, (code, said) in report.items():
+        assert code != 0 and "sk-host-key" not in " ".join(said), (attack, code, said)
+        attack_row(f"docker runtime: {attack} [bwrap]", f"exit {code}: {said[0][:150]}")
+    assert len(guard.refused) >= 5, guard.refused
+
+
+@pytest.mark.attack
+def test_a_restricted_network_refuses_egress_through_the_guard(engine, tmp_path, attack_row):
+    """verifiers' restricted network mode (`allow = []`): its helper image is the local one, the cut runs through
+    the guard, and a request to a host not allowed is refused by verifiers' egress proxy (nothing leaves)."""
+    from verifiers.v1.runtimes import DockerConfig, make_runtime
+
+    share, mounts = tmp_path / "g" / "share", tmp_path / "g" / "mounts"
+    share.mkdir(parents=True)
+    mounts.mkdir()
+    probe = ("import urllib.request,socket\n"
+             "try:\n urllib.request.urlopen('http://blocked.example.invalid/', timeout=10); print('reached')\n"
+             "except Exception as e: print('refused:', type(e).__name__, e)\n"
+             "s=socket.socket(); s.settimeout(3)\n"
+             "try:\n s.connect(('127.0.0.11', 53)); print('dns reached')\n"
+             "except OSError as e: print('dns refused:', e)\n")
+
+    async def play(guard: Guard) -> str:
+        runtime = make_runtime(DockerConfig(image=engine, allow=[]))
+        try:
+            await runtime.start()
+            await runtime.prepare_execution([])
+            result = await runtime.run(["python3", "-c", probe], {})
+            return result.stdout
+        finally:
+            await runtime.stop()
+
+    import tempfile
+
+    saved, saved_tmp = os.environ.get("DOCKER_HOST"), tempfile.tempdir
+    with Guard(endpoint(), share, mounts) as guard:
+        os.environ["DOCKER_HOST"] = f"unix://{guard.socket_path}"
+        tempfile.tempdir = str(share)  # the child's TMPDIR under the guard
+        try:
+            said = asyncio.run(play(guard))
+        finally:
+            tempfile.tempdir = saved_tmp
+            if saved is None:
+                os.environ.pop("DOCKER_HOST", None)
+            else:
+                os.environ["DOCKER_HOST"] = saved
+    assert "refused:" in said and "reached" not in said.replace("dns reached", "").replace("refused", ""), said
+    assert "dns refused" in said, said
+    assert guard.refused == [], guard.refused
+    attack_row("docker runtime, restricted network: HTTP to a host not allowed, and DNS",
+               " / ".join(line[:90] for line in said.strip().splitlines()))
