@@ -137,7 +137,8 @@ def test_the_harness_process_never_imports_verifiers():
 # its own layer or above: a reader of one part needs only the parts below it.
 LAYERS: list[tuple[str, ...]] = [
     ("core",),               # the vocabulary: errors, record, config, job, display, ...
-    ("run", "sandbox"),      # what a run keeps; the processes the harness starts and their confinement
+    ("run", "sandbox", "containers"),  # what a run keeps; the processes the harness starts and their confinement;
+                                       # container engines (the docker runtime's guard, image, daemon)
     ("gates", "driver"),     # what the probes say and the rules that judge them; the agent's driver
     ("endpoint",),           # the scripted models (they play the gates' probes)
     ("child", "judge"),      # what executes beside the candidate; the isolated judge

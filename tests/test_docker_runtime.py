@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from autoenv.containers import daemon, image
-from autoenv.containers.engine import endpoint, engine_problem
-from autoenv.containers.guard import Guard
+from autoenv.containers.engine import endpoint
+from autoenv.core.runtimes import engine_problem
+from autoenv.containers.guard import Guard, sweep
 from autoenv.sandbox.confine import _probe
 from tests.conftest import autoenv, head, ledger, small_config
 
@@ -49,24 +50,27 @@ def engine():
 
 
 def docker_config(**settings) -> str:
-    text = small_config().replace('type = "subprocess"', 'type = "docker"', 1)
+    # Probes through real rollouts run in containers too: two tasks a probe keeps the shopping example's audit short.
+    text = small_config().replace('type = "subprocess"', 'type = "docker"', 1).replace("rollout_sample = 6",
+                                                                                       "rollout_sample = 2")
     assert 'type = "docker"' in text
     body = "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
     return text + ("\n[runtime.docker]\n" + body if body else "")
 
 
-def events(since: float, until: float) -> list[tuple[str, str]]:
-    """(action, image) of every container created or destroyed in the window, as the daemon saw it."""
+def events(since: float, until: float) -> list[tuple[str, str, str]]:
+    """(action, container id, image) of every container created or destroyed in the window, as the daemon saw it."""
     proc = subprocess.run(["docker", "events", "--since", f"{since:.3f}", "--until", f"{until:.3f}", "--filter",
                            "type=container", "--filter", "event=create", "--filter", "event=destroy", "--format",
-                           "{{.Action}} {{.Actor.Attributes.image}}"], capture_output=True, text=True, timeout=60)
-    return [tuple(line.split(" ", 1)) for line in proc.stdout.splitlines() if " " in line]  # type: ignore[misc]
+                           "{{.Action}} {{.Actor.ID}} {{.Actor.Attributes.image}}"], capture_output=True, text=True, timeout=60)
+    return [tuple(line.split(" ", 2)) for line in proc.stdout.splitlines() if line.count(" ") >= 2]  # type: ignore[misc]
 
 
-def leftover() -> list[str]:
+def leftover(created: set[str] | None = None) -> list[str]:
+    """Containers of verifiers' runtime that exist now (of `created` only, when given)."""
     proc = subprocess.run(["docker", "ps", "-aq", "--filter", "label=verifiers.run"], capture_output=True, text=True,
                           timeout=60)
-    return proc.stdout.split()
+    return [c for c in proc.stdout.split() if created is None or any(full.startswith(c) for full in created)]
 
 
 @pytest.mark.e2e
@@ -86,13 +90,13 @@ def test_an_example_evaluates_with_every_rollout_in_a_container_inside_the_sandb
     rollouts = sum(1 for role in ("target", "strong", "smoke")
                    for _ in (root / "outputs" / head(root) / role / "traces.jsonl").read_text().splitlines())
     seen = events(started, ended)
-    created = [img for action, img in seen if action == "create" and img == engine]
-    destroyed = [img for action, img in seen if action == "destroy" and img == engine]
-    print(f"\n{example}: {rollouts} rollouts, {len(created)} containers of {engine} created, {len(destroyed)} "
-          f"destroyed, {ended - started:.0f} s")
-    assert len(created) >= rollouts  # one task container per rollout, plus each one's egress helper
-    assert len(destroyed) == len(created)
-    assert leftover() == []
+    created = {cid for action, cid, img in seen if action == "create" and img == engine}
+    destroyed = {cid for action, cid, img in seen if action == "destroy"}
+    print(f"\n{example}: {rollouts} rollouts, {len(created)} containers of {engine} created, "
+          f"{len(created & destroyed)} of them removed, {ended - started:.0f} s")
+    assert len(created) >= rollouts, seen  # one task container per rollout, plus each one's egress helper
+    assert created <= destroyed, seen
+    assert leftover(created) == []
 
 
 @pytest.mark.attack
@@ -118,8 +122,12 @@ def test_an_engine_stopped_mid_evaluation_is_inconclusive_not_the_candidates_cra
     assert proc.returncode == 3, out[-3000:]
     assert entry["verdict"]["verdict"] == "inconclusive", entry["verdict"]
     assert entry["verdict"]["reason"].startswith("runtime engine unavailable"), entry["verdict"]["reason"]
+    stale = leftover()
+    swept = sweep()  # what the next evaluation does first
+    assert stale and leftover() == [], (stale, swept)
     attack_row("the docker engine stopped mid-evaluation",
-               f"exit {proc.returncode}, verdict {entry['verdict']['verdict']}: {entry['verdict']['reason'][:160]}")
+               f"exit {proc.returncode}, verdict {entry['verdict']['verdict']}: {entry['verdict']['reason'][:160]}; "
+               f"its {len(stale)} stopped container(s) removed by the next evaluation")
 
 
 HOSTILE = r'''

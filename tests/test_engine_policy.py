@@ -4,6 +4,7 @@ engine, and what preflight says when no engine answers."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from autoenv.containers.guard import Guard
 from autoenv.containers.policy import Owned, decide
 from autoenv.core.config import check_runtime_ready
 from autoenv.core.errors import AutoEnvError
+from autoenv.sandbox.engines import masked_sockets
 
 SHARE = Path("/tmp/autoenv-ce-test/share")
 TASK_CONTAINER = {  # what verifiers' DockerRuntime.start sends for a task container
@@ -112,7 +114,7 @@ def test_a_bind_of_the_share_folder_is_a_folder_of_the_guards_with_its_sockets_o
 
 def test_preflight_asks_the_engine_not_the_path(tmp_path, monkeypatch):
     """A docker CLI on PATH with no engine behind it: refused before anything runs, with how to start one."""
-    if engine.shutil.which("docker") is None:
+    if shutil.which("docker") is None:
         pytest.skip("no docker CLI here")
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     config = tmp_path / "config.toml"
@@ -132,6 +134,6 @@ def test_the_sandbox_covers_every_engine_socket(tmp_path, monkeypatch):
 
     s = socket.socket(socket.AF_UNIX)
     s.bind(str(sock))
-    files, _ = engine.masked_sockets()
+    files, _ = masked_sockets()
     assert sock.resolve() in files
     s.close()

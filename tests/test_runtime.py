@@ -53,7 +53,7 @@ def test_a_bad_runtime_setting_names_its_line(cfg, kind, key, value, words):
 
 def test_unknown_runtime_type_and_harness_are_rejected(cfg):
     e = load_error(with_runtime(cfg, '[runtime]\ntype = "kubernetes"\n'))
-    assert "runtime.type" in e.what and "subprocess, docker, modal, prime, e2b" in e.what
+    assert "runtime.type" in e.what and "subprocess, docker, podman, modal, prime, e2b" in e.what
     path = with_runtime(cfg, '[runtime]\nharness = "fast"\n')
     e = load_error(path)
     assert "inprocess, stock" in e.what and e.where == at(path, r'^harness = "fast"')

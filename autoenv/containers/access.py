@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from autoenv.containers import image
-from autoenv.containers.engine import engine_problem, endpoint, guard_problem
+from autoenv.containers.engine import endpoint, guard_problem
+from autoenv.core.runtimes import engine_problem
 from autoenv.containers.guard import Guard, guarded
 from autoenv.core import display
 from autoenv.core.errors import AutoEnvError, EngineUnavailable

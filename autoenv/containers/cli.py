@@ -9,7 +9,7 @@ import subprocess
 from typing import Any
 
 from autoenv.containers import daemon, image
-from autoenv.containers.engine import engine_problem
+from autoenv.core.runtimes import engine_problem
 from autoenv.core import display
 from autoenv.core.errors import AutoEnvError
 

@@ -20,7 +20,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from autoenv.containers.engine import engine_problem
+from autoenv.core.runtimes import engine_problem
 from autoenv.core.errors import AutoEnvError
 
 STATE_DIR = Path("/run/autoenv-dockerd")

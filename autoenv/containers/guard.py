@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ from autoenv.containers import policy
 from autoenv.containers.engine import ENGINE_VARS, Endpoint
 from autoenv.core.job import Job
 
+LABEL = "autoenv.guarded"  # on every container a guarded child creates
 HEAD_LIMIT = 64 * 1024
 BODY_LIMIT = 1024 * 1024  # a create or exec body: JSON of a few kilobytes
 START_SECONDS = 30
@@ -129,6 +131,7 @@ class Guard:
         problem = policy.decide(request.method, request.target, parsed, self.owned, self.share)
         if problem is None and path == "/containers/create" and isinstance(parsed, dict):
             problem = self._mount_shares(parsed)
+            parsed["Labels"] = {**(parsed.get("Labels") or {}), LABEL: "1"}  # for sweep()
             body = json.dumps(parsed).encode()
         if problem is not None:
             self.refused.append(f"{request.method} {path}: {problem}")
@@ -309,10 +312,26 @@ async def respond(writer: asyncio.StreamWriter, status: int, message: str) -> No
     await writer.drain()
 
 
+def sweep(engine: str = "docker") -> list[str]:
+    """Remove the stopped containers guarded children left (an evaluation killed, or an engine stopped, before
+    verifiers removed them); running ones may be another evaluation's and stay. The ids removed."""
+    try:
+        proc = subprocess.run([engine, "ps", "-aq", "--filter", f"label={LABEL}", "--filter", "status=exited",
+                               "--filter", "status=created", "--filter", "status=dead"], capture_output=True, text=True,
+                              timeout=60, check=False)
+        stale = proc.stdout.split()
+        if stale:
+            subprocess.run([engine, "rm", "-f", *stale], capture_output=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return stale
+
+
 @contextmanager
 def guarded(job: Job, engine: Endpoint) -> Iterator[tuple[Job, dict[str, str], Guard]]:
     """For the block: a guard for `job`'s child, its folders (the share folder the child's temp files go to,
     bound at the same path in the sandbox), and the variables that point the child's docker CLI at it."""
+    sweep()
     root = Path(tempfile.mkdtemp(prefix="autoenv-ce-"))  # short: a Unix socket path has at most 107 bytes
     try:
         share, mounts = root / "share", root / "mounts"

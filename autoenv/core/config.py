@@ -643,14 +643,6 @@ def _type_name(kind) -> str:
 def check_runtime_ready(kind: str, config_path: Path) -> None:
     """Raise AutoEnvError (naming config.toml's `runtime.type` line) when `kind` cannot start here."""
     problem = readiness_problem(kind)
-    if problem is None and kind == "podman":
-        from autoenv.sandbox.confine import choose  # deferred: the sandbox probe only for this runtime
-
-        if choose().kind == "bwrap":
-            problem = ("the podman runtime runs its containers from the child itself, with your rights and storage "
-                       "(podman has no daemon), which the sandbox cannot confine",
-                       "use runtime.type = \"docker\" (the sandbox hands the child a guarded engine), or run with "
-                       "AUTOENV_SANDBOX=none (the candidate then runs unconfined)")
     if problem is None:
         return
     lines = config_path.read_text().splitlines() if config_path.is_file() else []

@@ -11,17 +11,25 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-from autoenv.containers.engine import engine_problem
 
 RUNTIME_TYPES = ("subprocess", "docker", "podman", "modal", "prime", "e2b")
 CONTAINER_RUNTIMES = ("docker", "podman")  # a local engine (autoenv.containers)
 
 
 HARNESSES = ("inprocess", "stock")
+INFO_SECONDS = 30
+START_HINT = {
+    "docker": "start the Docker daemon (`sudo systemctl start docker`; without systemd, as root: "
+              "`.venv/bin/autoenv runtime daemon start`), or set runtime.type = \"subprocess\"",
+    "podman": "check `podman info` (rootless podman needs subuid/subgid entries for your user), "
+              "or set runtime.type = \"subprocess\"",
+}
 
 
 def settings_problems(kind: str, settings: dict) -> list[tuple[str, str]]:
@@ -69,4 +77,28 @@ def readiness_problem(kind: str) -> tuple[str, str] | None:
                     "run `prime login` or export PRIME_API_KEY=...")
     if kind == "e2b" and not os.environ.get("E2B_API_KEY"):
         return ("the e2b runtime needs $E2B_API_KEY, which is not set", "export E2B_API_KEY=... (from e2b.dev)")
+    return None
+
+
+def engine_problem(engine: str) -> tuple[str, str] | None:
+    """(what is wrong, how to fix it) when `engine`'s CLI is missing or its engine does not answer `info`."""
+    if shutil.which(engine) is None:
+        return (f"the {engine} runtime needs the `{engine}` CLI on PATH, and it was not found",
+                f"install {engine.capitalize()} (Debian: apt-get install {'docker.io' if engine == 'docker' else 'podman'}), "
+                "or set runtime.type = \"subprocess\"")
+    try:
+        proc = subprocess.run([engine, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
+                              timeout=INFO_SECONDS, check=False)
+    except subprocess.TimeoutExpired:
+        return (f"`{engine} info` did not answer within {INFO_SECONDS} s: the engine is hung or overloaded",
+                START_HINT[engine])
+    except OSError as e:
+        return (f"`{engine} info` could not run: {e}", START_HINT[engine])
+    if proc.returncode != 0 or not proc.stdout.strip():
+        said = (proc.stderr or proc.stdout).strip().splitlines()
+        detail = said[-1] if said else f"exit {proc.returncode}"
+        if "permission denied" in detail.lower():
+            return (f"the {engine} engine refused this user: {detail}",
+                    "add yourself to the `docker` group (`sudo usermod -aG docker $USER`, then log in again)")
+        return (f"the {engine} engine is not reachable: {detail}", START_HINT[engine])
     return None

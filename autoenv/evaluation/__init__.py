@@ -7,5 +7,5 @@ reward-only change rescored from stored traces (rescore, rescore_table), the rep
 feedback/<commit>.md (report), the endpoints asked in preflight (provider), and the commands
 that reuse the stages (commands: recompute, rejudge, the gates alone).
 
-May import: core, run, sandbox, gates, driver, endpoint, judge, review. Imported by: model, cli.
+May import: core, run, sandbox, containers, gates, driver, endpoint, judge, review. Imported by: model, cli.
 """

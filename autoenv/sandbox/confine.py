@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from autoenv.containers.engine import masked_sockets
+from autoenv.sandbox.engines import masked_sockets
 from autoenv.core.job import Job
 from autoenv.core.paths import PROJECT
 from autoenv.sandbox.scripts import prepare, ships_scripts
