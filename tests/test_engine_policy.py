@@ -79,6 +79,9 @@ def test_a_container_that_would_reach_the_host_is_refused(change, words):
     ("POST", "/v1.41/volumes/create", "not an operation"),
     ("POST", "/v1.41/containers/vf-1/update", "not an operation"),
     ("POST", "/v1.41/commit?container=vf-1", "not an operation"),
+    ("GET", "/v1.41/containers/json?all=1", "not an operation"),
+    ("GET", "/v1.41/events", "not an operation"),
+    ("GET", "/v1.41/info", "not an operation"),
 ])
 def test_anything_beyond_its_own_containers_is_refused(method, target, words):
     problem = decide(method, target, {}, owned(), SHARE)

@@ -1,8 +1,9 @@
-"""Where a candidate's programs and tool servers run, and which harness drives the chat: `[runtime]` in the child.
+"""Where each rollout's chat program runs, and which harness drives the chat: `[runtime]` in the child.
 
-verifiers runs each rollout's chat program and the candidate's tool servers in a runtime:
+verifiers runs each rollout's chat program in a runtime (the candidate's tool servers keep
+their toolset's own, subprocess unless it names one):
 `subprocess` (this machine, the default) or its container and sandbox runtimes (`docker`,
-`modal`, `prime`, `e2b`) for scale-out. The settings are checked when config.toml loads
+`podman`, `modal`, `prime`, `e2b`) for scale-out. The settings are checked when config.toml loads
 (autoenv.core.runtimes); this module turns the job's runtime into verifiers' seat value.
 
 The in-process harness (autoenv.child.inprocess) needs the chat program to reach the model

@@ -18,10 +18,10 @@ asks `decide` about every request:
   IPC, UTS, user or cgroup namespace, drop its seccomp or AppArmor profile, or take another
   container's volumes;
 - an exec may not be privileged;
-- images may be inspected and pulled, never built, loaded, tagged, pushed or removed (a
-  tag is how another evaluation's helper image would be replaced); volumes, networks,
-  plugins, swarm, secrets and the daemon's settings are out of reach (read-only lists are
-  allowed).
+- images may be inspected and pulled from a registry (not one on loopback), never built,
+  imported, loaded, tagged, pushed or removed (a tag is how another evaluation's helper
+  image would be replaced); the lists of containers, networks and events, the daemon's
+  `info`, volumes, plugins, swarm and secrets are out of reach.
 
 `decide` returns None to allow, else the reason, which the guard sends back as a 403 the
 docker CLI prints.
@@ -42,11 +42,12 @@ LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 VERSION_PREFIX = re.compile(r"^/v\d+(?:\.\d+)?(?=/)")
 
 # (method, path pattern) anyone may call: the CLI's handshake, read-only lists, image inspection and pulls.
+# Not the lists of containers, networks or events, nor `info`: they would show other containers' names, labels and
+# host paths, and verifiers needs none of them.
 OPEN = [
-    ("GET", r"/_ping"), ("HEAD", r"/_ping"), ("GET", r"/version"), ("GET", r"/info"),
-    ("GET", r"/containers/json"), ("GET", r"/images/json"), ("GET", r"/images/[^/]+(?:/[^/]+)*/json"),
-    ("GET", r"/images/[^/]+(?:/[^/]+)*/history"),
-    ("GET", r"/distribution/[^/]+(?:/[^/]+)*/json"), ("GET", r"/networks"), ("GET", r"/events"),
+    ("GET", r"/_ping"), ("HEAD", r"/_ping"), ("GET", r"/version"),
+    ("GET", r"/images/json"), ("GET", r"/images/[^/]+(?:/[^/]+)*/json"), ("GET", r"/images/[^/]+(?:/[^/]+)*/history"),
+    ("GET", r"/distribution/[^/]+(?:/[^/]+)*/json"),
 ]
 # What may be done to a container of the child's own (the part after /containers/<ref>).
 OWN_CONTAINER = {

@@ -277,7 +277,7 @@ class Judge:
 
 @dataclass(frozen=True)
 class Runtime:
-    """Where the candidate's programs and tool servers run, and which harness drives the chat."""
+    """Where each rollout's chat program runs, and which harness drives the chat."""
 
     type: str = "subprocess"
     """subprocess (this machine) | docker | podman | modal | prime | e2b (verifiers' own runtimes)."""

@@ -27,7 +27,7 @@ class _Part(BaseModel):
 
 
 class RuntimeSpec(_Part):
-    """Where the candidate's programs and tool servers run, and which harness drives the chat ([runtime])."""
+    """Where each rollout's chat program runs, and which harness drives the chat ([runtime])."""
 
     type: str = Field("subprocess", description="verifiers' runtime: subprocess, docker, podman, modal, prime or e2b.")
     harness: str = Field("inprocess", description="inprocess (the chat program in the worker's loop) or stock.")
