@@ -234,3 +234,13 @@ def test_a_restricted_network_refuses_egress_through_the_guard(engine, tmp_path,
     assert guard.refused == [], guard.refused
     attack_row("docker runtime, restricted network: HTTP to a host not allowed, and DNS",
                " / ".join(line[:90] for line in said.strip().splitlines()))
+
+
+def test_an_image_the_engine_cannot_get_is_the_persons_before_anything_runs(engine, run_repo):
+    """A missing image would fail every rollout as an environment error: preflight names it and records nothing."""
+    root = run_repo("arithmetic", docker_config(image="127.0.0.1:9/autoenv/missing:1"))
+    result = autoenv("eval", "--offline", cwd=root, timeout=300)
+    said = result.stdout + result.stderr
+    assert result.returncode != 0 and ledger(root) == [], said[-2000:]
+    assert "127.0.0.1:9/autoenv/missing:1" in said and "could not be pulled" in said, said[-2000:]
+    assert "config.toml ([runtime.docker] image)" in said and "autoenv runtime image" in said, said[-2000:]

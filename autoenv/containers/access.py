@@ -15,15 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from autoenv.containers import image
 from autoenv.containers.engine import endpoint, guard_problem
 from autoenv.core.runtimes import engine_problem
 from autoenv.containers.guard import Guard, guarded
 from autoenv.core import display
+from autoenv.core.config import Runtime
 from autoenv.core.errors import AutoEnvError, EngineUnavailable
 from autoenv.core.job import Job
 from autoenv.core.runtimes import CONTAINER_RUNTIMES
+
+DEFAULT_IMAGES = {"docker": "python:3.11-slim", "podman": "docker.io/library/python:3.11-slim"}  # verifiers' own
 
 
 @contextmanager
@@ -52,6 +56,29 @@ def engine_access(job: Job, sandbox_kind: str) -> Iterator[tuple[Job, dict[str, 
                            "on this machine (the default), or run with AUTOENV_SANDBOX=none")
     with guarded(job, point) as (guarded_job, env, guard):
         yield guarded_job, env, guard
+
+
+def check_engine_ready(runtime: Runtime, config_path: Path, sandbox_kind: str) -> None:
+    """Preflight, after the engine answered: what a container runtime needs that is the person's to give, so that a
+    missing image is never recorded as the candidate's environment errors."""
+    kind = runtime.type
+    if kind not in CONTAINER_RUNTIMES:
+        return
+    where = f"{config_path} ([runtime.{kind}] image)"
+    if kind == "podman" and sandbox_kind == "bwrap":
+        raise AutoEnvError("the podman runtime runs its containers from the child itself, with your rights and "
+                           "storage (podman has no daemon), which the sandbox cannot confine",
+                           where=f"{config_path} (runtime.type)",
+                           fix="the person's: use runtime.type = \"docker\" (the sandbox hands the child a guarded "
+                           "engine), or run with AUTOENV_SANDBOX=none (the candidate then runs unconfined)")
+    settings = getattr(runtime, kind)
+    wanted = settings.get("image") or (image.default_image(kind) if kind == "docker" else None) or \
+        DEFAULT_IMAGES[kind]
+    problem = image.availability(wanted, kind)
+    if problem:
+        raise AutoEnvError(problem, where=where, fix="the person's: build the local base image (`.venv/bin/autoenv "
+                           "runtime image`, then leave [runtime.docker] image unset), or name an image this engine "
+                           "has or can pull")
 
 
 def engine_failure(kind: str, guard: Guard | None) -> EngineUnavailable | None:

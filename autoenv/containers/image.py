@@ -31,6 +31,8 @@ REPOSITORY = "autoenv/base"
 NETWORK_HELPER = "localhost/verifiers-network:1"  # the tag verifiers' restricted network mode looks for
 PACKAGES = ("python3", "ca-certificates", "iptables", "iproute2")
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+HELPER_FALLBACK = "docker.io/library/python:3.11-alpine"  # verifiers' egress helper for an image without python3
+PULL_SECONDS = 600
 BUILD_SECONDS = 1800
 RECIPE = 1  # bump when the steps below change
 
@@ -76,6 +78,34 @@ def present(name: str, engine: str = "docker") -> bool:
     try:
         return subprocess.run([engine, "image", "inspect", name], capture_output=True, timeout=30,
                               check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def availability(name: str, engine: str = "docker") -> str | None:
+    """Why the runtime could not start `name`, or None: present, or pulled now. An image without python3 needs
+    verifiers' helper image (python:3.11-alpine) for its egress proxy, which must then be there too."""
+    for wanted in (name, HELPER_FALLBACK):
+        if not present(wanted, engine):
+            try:
+                proc = subprocess.run([engine, "pull", "-q", wanted], capture_output=True, text=True,
+                                      timeout=PULL_SECONDS, check=False)
+            except subprocess.TimeoutExpired:
+                return f"the image {wanted} is not on this machine, and pulling it did not finish within {PULL_SECONDS} s"
+            if proc.returncode != 0:
+                said = (proc.stderr or proc.stdout).strip().splitlines()
+                why = "its egress proxy's helper (the image has no python3)" if wanted != name else "the runtime's image"
+                return (f"{why}, {wanted}, is not on this machine and could not be pulled: "
+                        f"{said[-1] if said else f'exit {proc.returncode}'}")
+        if wanted == name and has_python(name, engine):
+            return None
+    return None
+
+
+def has_python(name: str, engine: str = "docker") -> bool:
+    try:
+        return subprocess.run([engine, "run", "--rm", "--network", "none", "--entrypoint", "python3", name, "-c", "pass"],
+                              capture_output=True, timeout=120, check=False).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 

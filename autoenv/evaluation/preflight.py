@@ -13,8 +13,8 @@ from pathlib import Path
 
 from autoenv.core import display
 from autoenv.core.config import CONFIG_NAME, Config, check_runtime_ready, load_config, with_env
+from autoenv.containers.access import check_engine_ready
 from autoenv.core.errors import AutoEnvError, ProviderUnavailable
-from autoenv.sandbox.confine import choose
 from autoenv.core.formats import stamp
 from autoenv.core.paths import spec_warnings
 from autoenv.core.record import (
@@ -37,6 +37,7 @@ from autoenv.run.integrity import summary as integrity_summary
 from autoenv.run.ledger import raw_lines, read_entries
 from autoenv.run.ledger import verify as verify_ledger
 from autoenv.run.runbase import NO_BASE, check_rules, harness_paths, refuse
+from autoenv.sandbox.confine import choose
 
 
 def preflight(options: EvalOptions) -> Context:
@@ -68,12 +69,7 @@ def preflight(options: EvalOptions) -> Context:
             check_keys(config)
             check_endpoints(config)
         check_runtime_ready(config.runtime.type, config.root / CONFIG_NAME)
-        if config.runtime.type == "podman" and choose().kind == "bwrap":
-            raise AutoEnvError("the podman runtime runs its containers from the child itself, with your rights and "
-                               "storage (podman has no daemon), which the sandbox cannot confine",
-                               where=f"{config.root / CONFIG_NAME} (runtime.type)",
-                               fix="the person's: use runtime.type = \"docker\" (the sandbox hands the child a guarded "
-                               "engine), or run with AUTOENV_SANDBOX=none (the candidate then runs unconfined)")
+        check_engine_ready(config.runtime, config.root / CONFIG_NAME, choose().kind)
         environment = environment_ref(options.env, config.candidate.taskset, config.candidate.package or None) \
             if options.env else None
         out = config.path("outputs") / (f"env/{environment.key}" if environment else head.commit)
