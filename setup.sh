@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-time setup (safe to re-run): .venv with AutoEnv and its dev tools, uv, the readable
 # verifiers/ copy, the candidate installed editable, the first rollout warmed up, and
-# bubblewrap (apt-get, when root and it is missing) to sandbox candidate code.
+# bubblewrap (apt-get, when root and it is missing) to sandbox candidate code; --with-model adds the local
+# model, --with-docker Docker and the docker runtime's local base image.
 # The logic lives in Python (`autoenv setup`); this script only finds Python and makes the venv.
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -13,8 +13,6 @@ from autoenv.core.runtimes import engine_problem
 from autoenv.core import display
 from autoenv.core.errors import AutoEnvError
 
-APT_PACKAGES = ("docker.io", "mmdebstrap")
-
 
 def add_commands(sub: Any) -> None:
     p = sub.add_parser("runtime", help="the docker runtime: the local base image, a daemon where none runs, a check")
@@ -64,8 +62,11 @@ def _built_line(built: image.Built) -> str:
 def setup_docker() -> str:
     """`autoenv setup --with-docker`: Docker and mmdebstrap from Debian's packages (as root, when missing), the
     engine (a daemon of AutoEnv's own when none answers; stopped again unless it was running), the base image."""
-    missing = [name for name, binary in (("docker.io", "dockerd"), ("mmdebstrap", "mmdebstrap"))
-               if shutil.which(binary) is None]
+    engine_up = engine_problem("docker") is None
+    have_image = engine_up and image.default_image() is not None
+    needed = [] if engine_up else [("docker.io", "dockerd")]
+    needed += [] if have_image else [("mmdebstrap", "mmdebstrap")]
+    missing = [name for name, binary in needed if shutil.which(binary) is None]
     if missing:
         if os.geteuid() != 0 or shutil.which("apt-get") is None:
             raise AutoEnvError(f"{', '.join(missing)} missing and cannot be installed here (apt-get as root)",
