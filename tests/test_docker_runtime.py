@@ -66,6 +66,19 @@ def events(since: float, until: float) -> list[tuple[str, str, str]]:
     return [tuple(line.split(" ", 2)) for line in proc.stdout.splitlines() if line.count(" ") >= 2]  # type: ignore[misc]
 
 
+@pytest.fixture
+def guard_folders():
+    """(share, mounts) for a guard, as autoenv.containers.guard.guarded makes them: under /tmp, since a Unix socket's
+    path has at most 107 bytes and pytest's folders under xdist are long."""
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="ae-", dir="/tmp"))
+    (root / "share").mkdir()
+    (root / "mounts").mkdir()
+    yield root / "share", root / "mounts"
+    shutil.rmtree(root, ignore_errors=True)
+
+
 def leftover(created: set[str] | None = None) -> list[str]:
     """Containers of verifiers' runtime that exist now (of `created` only, when given)."""
     proc = subprocess.run(["docker", "ps", "-aq", "--filter", "label=verifiers.run"], capture_output=True, text=True,
@@ -159,7 +172,8 @@ print(json.dumps(report))
 
 @pytest.mark.attack
 @pytest.mark.skipif(BWRAP.kind != "bwrap", reason=f"no bubblewrap sandbox here: {BWRAP.reason}")
-def test_a_child_under_the_docker_runtime_reaches_nothing_of_the_host_through_the_engine(engine, tmp_path, attack_row):
+def test_a_child_under_the_docker_runtime_reaches_nothing_of_the_host_through_the_engine(engine, tmp_path, attack_row,
+                                                                                          guard_folders):
     """The candidate's code holds the docker CLI: it tries to read a host file through a container, to escape the
     container, to touch a container not its own, to replace an image, and to reach the engine's own socket."""
     from autoenv.sandbox.confine import Sandbox
@@ -169,9 +183,7 @@ def test_a_child_under_the_docker_runtime_reaches_nothing_of_the_host_through_th
     (secret_dir / "key").write_text("sk-host-key")
     other = subprocess.run(["docker", "run", "-d", "--entrypoint", "sleep", engine, "infinity"], capture_output=True,
                            text=True, timeout=120, check=True).stdout.strip()
-    share, mounts = tmp_path / "g" / "share", tmp_path / "g" / "mounts"
-    share.mkdir(parents=True)
-    mounts.mkdir()
+    share, mounts = guard_folders
     try:
         with Guard(endpoint(), share, mounts) as guard:
             env = {"PATH": os.environ["PATH"], "DOCKER_HOST": f"unix://{guard.socket_path}", "TMPDIR": str(share)}
@@ -190,14 +202,12 @@ def test_a_child_under_the_docker_runtime_reaches_nothing_of_the_host_through_th
 
 
 @pytest.mark.attack
-def test_a_restricted_network_refuses_egress_through_the_guard(engine, tmp_path, attack_row):
+def test_a_restricted_network_refuses_egress_through_the_guard(engine, attack_row, guard_folders):
     """verifiers' restricted network mode (`allow = []`): its helper image is the local one, the cut runs through
     the guard, and a request to a host not allowed is refused by verifiers' egress proxy (nothing leaves)."""
     from verifiers.v1.runtimes import DockerConfig, make_runtime
 
-    share, mounts = tmp_path / "g" / "share", tmp_path / "g" / "mounts"
-    share.mkdir(parents=True)
-    mounts.mkdir()
+    share, mounts = guard_folders
     probe = ("import urllib.request,socket\n"
              "try:\n urllib.request.urlopen('http://blocked.example.invalid/', timeout=10); print('reached')\n"
              "except Exception as e: print('refused:', type(e).__name__, e)\n"

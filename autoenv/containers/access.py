@@ -91,5 +91,5 @@ def engine_failure(kind: str, guard: Guard | None) -> EngineUnavailable | None:
         return None
     what = problem[0] if problem else f"{len(missed)} request(s) to it went unanswered (first: {missed[0]})"
     return EngineUnavailable(f"runtime engine unavailable: {what}", where="[runtime] type = " + kind,
-                             fix="the candidate is not at fault and the verdict is inconclusive: start the engine "
-                             f"(`{kind} info` must answer) and run evaluate.sh again on this commit")
+                             fix="the candidate is not at fault and the verdict is inconclusive: the engine is the "
+                             f"person's to start (`{kind} info` must answer), then run evaluate.sh again on this commit")

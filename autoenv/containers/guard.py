@@ -103,7 +103,7 @@ class Guard:
     def __exit__(self, *exc: object) -> None:
         assert self._loop is not None and self._thread is not None
         if self._server is not None:
-            self._server.close()
+            self._loop.call_soon_threadsafe(self._server.close)  # the server is the loop's: closed in its thread
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=START_SECONDS)
 

@@ -51,7 +51,7 @@ def release() -> str:
     codename = fields.get("VERSION_CODENAME", "").strip('"')
     if not codename:
         raise AutoEnvError("this machine's release has no VERSION_CODENAME", where="/etc/os-release",
-                           fix="build an image another way and set [runtime.docker] image in config.toml")
+                           fix="the person's: build an image another way and set [runtime.docker] image in config.toml")
     return codename
 
 
@@ -59,7 +59,7 @@ def uv_binary() -> Path:
     found = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
     if found is None:
         raise AutoEnvError("uv is not installed in this venv", where=str(Path(sys.executable).parent),
-                           fix="run bash setup.sh (it installs uv from PyPI)")
+                           fix="the person's: run bash setup.sh (it installs uv from PyPI)")
     return Path(found).resolve()
 
 
@@ -128,7 +128,7 @@ def build(engine: str = "docker", rebuild: bool = False) -> Built:
         return Built(name, time.monotonic() - started, _size(engine, name), True)
     if shutil.which("mmdebstrap") is None:
         raise AutoEnvError("building the base image needs mmdebstrap, which is not installed",
-                           fix="apt-get install mmdebstrap (as root), or bash setup.sh --with-docker")
+                           fix="the person's: apt-get install mmdebstrap (as root), or bash setup.sh --with-docker")
     with tempfile.TemporaryDirectory(prefix="autoenv-image-") as folder:
         tarball = Path(folder) / "base.tar"
         hooks = [f"--customize-hook=copy-in {uv_binary()} /usr/local/bin"]

@@ -25,7 +25,7 @@ CONTAINER_RUNTIMES = ("docker", "podman")  # a local engine (autoenv.containers)
 HARNESSES = ("inprocess", "stock")
 INFO_SECONDS = 30
 START_HINT = {
-    "docker": "start the Docker daemon (`sudo systemctl start docker`; without systemd, as root: "
+    "docker": "start the Docker daemon (`sudo systemctl start docker`, or without systemd, as root, "
               "`.venv/bin/autoenv runtime daemon start`), or set runtime.type = \"subprocess\"",
     "podman": "check `podman info` (rootless podman needs subuid/subgid entries for your user), "
               "or set runtime.type = \"subprocess\"",
