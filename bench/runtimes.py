@@ -3,7 +3,7 @@
 For each runtime (subprocess with the in-process harness, the default; docker, in the default
 bubblewrap sandbox through the engine guard, with the local base image) and each concurrency, one
 offline evaluation of the arithmetic example in a scratch run repository through the real CLI, at
-`--tasks` tasks x 1 rollout x 2 models. The rollouts stage's own time (the entry's `timings`) gives
+`--tasks` tasks x 2 rollouts x 2 models. The rollouts stage's own time (the entry's `timings`) gives
 rollouts per minute; the last column is docker's rate over the subprocess runtime's at the same
 concurrency. Where no Docker engine answers, a dockerd of AutoEnv's own is started (root) and
 stopped afterwards. The machine is noisy: compare within one run, not across runs.
@@ -30,7 +30,7 @@ from autoenv.run.demo import make_run_repo
 
 def config_for(runtime: str, concurrency: int, tasks: int) -> str:
     text = (PROJECT / "config.toml").read_text()
-    for key, value in {"examples": tasks, "rollouts_per_example": 1, "max_concurrent": concurrency,
+    for key, value in {"examples": tasks, "rollouts_per_example": 2, "max_concurrent": concurrency,
                        "min_tasks": 2}.items():
         text = re.sub(rf"(?m)^{key} = [^\n#]*", f"{key} = {value}  ", text)
     return text.replace('type = "subprocess"', f'type = "{runtime}"', 1)
@@ -57,7 +57,7 @@ def measure(runtime: str, concurrency: int, tasks: int) -> tuple[int, float, flo
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--concurrency", default="1,4,8")
-    parser.add_argument("--tasks", type=int, default=8)
+    parser.add_argument("--tasks", type=int, default=6)
     args = parser.parse_args()
     started_daemon = engine_problem("docker") is not None
     if started_daemon:
