@@ -205,13 +205,23 @@ def relay(job: Job) -> bool:
         finally:
             writer.close()
 
+    live: set[asyncio.Task] = set()
+
     async def connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Held: a connection whose client half-closes is watched by nothing else, and its task would be
+        # garbage-collected mid-answer (autoenv.containers.guard met this with the docker CLI).
+        task = asyncio.current_task()
+        assert task is not None  # a connection callback runs as a task
+        live.add(task)
         try:
-            up_reader, up_writer = await asyncio.open_unix_connection(job.forward_socket)
-        except OSError:
-            writer.close()
-            return
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer), return_exceptions=True)
+            try:
+                up_reader, up_writer = await asyncio.open_unix_connection(job.forward_socket)
+            except OSError:
+                writer.close()
+                return
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer), return_exceptions=True)
+        finally:
+            live.discard(task)
 
     async def serve() -> None:
         server = await asyncio.start_server(connect, sock=listener)
