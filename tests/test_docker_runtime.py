@@ -112,6 +112,18 @@ def test_an_example_evaluates_with_every_rollout_in_a_container_inside_the_sandb
     assert leftover(created) == []
 
 
+@pytest.mark.skipif(BWRAP.kind != "bwrap", reason=f"no bubblewrap sandbox here: {BWRAP.reason}")
+def test_autoenv_probe_plays_a_tool_envs_rollout_probes_in_containers_inside_the_sandbox(engine, run_repo):
+    """`autoenv probe` (no evaluation) starts its own child: it gets the guard too."""
+    root = run_repo("shopping", docker_config())
+    started = time.time()
+    result = autoenv("probe", cwd=root, timeout=540)
+    created = {cid for action, cid, img in events(started, time.time() + 1) if action == "create" and img == engine}
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "FAILED" not in result.stdout and len(created) >= 2, (len(created), result.stdout[-2000:])
+    assert leftover(created) == []
+
+
 @pytest.mark.attack
 @pytest.mark.skipif(BWRAP.kind != "bwrap", reason=f"no bubblewrap sandbox here: {BWRAP.reason}")
 def test_an_engine_stopped_mid_evaluation_is_inconclusive_not_the_candidates_crash(engine, run_repo, attack_row):

@@ -15,6 +15,7 @@ import json
 import shutil
 from pathlib import Path
 
+from autoenv.containers.access import engine_access
 from autoenv.core import display
 from autoenv.core.config import CONFIG_NAME, load_config, with_env
 from autoenv.core.errors import AutoEnvError
@@ -36,6 +37,7 @@ from autoenv.run.integrity import rebuild
 from autoenv.run.ledger import read_entries
 from autoenv.run.ledger import verify as verify_ledger
 from autoenv.run.runbase import RulesCheck
+from autoenv.sandbox.confine import choose
 from autoenv.sandbox.install import inspect_candidate, install_candidate
 from autoenv.sandbox.rollouts import Worker
 
@@ -151,7 +153,8 @@ def audit_only(cwd: Path, config: Path | None = None, probes: bool = True, env: 
     if cfg.candidate.install:
         with display.stage("install", f"{cfg.candidate.taskset} into the venv"):
             install_candidate(candidate)
-    with Worker(job) as worker:
+    sandbox = choose()
+    with engine_access(job, sandbox.kind) as (job, engine_env, _), Worker(job, env=engine_env, sandbox=sandbox) as worker:
         with display.stage("import", "the candidate in the child process"):
             inspect_candidate(candidate, worker)
         gates_dir = out / "gates"

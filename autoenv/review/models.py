@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from autoenv.containers.access import engine_access
 from autoenv.core import display
 from autoenv.core.config import CONFIG_NAME
 from autoenv.core.errors import AutoEnvError
@@ -33,6 +34,7 @@ from autoenv.review.rows import Row
 from autoenv.review.run import Project
 from autoenv.run.archive import archive_previous
 from autoenv.sandbox.install import install_candidate
+from autoenv.sandbox.confine import choose
 from autoenv.sandbox.rollouts import run_worker
 
 SEAT = "target"  # the worker's smoke rollout runs on the seat named target
@@ -98,7 +100,9 @@ def run_model(project: Project, entry: Entry, spec: ModelSpec, *, offline: bool,
     plan = job.rollouts
     assert plan is not None
     with display.stage("rollouts", f"{spec.name}: {plan.examples} tasks x {plan.rollouts} rollouts, seed {job.seed}"):
-        result = run_worker(job)
+        sandbox = choose()
+        with engine_access(job, sandbox.kind) as (job, env, _):
+            result = run_worker(job, env, sandbox)
     if result.smoke and result.smoke["outcome"] != "ok":
         raise AutoEnvError(f"the smoke rollout of {spec.name} failed ({result.smoke['outcome']}): "
                            f"{result.smoke.get('error')}", where=str(job.out / "smoke" / "traces.jsonl"),

@@ -208,11 +208,12 @@ class Worker:
         self.proc = None
 
 
-def run_worker(job: Job) -> WorkerResult:
-    """The job's audit and/or rollouts in a child process of their own; the last stage's result."""
+def run_worker(job: Job, env: dict[str, str] | None = None, sandbox: Sandbox | None = None) -> WorkerResult:
+    """The job's audit and/or rollouts in a child process of their own (`env` added to its environment); the last
+    stage's result."""
     stages = [name for name, plan in (("audit", job.audit), ("rollouts", job.rollouts)) if plan is not None]
     result = WorkerResult()
-    with Worker(job) as worker:
+    with Worker(job, env=env, sandbox=sandbox) as worker:
         for stage in stages:
             result = worker.run(stage)
     return result
