@@ -3,5 +3,5 @@ a private daemon for setup and CI (daemon); a local base image built from Debian
 and the guard that gives a sandboxed child the engine's API with only its own containers in reach
 (policy, guard).
 
-May import: core. Imported by: evaluation, cli.
+May import: core. Imported by: review, evaluation, cli.
 """
