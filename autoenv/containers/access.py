@@ -46,9 +46,7 @@ def engine_access(job: Job, sandbox_kind: str) -> Iterator[tuple[Job, dict[str, 
     if sandbox_kind != "bwrap":
         yield job, {}, None
         return
-    if kind == "podman":  # preflight refuses it first (autoenv.core.config.check_runtime_ready)
-        raise AutoEnvError("the podman runtime cannot run in the sandbox", where="config.toml [runtime] type",
-                           fix="use type = \"docker\", or run with AUTOENV_SANDBOX=none")
+    assert kind == "docker", "preflight refuses podman in the sandbox (check_engine_ready)"
     point = endpoint()
     problem = guard_problem(point)
     if problem:

@@ -166,7 +166,8 @@ class Guard:
 
     def _record(self, path: str, target: str, response: bytes) -> None:
         head, _, raw = response.partition(b"\r\n\r\n")
-        if not head.split(b" ", 2)[1:2] or not head.split(b" ", 2)[1].startswith(b"2"):
+        status = head.split(b" ", 2)[1:2]
+        if not status or not status[0].startswith(b"2"):
             return
         if b"transfer-encoding: chunked" in head.lower():
             raw = dechunk(raw)

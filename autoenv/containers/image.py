@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from autoenv.core.errors import AutoEnvError
@@ -63,8 +64,10 @@ def uv_binary() -> Path:
     return Path(found).resolve()
 
 
+@cache
 def tag() -> str:
-    """The image's tag: a hash of the release, the packages, uv's binary and the CA bundle."""
+    """The image's tag: a hash of the release, the packages, uv's binary and the CA bundle (once a process: preflight
+    and the evaluation's child both ask)."""
     digest = hashlib.sha256(f"{RECIPE} {release()} {platform.machine()} {' '.join(PACKAGES)}".encode())
     digest.update(uv_binary().read_bytes())
     if CA_BUNDLE.is_file():
