@@ -46,6 +46,10 @@ from autoenv.child.limits import (
     watch_unit,
 )
 from autoenv.child.rollout_probes import hung_tools, infer_oracle_rollouts, probe_rollouts
+from autoenv.child.search_stage import ActionSearch, oracle_text, read_candidate, search_in_process
+from autoenv.gates.action_search import FINALISTS as ACTION_FINALISTS
+from autoenv.gates.action_search import ROLLOUTS as ACTION_ROLLOUTS
+from autoenv.gates.search import HELD_TASKS
 from autoenv.child.task_rows import data_reach, dataset_rows
 from autoenv.child.tasks import load_tasks, seat_names
 from autoenv.child.worker import sample_tasks
@@ -60,6 +64,7 @@ from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord
 from autoenv.gates.families import (
     FAMILIES,
     NOT_APPLICABLE,
+    SEARCHED,
     data_values,
     holds_constant,
     normal,
@@ -88,6 +93,7 @@ from autoenv.gates.scoring import (
     total_reward,
 )
 from autoenv.gates.seats import seat_reference
+from autoenv.gates.source_reading import read_sources
 from autoenv.sandbox.scripts import script_kind
 
 STRATEGY_SAMPLE = 100
@@ -151,12 +157,25 @@ def oracle_reply(job: Job, task, messages: list[dict]):
 _hung_hooks: dict[str, str] = {}
 
 
-async def infer_oracle(vf, tasks: list) -> tuple[str | None, str | None, dict[str, float]]:
-    """The answer-field oracle of a single-turn candidate without a hook: (format, data field, what each earned)."""
+async def infer_oracle(vf, tasks: list, learnt: tuple[str, ...] = ()) -> tuple[str | None, str | None, dict[str, float]]:
+    """The answer-field oracle of a single-turn candidate without a hook: (format, data field, what each earned).
+    `learnt`: the formats read from the reward's source, tried after those the instructions state."""
     async def score(task, text: str) -> float | None:
         trace, error = await score_in_process(vf, task, Reply(content=text))
         return None if error else total_reward(trace)
-    return await infer_answer(tasks, score)
+    return await infer_answer(tasks, score, learnt=learnt)
+
+
+def reference_text(job: Job, task, answer_format: str | None, answer_field: str | None) -> str | None:
+    """The reference reply's text on `task` (the hook's, else the answer-field oracle's), None when there is none
+    or the hook failed: the reward search reads it only to find the components the reference never earns."""
+    hook = None
+    if callable(getattr(task, HOOK, None)):
+        try:
+            hook = oracle_reply(job, task, task_messages(task))
+        except Exception:  # the oracle finding names a failing hook; the search goes on without a ceiling
+            return None
+    return oracle_text(task, hook, answer_format, answer_of(task, answer_field))
 
 
 async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_format: str | None = None,
@@ -420,11 +439,16 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
     plan = job.audit
     assert plan is not None, "audit() checked the plan"
     answer_format, answer_field = None, None
+    reading = read_candidate(tasks[0], job.candidate_dir) if plan.probes and tasks else read_sources([])
+    if reading.formats or reading.keys or reading.strings:
+        result["learnt"] = {"formats": list(reading.formats), "keys": list(reading.keys),
+                            "strings": list(reading.strings[:20]), "numbers": list(reading.numbers[:10])}
     if plan.probes and tasks and not result["has_oracle"] and mode == "in-process":
-        answer_format, answer_field, tried = await infer_oracle(vf, tasks)
+        answer_format, answer_field, tried = await infer_oracle(vf, tasks, reading.formats)
         result.update(oracle_format=answer_format, oracle_formats_tried=tried, oracle_field=answer_field)
     elif plan.probes and tasks and not result["has_oracle"] and len(result["seats"]) < 2:
-        answer_format, answer_field, tried = await infer_oracle_rollouts(vf, job, env, tasks, result["seats"])
+        answer_format, answer_field, tried = await infer_oracle_rollouts(vf, job, env, tasks, result["seats"],
+                                                                         reading.formats)
         result.update(oracle_format=answer_format, oracle_formats_tried=tried, oracle_field=answer_field)
     if plan.probes and tasks:
         size = plan.probe_sample if mode == "in-process" else plan.rollout_sample
@@ -434,17 +458,33 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
         probes = ["oracle"] + [p for p in EXPLOITS if (has_tools or p not in NEEDS_TOOLS)
                                and not (p in FAMILIES and len(result["seats"]) > 1)]  # a fixed strategy may fairly
         # beat a multi-seat game's reference seat: the families judge single-agent rewards against their range
-        wide = [p for p in probes if p in MULTI_STRATEGY] if mode == "in-process" else []
-        emit("probe-plan", total=(len(probes) - len(wide)) * len(sample)
-             + len(wide) * max(len(sample), STRATEGY_SAMPLE), mode=mode)
+        wide = [p for p in probes if p in MULTI_STRATEGY and p not in SEARCHED] if mode == "in-process" else []
+        searched = [p for p in probes if p in SEARCHED]
+        search_events = HELD_TASKS if mode == "in-process" else ACTION_ROLLOUTS + (ACTION_FINALISTS + 1) * len(sample)
+        emit("probe-plan", total=(len(probes) - len(wide) - len(searched)) * len(sample)
+             + len(wide) * max(len(sample), STRATEGY_SAMPLE) + len(searched) * search_events, mode=mode)
         started = time.time()
         if mode == "in-process":
-            records, deterministic = await probe_in_process(vf, job, tasks, sample, probes, answer_format,
+            records, deterministic = await probe_in_process(vf, job, tasks, sample,
+                                                            [p for p in probes if p not in SEARCHED], answer_format,
                                                             answer_field)
+            if "search" in probes:
+                found, trace = await search_in_process(
+                    vf, job, tasks, score_batch, lambda task: reference_text(job, task, answer_format, answer_field),
+                    answer_format, reading)
+                records += found
+                result["search"] = trace
         else:
-            records, deterministic = await probe_rollouts(vf, job, env, tasks, sample, probes, result["seats"],
-                                                          answer_format, answer_field=answer_field)
+            searching = ActionSearch(job, tasks, sample, answer_format, reading, has_tools) if "search" in probes \
+                else None
+            records, deterministic = await probe_rollouts(
+                vf, job, env, tasks, sample, [p for p in probes if p not in SEARCHED], result["seats"], answer_format,
+                answer_field=answer_field, serve={"search": (searching.handler, "the reward search's action plans")}
+                if searching else None, then=searching.run if searching else None)
             result["seat_reference"] = seat_reference(result["seats"], sample[0])
+            if searching is not None:
+                records += searching.records
+                result["search"] = searching.trace
         if deterministic is not None:  # None: no reference reply was scored, nothing to compare
             result["deterministic_scoring"] = deterministic
         result.update(probes=records, probe_seconds=round(time.time() - started, 3),

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ from autoenv.core.events import emit
 from autoenv.core.job import Job
 from autoenv.core.messages import ambiguity
 from autoenv.core.traces import said, to_rollout
-from autoenv.endpoint.policies import Policies
+from autoenv.core.messages import Reply
+from autoenv.endpoint.policies import Policies, advertised_names
 from autoenv.endpoint.server import Endpoint
 from autoenv.gates.answer_oracle import ANSWER, TRIAL_TASKS, answer_fields, answer_of, candidate_formats
 from autoenv.gates.families import (
@@ -45,47 +47,69 @@ from autoenv.gates.scoring import NO_ORACLE, reward_record, same_rewards, skippe
 from autoenv.gates.seats import NEVER_PLAYED, reference_failed, seat_reference, turns
 
 
-async def infer_oracle_rollouts(vf, job: Job, env, tasks: list, seats: list[str]
+async def infer_oracle_rollouts(vf, job: Job, env, tasks: list, seats: list[str], learnt: tuple[str, ...] = ()
                                 ) -> tuple[str | None, str | None, dict[str, float]]:
     """The answer-field oracle of a tools or custom-Env candidate without a hook: each candidate field's value in
     each format played as the final reply through real rollouts on a few tasks (not recorded as probes). Returns
-    (format, field, what each earned); rollouts cost more than in-process scores, so three fields at most."""
-    async def trial(form: str, field: str, trial_tasks: list) -> list[float | None]:
-        records, _ = await probe_rollouts(vf, job, env, tasks, trial_tasks, ["oracle"], seats, form, keep=False,
-                                          answer_field=field)
-        return [None if r.get("skipped") or r.get("error") else
-                sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()
-                    if isinstance(v, (int, float))) for r in records]
-
+    (format, field, what each earned); rollouts cost more than in-process scores, so three fields at most. Every
+    trial runs in one rollout session (the env's tool servers started once), each field's formats together."""
+    fields = [(field, trial_tasks) for field in answer_fields(tasks, limit=3)
+              if (trial_tasks := [t for t in tasks if answer_of(t, field) not in (None, "")][:TRIAL_TASKS])]
+    combos = [(field, form, trial_tasks) for field, trial_tasks in fields
+              for form in candidate_formats(trial_tasks, learnt)]
+    books = [OracleBook(tasks, form, field) for field, form, _ in combos]
     best: tuple[float, str | None, str | None] = (0.0, None, None)
     tried: dict[str, float] = {}
-    for field in answer_fields(tasks, limit=3):
-        trial_tasks = [t for t in tasks if answer_of(t, field) not in (None, "")][:TRIAL_TASKS]
-        if not trial_tasks:
-            continue
-        for form in candidate_formats(trial_tasks):
-            scored = [v for v in await trial(form, field, trial_tasks) if v is not None]
-            mean = round(sum(scored) / len(scored), 4) if scored else 0.0
-            tried[form if field == ANSWER else f"{field}: {form}"] = mean
-            if mean > best[0] + 1e-9:
-                best = (mean, form, field)
-        if best[0] >= 1.0 - 1e-9:
-            break
+    if not combos:
+        return None, None, tried
+
+    def trial(request: Any, param: str | None) -> Reply:
+        reply = books[int(param or 0)].next_message(request.messages, request.task)
+        return advertised_names(reply, request.tools) if reply is not None else Reply()
+
+    async def run(play_more: Callable[[list[str], list], Awaitable[list[dict]]]) -> None:
+        nonlocal best
+        for field, trial_tasks in fields:
+            mine = [i for i, (f, _, _) in enumerate(combos) if f == field]
+            records = await play_more([f"trial:{i}" for i in mine], trial_tasks)
+            for i in mine:
+                form = combos[i][1]
+                scored = [v for r in records if r.get("probe") == f"trial:{i}" and not r.get("skipped")
+                          and not r.get("error") for v in [sum(x * r["weights"].get(k, 1.0) for k, x in
+                                                               (r.get("components") or {}).items()
+                                                               if isinstance(x, (int, float)))]]
+                mean = round(sum(scored) / len(scored), 4) if scored else 0.0
+                tried[form if field == ANSWER else f"{field}: {form}"] = mean
+                if mean > best[0] + 1e-9:
+                    best = (mean, form, field)
+            if best[0] >= 1.0 - 1e-9:
+                break
+
+    await probe_rollouts(vf, job, env, tasks, fields[0][1][:1], [], seats, keep=False,
+                         serve={"trial": (trial, "the answer-field oracle's trials, by field and format")}, then=run)
     return best[1], best[2], tried
 
 
 async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: list[str] | None = None,
-                         answer_format: str | None = None, keep: bool = True, answer_field: str | None = None
+                         answer_format: str | None = None, keep: bool = True, answer_field: str | None = None,
+                         serve: dict[str, tuple[Any, str]] | None = None,
+                         then: Callable[[Callable[[list[str], list], Awaitable[list[dict]]]], Awaitable[Any]] | None = None
                          ) -> tuple[list[dict], bool | None]:
     """Each probe played as real rollouts. In a multi-seat env each probe plays one seat at a time while the
     other seats are pinned (verifiers' per-seat `AgentConfig.model`) to the reference policy of
-    `seat_reference`; a record is the probed seat's alone, the reference seats' results under `others`."""
+    `seat_reference`; a record is the probed seat's alone, the reference seats' results under `others`.
+    `serve`: more scripted policies for the endpoint, by name (the reward search's plans); `then`: awaited after
+    the probes with a function that plays more policies on given tasks and returns their records (the search,
+    which chooses each generation from the last, while the env's tool servers keep running)."""
     from verifiers.v1.utils.trace_store import append_episode  # deferred: verifiers only inside the child
 
     out = job.audit_dir
     book = OracleBook(tasks_all, answer_format, answer_field)
     book.surface = shared_surface([task_messages(t) for t in sample])  # constants every probed task offers
-    endpoint = await Endpoint(Policies(book, seed=job.seed)).start()
+    policies = Policies(book, seed=job.seed)
+    for name, (handler, doc) in (serve or {}).items():
+        policies.serve(name, handler, doc)
+    endpoint = await Endpoint(policies).start()
     os.environ[LOCAL_KEY_VAR] = "local"
     semaphore = asyncio.Semaphore(job.max_concurrent)
     turn = asyncio.Semaphore(job.max_concurrent)  # a probe's turn to start: after a tool hung, the rest are not played
@@ -178,6 +202,14 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
                             **({"probed_seat": probed} if probed is not None else {})})
         emit("probe", probe=probe)
 
+    async def play_more(more: list[str], tasks: list) -> list[dict]:
+        """Play `more` policies on `tasks` now; their records are returned, not kept with the probes'."""
+        start = len(records)
+        await asyncio.gather(*(play(probe, task, probed) for probe in more for task in tasks for probed in envs))
+        found = records[start:]
+        del records[start:]
+        return found
+
     played = []
     for probe in probes:
         reason = ("scores many replies per task: played only where replies are scored in-process"
@@ -197,6 +229,8 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
             for seat_env in envs.values():
                 await stack.enter_async_context(seat_env.serving())
             await asyncio.gather(*(play(probe, task, probed) for probe, task in played for probed in envs))
+            if then is not None:  # more rollouts chosen from these results, with the same tool servers running
+                await then(play_more)
     finally:
         await endpoint.stop()
     # in the order they were asked for, never the order they finished in (which the machine's load decides): a

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 from pathlib import Path
 
 from autoenv.core.config import Bands
@@ -186,7 +187,39 @@ def render_gates(entry: Entry) -> str:
     lines.append("")
     if gates.matrix is not None:
         lines += ["## Exploit matrix (mean score per reward component and probe)", "", *matrix_markdown(gates.matrix), ""]
+    search = next((f.data.get("search") for f in gates.findings if f.name == "probe search" and f.data.get("search")),
+                  None)
+    if search:
+        lines += search_markdown(search)
     return "\n".join(lines)
+
+
+def search_markdown(trace: dict[str, Any]) -> list[str]:
+    """The reward search's trace (autoenv.gates.search): what it learnt and searched with, each improvement,
+    and the templates replayed on the held-out tasks."""
+    learnt = trace.get("learnt") or {}
+    budget = trace.get("budget") or {}
+    lines = ["## Reward search", "",
+             f"{trace.get('templates', 0)} templates, {trace.get('calls', 0)} reward calls on {trace.get('train_tasks', 0)} "
+             f"training tasks in {trace.get('generations', 0)} generations, {trace.get('seconds', 0)} s (budget "
+             f"{budget.get('calls', '?'):g} calls, {budget.get('seconds', '?'):g} s); stopped by {trace.get('stopped')}; "
+             f"finalists replayed on {trace.get('held_out_tasks', 0)} held-out tasks.", ""]
+    if learnt.get("formats") or learnt.get("keys"):
+        lines.append("- read in the reward's source: formats " + (", ".join(f"`{f}`" for f in learnt.get("formats") or [])
+                                                             or "none") + "; JSON keys "
+                     + (", ".join(f"`{k}`" for k in learnt.get("keys") or []) or "none"))
+    lines.append("- formats searched: " + ", ".join(f"`{f}`" for f in trace.get("formats") or []))
+    lines.append("- material: " + ", ".join(f"{k} {v}" for k, v in (trace.get("material") or {}).items()))
+    if trace.get("focus"):
+        lines.append("- pointed at (the reference never earns them in full): "
+                     + ", ".join(f"`{c}`" for c in trace["focus"]))
+    lines += ["", "| reward calls | best mean (training) | template |", "|---|---|---|"]
+    lines += [f"| {s['calls']} | {s['mean']:.3f} | {str(s['template']).replace('|', '/')} |"
+              for s in trace.get("steps") or []]
+    lines += ["", "| finalist | training | held out | chosen |", "|---|---|---|---|"]
+    lines += [f"| {str(f['template']).replace('|', '/')} | {f['train']:.3f} | {f['held_out']:.3f} | "
+              f"{'yes' if f.get('chosen') else ''} |" for f in trace.get("finalists") or []]
+    return [*lines, ""]
 
 
 def write_report(path: Path, text: str) -> None:

@@ -8,6 +8,9 @@ records read here. No verifiers import.
   audit, and the rules that judge its typed records (`audit_record`, `derived_record`) against
   config.toml into findings (`findings`);
 - `families`, `probes`: the exploit replies (empty, echo, wrong answer, padding, ...) by family;
+- `search`, `action_search`: the reward search, over reply templates and over action plans, with its
+  transfer check on held-out tasks; `source_reading`: the formats and literals the reward's source parses
+  and compares with (read with `ast`, never run); `ceiling`: components the reference never earns;
 - `oracle`: finds a conversation's task and asks its oracle hook for the reference reply;
 - `answer_oracle`: the reference reply inferred from the tasks' answer field when there is no hook;
 - `dataset`, `free`, `coverage`, `ranges`, `rejections`, `gold`, `seats`, `scoring`: the

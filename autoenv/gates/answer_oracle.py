@@ -12,11 +12,13 @@ inferred: it proves only that the answer field, so formatted, earns the reward.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from autoenv.core.errors import AutoEnvError
 from autoenv.gates.families import stated_formats
+from autoenv.gates.search import fill
 from autoenv.gates.scoring import task_messages
 from autoenv.gates.audit_record import AUDIT_FILE, read_audit
 
@@ -31,19 +33,27 @@ TRIAL_TASKS = 5
 
 
 def format_reply(answer: object, form: str) -> str:
-    """The answer in `form`: a name of FORMATS, or a template the env's instructions state (`<reversed_text>{}...`)."""
-    return FORMATS[form].format(answer) if form in FORMATS else form.replace("{}", str(answer), 1)
+    """The answer in `form`: a name of FORMATS, or a template the env's instructions state or its reward's source
+    parses (`<reversed_text>{}...`, `{"balance": {}}`: a JSON slot gets the value as JSON)."""
+    return FORMATS[form].format(answer) if form in FORMATS else fill(form, str(answer))
 
 
-def candidate_formats(tasks: list[Any]) -> list[str]:
+MAX_READ = 6
+"""Formats read from the reward's source that an answer-field oracle tries, at most (its most specific first)."""
+
+
+def candidate_formats(tasks: list[Any], learnt: Sequence[str] = ()) -> list[str]:
     """The formats an answer-field oracle tries: those the first task's instructions state (a tag it opens and
-    closes, a JSON key it shows), as templates, then the common ones (FORMATS); the first of equals wins."""
-    data = tasks[0].data if tasks else None
-    if data is None or not (getattr(data, "prompt", None) or getattr(data, "system_prompt", None)):
-        return list(FORMATS)
+    closes, a JSON key it shows), as templates, then those the reward's source parses (`learnt`: its regexes,
+    delimiters and JSON keys, autoenv.gates.source_reading), then the common ones (FORMATS); the first of equals
+    wins."""
     known = {template: name for name, template in FORMATS.items()}  # `<answer>{}</answer>` is answer-tag
-    stated = [known.get(template, template) for template in stated_formats(task_messages(tasks[0])).values()]
-    return list(dict.fromkeys([*stated, *FORMATS]))
+    data = tasks[0].data if tasks else None
+    stated: list[str] = []
+    if data is not None and (getattr(data, "prompt", None) or getattr(data, "system_prompt", None)):
+        stated = [known.get(template, template) for template in stated_formats(task_messages(tasks[0])).values()]
+    read = [known.get(template, template) for template in learnt[:MAX_READ]]
+    return list(dict.fromkeys([*stated, *read, *FORMATS]))
 
 
 ANSWER = "answer"
@@ -63,19 +73,29 @@ def answer_fields(tasks: list[Any], limit: int = MAX_FIELDS) -> list[str]:
     dumped = [t.data.model_dump() if hasattr(t.data, "model_dump") else dict(vars(t.data)) for t in tasks[:20]]
     fields = [ANSWER] if any(d.get(ANSWER) not in (None, "") for d in dumped) else []
     for name, value in dumped[0].items():
-        if name in NOT_ANSWERS or name == ANSWER or isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        if name in NOT_ANSWERS or name == ANSWER or isinstance(value, bool) or not (
+                isinstance(value, (str, int, float)) or _scalars(value)):
             continue
         if len({str(d.get(name)) for d in dumped}) > 1:  # one task, or one value everywhere, shows nothing moving
             fields.append(name)
     return fields[:limit]
 
 
+def _scalars(value: Any) -> bool:
+    """A non-empty list of strings or numbers (a set answer: the primes in a range, the ids to return)."""
+    return isinstance(value, (list, tuple)) and bool(value) and all(
+        isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value)
+
+
 def answer_of(task: Any, field: str | None = ANSWER) -> Any:
-    """The task's reference answer, read from the field the answer-field oracle learnt (`answer` by default)."""
-    return getattr(task.data, field or ANSWER, None)
+    """The task's reference answer, read from the field the answer-field oracle learnt (`answer` by default); a
+    list of strings or numbers as the reply would state it, comma-separated."""
+    value: Any = getattr(task.data, field or ANSWER, None)
+    return ", ".join(str(v) for v in value) if _scalars(value) else value
 
 
-async def infer_format(tasks: list[Any], score: Any, field: str = ANSWER) -> tuple[str | None, dict[str, float]]:
+async def infer_format(tasks: list[Any], score: Any, field: str = ANSWER, learnt: Sequence[str] = ()
+                       ) -> tuple[str | None, dict[str, float]]:
     """The format whose replies earn the most reward on up to TRIAL_TASKS tasks whose `field` is set.
 
     `score(task, text)` is an awaitable giving the reply's total reward (None on an error).
@@ -83,7 +103,7 @@ async def infer_format(tasks: list[Any], score: Any, field: str = ANSWER) -> tup
     """
     trial = [t for t in tasks if answer_of(t, field) not in (None, "")][:TRIAL_TASKS]
     means: dict[str, float] = {}
-    forms = candidate_formats(trial)
+    forms = candidate_formats(trial, learnt)
     for form in forms:
         values = [await score(task, format_reply(answer_of(task, field), form)) for task in trial]
         scored = [v for v in values if v is not None]
@@ -106,7 +126,7 @@ async def control_mean(tasks: list[Any], score: Any, field: str, form: str) -> f
     return round(sum(scored) / len(scored), 4) if scored else 0.0
 
 
-async def infer_answer(tasks: list[Any], score: Any, fields: list[str] | None = None
+async def infer_answer(tasks: list[Any], score: Any, fields: list[str] | None = None, learnt: Sequence[str] = ()
                        ) -> tuple[str | None, str | None, dict[str, float]]:
     """Which data field holds the answer and in which format the rewards accept it: each field of `answer_fields`
     put into each candidate format and scored (differential testing: the field whose value moves the reward is the
@@ -114,7 +134,7 @@ async def infer_answer(tasks: list[Any], score: Any, fields: list[str] | None = 
     best: tuple[float, str | None, str | None] = (0.0, None, None)
     tried: dict[str, float] = {}
     for field in answer_fields(tasks) if fields is None else fields:
-        form, means = await infer_format(tasks, score, field)
+        form, means = await infer_format(tasks, score, field, learnt)
         tried.update({(f if field == ANSWER else f"{field}: {f}"): m for f, m in means.items()})
         if form is not None and field != ANSWER:  # a field other than `answer` must move the reward: the same
             control = await control_mean(tasks, score, field, form)  # format holding another task's value earns less

@@ -150,8 +150,57 @@ class ProbeRecord(AuditPart):
     choices: int | None = Field(None, description="Bare option positions among them.")
     copied: str | None = Field(None, description="What prompt-copy copied on this task.")
     answer_is_copy: bool | None = Field(None, description="What it copied is this task's answer.")
-    constant_in_data: bool | None = Field(None, description="The surface probe's constant is one of this task's own "
-                                          "data values (right by the data, not judged).")
+    constant_in_data: bool | None = Field(None, description="The surface or search probe's constant is one of this "
+                                          "task's own data values (right by the data, not judged).")
+
+
+class SearchFinalist(AuditPart):
+    """A template the reward search replayed on its held-out tasks."""
+
+    template: str = Field(description="The template in words (format, content, repeats).")
+    train: float = Field(description="Its mean total reward on the training tasks.")
+    held_out: float = Field(description="Its mean total reward on the held-out tasks.")
+    components: dict[str, float] = Field(default_factory=dict, description="Its mean per component, held out.")
+    chosen: bool = Field(False, description="The one whose held-out replies are the probe's records.")
+
+
+class SearchStep(AuditPart):
+    """An improvement of the search's best total on the training tasks."""
+
+    calls: int = Field(description="Reward calls spent when it was found.")
+    mean: float = Field(description="Its mean total on the training tasks.")
+    template: str = Field(description="The template in words.")
+
+
+class LearntFromSource(AuditPart):
+    """What the gates read in the reward's source (autoenv.gates.source_reading), never ran."""
+
+    formats: list[str] = Field(default_factory=list, description="Reply templates the rewards parse.")
+    keys: list[str] = Field(default_factory=list, description="JSON keys the rewards read.")
+    strings: list[str] = Field(default_factory=list, description="Comparison targets and literals (the first 20).")
+    numbers: list[float] = Field(default_factory=list, description="Numbers compared with (the first 10).")
+
+
+class SearchTrace(AuditPart):
+    """The reward-search probe's trace (autoenv.gates.search): its material, budget and what it found."""
+
+    material: dict[str, int] = Field(default_factory=dict, description="Dictionary entries per source.")
+    formats: list[str] = Field(default_factory=list, description="The formats it searched, the learnt ones first.")
+    objectives: list[str] = Field(default_factory=list, description="`total`, then the focused components.")
+    focus: list[str] = Field(default_factory=list, description="Components the reference never earns in full.")
+    reference_components: dict[str, float] = Field(default_factory=dict, description="The reference's mean per "
+                                                   "component on the training tasks.")
+    train_tasks: int = Field(0, description="Training tasks.")
+    held_out_tasks: int = Field(0, description="Held-out tasks the finalists were replayed on.")
+    calls: int = Field(0, description="Reward calls spent on the training tasks.")
+    generations: int = Field(0, description="Generations bred.")
+    templates: int = Field(0, description="Distinct templates scored.")
+    seconds: float = Field(0.0, description="Wall time of the search and its replay.")
+    stopped: str = Field("calls", description="What ended it: `calls`, `seconds`, `ceiling` or `exhausted`.")
+    budget: dict[str, float] = Field(default_factory=dict, description="Its budget: reward calls and seconds.")
+    steps: list[SearchStep] = Field(default_factory=list, description="Each improvement (the last 20).")
+    finalists: list[SearchFinalist] = Field(default_factory=list, description="The templates replayed held out.")
+    learnt: LearntFromSource | None = Field(None, description="What the reward's source gave.")
 
 
 class AuditRecord(AuditPart):
@@ -178,6 +227,8 @@ class AuditRecord(AuditPart):
                                                    "(`field: format` for a field other than `answer`).")
     oracle_field: str | None = Field(None, description="The data field the answer-field oracle reads: `answer`, "
                                      "or the field whose value, so formatted, earned the reward.")
+    learnt: LearntFromSource | None = Field(None, description="What the reward's source gave the gates.")
+    search: SearchTrace | None = Field(None, description="The reward-search probe's trace, when it ran.")
     gold: GoldCheck | None = Field(None, description="verifiers' gold check, when the task defines one.")
     seat_reference: SeatReference | None = Field(None, description="Who played the unprobed seats (multi-seat).")
     deterministic_scoring: bool | None = Field(None, description="Scoring the same transcript twice agreed; "

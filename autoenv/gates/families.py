@@ -36,7 +36,14 @@ FAMILIES = {
                "format allows (an empty <tag></tag>), a quoted or capitalised word or an example of its system prompt "
                "and format instructions, bare and in that format (the best counts, judged on the tasks whose data "
                "does not hold the constant)",
+    "search": "a bounded, seeded search for a reply with no task content: templates in the formats learnt from the "
+              "env (its instructions, its reward's source) holding words, numbers and values of its own (literals "
+              "and comparison targets of the reward's source, the spread of its data, NaN, inf, null), mutated under "
+              "the reward's feedback on a few tasks; the best templates replayed on held-out tasks, the best there "
+              "counts (judged on the tasks whose data does not hold its constant)",
 }
+SEARCHED = {"search"}
+"""Families played by a search of their own (autoenv.gates.search), not reply by reply per task."""
 ROLLOUT_ONLY = {"valid-tool-spam", "stall"}
 """Families that need turns or tools: played through real rollouts only (one reply per turn)."""
 FAMILY_DEFENCES = {
@@ -57,6 +64,9 @@ FAMILY_DEFENCES = {
     "surface": "score what the reply says about this task: a reply that is the same on every task (an empty "
                "format, a word or an example from the instructions) must earn the floor wherever it is not the "
                "task's own answer",
+    "search": "score what the reply says about this task: parse one answer in the stated format and compare it "
+              "with the task's (rejecting NaN, infinities and wildcards), never pay for words, keys or lists "
+              "every reply can contain; a reply built without the task must earn the floor",
 }
 NOT_APPLICABLE = {
     "typical-value": "no number in the prompt, and the taskset's answers are not numbers",
@@ -126,8 +136,8 @@ def family_replies(name: str, *, messages: list[dict[str, Any]], answers: list[s
     """Every reply family `name` tries on one task, by strategy ({} when it does not apply here). `surface`: the
     surface strategies every probed task offers (shared_surface); only those are played, so a word of one task's
     own prompt is never taken for a constant."""
-    if name in ROLLOUT_ONLY:  # in-process means one single-turn reply without tools: nothing to play
-        return {}
+    if name in ROLLOUT_ONLY or name in SEARCHED:  # in-process means one single-turn reply without tools: nothing
+        return {}  # to play; a searched family is played by its search
     if name == "abstain":
         out = {f'"{phrase}" {form}': Reply(content=render(phrase, form)) for phrase in ABSTAIN for form in FORMATS
                if form != "json"}
@@ -270,7 +280,7 @@ def stated_formats(messages: list[dict[str, Any]]) -> dict[str, str]:
     named = list(dict.fromkeys(TAG.findall(text)))  # "in <reversed_text> tags" names a tag it never closes
     tags = sorted(named, key=lambda t: f"</{t}>" not in text)  # closed ones first, else in order of mention
     wrappers = {f"<{t}>": f"<{t}>{{}}</{t}>" for t in tags[:3]}
-    wrappers.update({f'{{"{k}"}}': '{{"%s": "{}"}}' % k for k in list(dict.fromkeys(JSON_KEY.findall(text)))[:2]})
+    wrappers.update({f'{{"{k}"}}': '{"%s": "{}"}' % k for k in list(dict.fromkeys(JSON_KEY.findall(text)))[:2]})
     return wrappers
 
 
@@ -290,13 +300,13 @@ def surface_replies(messages: list[dict[str, Any]]) -> dict[str, tuple[str, str]
     constants += words
     out: dict[str, tuple[str, str]] = {}
     for name, wrapper in wrappers.items():  # the shortest reply each stated format allows
-        out[f"empty {name}"] = ("", wrapper.format(""))
+        out[f"empty {name}"] = ("", wrapper.replace("{}", "", 1))
     for constant in dict.fromkeys(c for c in constants if not TAG.fullmatch(c) and "</" not in c):
         if len(out) >= SURFACE_MAX:
             break
         out[f"{quote(constant)} bare"] = (constant, constant)
         for name, wrapper in wrappers.items():
-            out[f"{quote(constant)} in {name}"] = (constant, wrapper.format(constant.replace('"', "'")))
+            out[f"{quote(constant)} in {name}"] = (constant, wrapper.replace("{}", constant.replace('"', "'"), 1))
     return dict(list(out.items())[:SURFACE_MAX])
 
 

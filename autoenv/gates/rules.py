@@ -36,6 +36,7 @@ from autoenv.core.paths import shown
 from autoenv.core.record import GateReport
 from autoenv.gates import coverage, free, noise, ranges, rejections
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, parse_audit, read_audit
+from autoenv.gates.ceiling import judge_ceiling
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
 from autoenv.gates.findings import Gates
 from autoenv.gates.network import cut_off, judge_network, needs_network
@@ -204,7 +205,7 @@ def judge_audit(audit: AuditRecord | dict[str, Any], config: Config, report: Gat
         judge_probes(audit, config, report)
 
 
-HELD_CONSTANT = "the surface constant is this task's own data value (right by the data, the constant probe's concern)"
+HELD_CONSTANT = "the constant is this task's own data value (right by the data, the constant probe's concern)"
 """Why a surface probe's task is left out of its judgement: its constant is an answer or label in the task's data."""
 
 
@@ -217,7 +218,7 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
     records, mismatched, first = left_ungraded(records)  # a grader/format mismatch offline: untested
     judge_ungraded(report, mismatched, len(records), first)
     records = [r.model_copy(update={"skipped": True, "components": {}, "reason": HELD_CONSTANT})
-               if r.probe == "surface" and r.constant_in_data and not r.skipped else r for r in records]
+               if r.probe in ("surface", "search") and r.constant_in_data and not r.skipped else r for r in records]
     if audit.deterministic_scoring is not None:
         ok = audit.deterministic_scoring
         report.add("deterministic scoring", "pass" if ok else "fail",
@@ -323,9 +324,11 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
         report.add("oracle", "fail", "no oracle hook, and verifiers' gold check (Task.validate) failed: see gold validation",
                    cause="gold")
     elif not oracle:
-        report.add("oracle", "warn", "the task has no oracle hook and no answer-field oracle could be inferred: "
-                   "solvability is unproven offline and the exploits built from the oracle's reply were not "
-                   "tested (add `def oracle(self, messages)`, see program.md)", source=source)
+        report.add("oracle", "warn", "the task has no oracle hook and no answer-field oracle could be inferred"
+                   + tried_text(audit.oracle_formats_tried) + ": solvability is unproven offline and the exploits built "
+                   "from the oracle's reply were not tested (add `def oracle(self, messages)`, see program.md; or keep "
+                   "the reference answer in a data field and state its reply format in the instructions)",
+                   source=source)
     elif oracle.mean is None:
         report.add("oracle", "fail", "no oracle reply could be scored (the hook raised or the reward failed "
                    "on every sampled task): see reward errors", cause="unscored")
@@ -339,11 +342,21 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
         short = [r for r in by_probe["oracle"] if (total := r.total) is not None and total < p.oracle_min * maximum]
         share = (oracle.mean or 0) / maximum
         status = "pass" if share >= p.oracle_min and not short else "fail"
+        earned = totals(by_probe["oracle"])
+        uniform = bool(earned) and max(earned) - min(earned) <= 1e-6
         if status == "fail" and inferred and audit.mode == "rollouts" and (oracle.mean or 0) > 0:
             # the answer played alone as the final reply: what tools or turns earn is out of its reach
             status = "warn"
             inferred += ("a shortfall is not a failure here: the answer alone cannot earn what tool calls or "
                          "turns earn (an oracle hook would show it); ")
+        elif status == "fail" and inferred and uniform and (oracle.mean or 0) > 0:
+            # the same share on every task: the answer, formatted, earns its part, and another component pays for
+            # something the answer alone does not say (a style, a field, a phrase): the ceiling finding names it
+            status = "warn"
+            short = []
+            inferred += ("a shortfall is not a failure here: the answer alone earns the same share on every task, "
+                         "and what else the reward pays for is out of its reach (see `ceiling`; an oracle hook would "
+                         "show it); ")
         report.add("oracle", status, inferred + f"mean {oracle.mean:.3f} of a maximum {maximum:g} ({share:.0%}, "
                    f"wanted >= {p.oracle_min:.0%})" + (f"; below on task idx {idx_list([r.idx for r in short][:8])}: "
                    "unsolvable or wrongly scored" if short else ""), tasks=[r.idx for r in short],
@@ -425,7 +438,11 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
                    + (f"; harvested {harvested}" if harvested and bad else "")
                    + (f"; best task idx {best.idx} scored {best.reward:.2f}: {quoted(best.reply, 80)}"
                       if bad and best else ""),
-                   harvested=summary.harvested if bad else {})
+                   harvested=summary.harvested if bad else {},
+                   **({"search": audit.search.model_dump(exclude_unset=True)} if name == "search" and audit.search
+                      else {}))
+    if not per_seat and constant_sum is None:
+        judge_ceiling(report, by_probe, weights, free.CONTENT_FREE, audit.search.focus if audit.search else [])
     if per_seat and constant_sum is not None and share:
         # a seat's gain over its fair share, as a share of the way to full marks (the oracle's self-play earns
         # exactly the fair share: no column of its own)
@@ -446,6 +463,17 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
                + ("; not tested: " + "; ".join(f"{', '.join(n for n in untested if untested[n] == why)} ({why})"
                                               for why in dict.fromkeys(untested.values())) if untested else ""),
                tested=tested, untested=untested, **({"coverage": coverage.UNTESTED} if thin else {}))
+
+
+def tried_text(tried: dict[str, float]) -> str:
+    """What the answer-field oracle tried and nothing earned: `` (tried the fields `answer`, `lo` in 6 formats, e.g.
+    `<primes>{}</primes>`; none earned any reward)``; empty when nothing was tried (no data field could be the answer)."""
+    if not tried:
+        return " (no data field holds a string, a number or a list of them that differs between tasks)"
+    fields = list(dict.fromkeys(k.split(": ", 1)[0] if ": " in k else "answer" for k in tried))
+    forms = list(dict.fromkeys(k.split(": ", 1)[1] if ": " in k else k for k in tried))
+    return (f" (tried the field{'s' if len(fields) > 1 else ''} {', '.join(f'`{f}`' for f in fields)} in {len(forms)} "
+            f"format{'s' if len(forms) > 1 else ''}, e.g. {', '.join(f'`{f}`' for f in forms[:3])}; none earned any reward)")
 
 
 def pairs_text(pairs: list[list[int | float | None]]) -> str:

@@ -24,7 +24,7 @@ from autoenv.gates.probes import DEFENCES
 CAUSE_ORDER = ("padding", "empty", "refusal", "garbage", "echo", "tool-spam", "wrong-answer", "format-only",
                "swap-answer", "abstain", "stub", "stall", "valid-tool-spam", "structural", "typical-value",
                "kitchen-sink", "first-number", "last-line", "injection", "self-report", "prompt-copy", "constant",
-               "surface", "near-miss", "whitespace")
+               "surface", "near-miss", "whitespace", "search")
 """Which probe names a component's cause when several harvest it: the most basic first."""
 CAUSE_TITLES = {
     "padding": "grows with the reply's length: filler text earns it",
@@ -51,6 +51,7 @@ CAUSE_TITLES = {
     "typical-value": "pays closeness to a typical value: one guess at the usual magnitude earns it",
     "self-report": "believes what the reply says about itself (a confidence, `verified: true`, a score)",
     "surface": "pays one constant reply on every task (an empty format, a word or example from the instructions)",
+    "search": "pays a reply the reward search built without the task (shown below), on tasks it was not found on",
     "near-miss": "accepts a number that is not the answer: its sign dropped, times ten or two digits swapped",
 }
 BLOCKING_FIRST = ("modules", "reward errors", "time limits", "load time", "deterministic load", "deterministic scoring",
@@ -149,6 +150,8 @@ def component_cause(gates: GateReport, component: str, hits: list[tuple[str, Gat
                     weights: dict[str, float]) -> Cause:
     probes = [name for name, _ in hits]
     leading = lead(probes)
+    if searched_more(gates, component, probes, leading):
+        leading = "search"
     weight = weights.get(component)
     named = f"reward component `{component}`" + (f" (weight {weight:g})" if weight is not None else "")
     title = CAUSE_TITLES.get(leading, f"is harvested by the {leading} probe")
@@ -158,9 +161,22 @@ def component_cause(gates: GateReport, component: str, hits: list[tuple[str, Gat
         title, fix = WORDING_TITLE, WORDING_FIX
     elif leading in ANSWER_BLIND and pays_closeness(gates, component):
         title, fix = CAUSE_TITLES["typical-value"], DEFENCES["typical-value"]
+    shown = sorted(probes, key=lambda name: name != leader)  # the probe that names the cause shows its reply first
     return Cause(issue=f"{named} {title}", fix=f"`{component}`: {fix}",
-                 evidence=[probe_evidence(gates, name, component) for name in probes],
+                 evidence=[probe_evidence(gates, name, component) for name in shown],
                  probes=probes, component=component, kind="component")
+
+
+def searched_more(gates: GateReport, component: str, probes: list[str], leading: str) -> bool:
+    """Whether the reward search harvested `component` at least twice what the most basic probe did: then the
+    search's reply shows the flaw (a list of every number earning full recall) and the basic probe only a corner of
+    it (another task's list earning the overlap), so the search names the cause."""
+    scores = gates.matrix.scores if gates.matrix else {}
+    if "search" not in probes or leading == "search":
+        return False
+    found = scores.get("search", {}).get(component)
+    basic = max((scores.get(p, {}).get(component) or 0.0 for p in probes if base(p) == leading), default=None)
+    return found is not None and basic is not None and basic < 0.5 * found
 
 
 ANSWER_BLIND = ("wrong-answer", "format-only", "swap-answer")
