@@ -43,10 +43,12 @@ def check_recorded(root: Path, commit: str, entry: dict, offline: bool = True) -
     assert entry["offline"] is offline
 
 
-CLEAN = [name for name in examples() if not name.startswith("hack-") and name not in ("code-clean", "openenv-codebreaker")]
+CLEAN = [name for name in examples() if not name.startswith(("hack-", "clean-"))
+         and name not in ("code-clean", "openenv-codebreaker")]
 """Clean examples with an oracle hook: baseline offline (code-clean has none on purpose: issue 26's control for
-the reference-free probes; offline it ends inconclusive, tested in test_free.py). openenv-codebreaker's first
-evaluation is checked the same way (check_offline_baseline) in test_openenv.py, which evaluates it anyway."""
+the reference-free probes; offline it ends inconclusive, tested in test_free.py; the `clean-*` examples are the
+reward search's controls, probed in test_search_examples.py). openenv-codebreaker's first evaluation is checked the
+same way (check_offline_baseline) in test_openenv.py, which evaluates it anyway."""
 
 
 def test_there_are_clean_examples_and_planted_hacks():

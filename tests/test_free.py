@@ -317,11 +317,12 @@ def test_each_planted_hack_without_a_reference_fails_exactly_its_family(run_repo
         oracle = next(f for f in gates["findings"] if f["name"] == "oracle")
         assert "`mean` field" in oracle["message"], oracle
         assert "FAILED probe typical-value" in failed_lines(result.stdout) and "typical-value" in free["data"]["failed"]
-        assert set(free["data"]["failed"]) <= {"typical-value", "constant"}
+        assert set(free["data"]["failed"]) <= {"typical-value", "constant", "search"}
         return
-    assert failed_lines(result.stdout) == ["FAILED content-free", *(f"FAILED probe {f}" for f in families)], \
-        result.stdout[-3000:]
-    assert free["data"]["failed"] == families
+    # the reward search may find the same flaw with no one having named it; it never replaces the family's finding
+    searched = [line for line in failed_lines(result.stdout) if line != "FAILED probe search"]
+    assert searched == ["FAILED content-free", *(f"FAILED probe {f}" for f in families)], result.stdout[-3000:]
+    assert [f for f in free["data"]["failed"] if f != "search"] == families
 
 
 @pytest.mark.e2e

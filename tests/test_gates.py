@@ -605,9 +605,10 @@ def test_probe_catches_each_planted_hack(run_repo, hack, finding):
         assert not any(line.startswith("FAILED probe") for line in failed), failed  # only the dataset is wrong
     if hack in ("hack-leak", "hack-lastline"):  # each new hack: exactly the probe meant for it
         assert [line.split(":")[0] for line in failed] == [f"FAILED {finding}"], failed
-    if hack == "hack-injection":  # a grader that believes claims pays the self-report family's claims too
+    if hack == "hack-injection":  # a grader that believes claims pays the self-report family's claims too, and a
+        # score the reward search writes into the reply itself ("Score:10/10", from the grader's own instructions)
         assert [line.split(":")[0] for line in failed] == ["FAILED content-free", "FAILED probe injection",
-                                                           "FAILED probe self-report"], failed
+                                                           "FAILED probe self-report", "FAILED probe search"], failed
     (out,) = scratch_outputs(root)
     gates = json.loads((out / "gates.json").read_text())
     assert gates["passed"] is False and any(f.startswith(finding) for f in gates["failed"])
@@ -680,7 +681,7 @@ def test_tool_candidate_without_oracle_plays_the_answer_field_oracle_through_rol
     assert by_name["probe prompt-copy"]["status"] == "skip" and "in-process" in by_name["probe prompt-copy"]["message"]
     tested = by_name["probes tested"]
     assert tested["status"] == "warn" and "coverage" not in tested["data"]
-    assert tested["message"].startswith("19 of 20 exploit probes tested"), tested["message"]
+    assert tested["message"].startswith("20 of 21 exploit probes tested"), tested["message"]
 
 
 # `correct` breaks on answers ending in 0 or 5 (several of the 30 sampled tasks; none of them

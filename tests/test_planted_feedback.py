@@ -42,6 +42,11 @@ PLANTED = {  # example -> what its one cause must say
     "hack-stub": ["does nothing"],
     "hack-toolspam": ["valid tool calls"],
     "hack-stall": ["turns survived"],
+    # flaws no probe names: the reward search builds the reply (its cause leads where it harvests most)
+    "hack-nan-balance": ["reward component `correct` (weight 1)", "reward search built without the task"],
+    "hack-recall": ["reward component `coverage` (weight 1)", "reward search built without the task"],
+    "hack-persona": ["reward component `expert_voice` (weight 1)", "reward search built without the task"],
+    "hack-toolecho": ["reward component `correct` (weight 1)", "reward search built without the task"],
 }
 REPR = re.compile(r"\{'|\['|\[\[|': '")
 

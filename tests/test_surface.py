@@ -73,8 +73,9 @@ def test_the_constant_encode_flaw_is_caught_and_its_fix_passes(tmp_path):
     gates = max((tmp_path / "outputs" / "scratch").glob("*/gates/gates.json"), key=lambda p: p.stat().st_mtime)
     findings = {f["name"]: f for f in json.loads(gates.read_text())["findings"]}
     free = findings["content-free"]
-    assert free["status"] == "fail" and free["data"]["failed"] == ["surface"], free
-    assert free["data"]["paid"] == {"surface": "hidden"} and "ORCHID" in free["message"]
+    assert free["status"] == "fail" and free["data"]["failed"][0] == "surface", free
+    assert set(free["data"]["failed"]) <= {"surface", "search"}  # the search finds the instructions' word too
+    assert free["data"]["paid"]["surface"] == "hidden" and "ORCHID" in free["message"]
     assert findings["probe surface"]["status"] == "fail"
     fixed = tmp_path / "fixed"
     shutil.copytree(STEGO, fixed)
