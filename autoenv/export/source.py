@@ -151,3 +151,21 @@ def reward_table(kept: Kept) -> str:
         mean = "–" if c.mean_target is None else f"{c.mean_target:.3f}"
         rows.append(f"| `{c.name}` | {c.weight:g} | {c.measures} | {mean} | {probes} |")
     return "\n".join(rows)
+
+
+def flags(entry: Entry) -> list[str]:
+    """What is known to be harvestable in a kept evaluation: the judge's suspected reward hacks, a failed gate, and a
+    component the `ceiling` finding saw a content-free probe earn where the reference never does. Training on such a
+    commit teaches the hack: `autoenv train` refuses it unless told it is the experiment (`--allow-flagged`)."""
+    found: list[str] = []
+    judge = entry.judge
+    if judge is not None:
+        found += [f"the judge suspects a reward hack: {hack.description}"
+                  for hack in judge.findings.reward_faithfulness.suspected_hacks]
+    if entry.gates is not None:
+        found += [f"failed gate {f.name}: {f.message}" for f in entry.gates.findings if f.status == "fail"]
+        for f in entry.gates.findings:
+            for component, probe in ((f.data or {}).get("beaten") or {}).items() if f.name == "ceiling" else ():
+                found.append(f"ceiling: `{component}` is earned by the content-free probe {probe}, never by the "
+                             "reference")
+    return found

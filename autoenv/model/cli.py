@@ -39,8 +39,12 @@ def add_commands(sub: Any) -> None:
     t.add_argument("--learning-rate", type=float, default=3e-5)
     t.add_argument("--group", type=int, default=8, help="completions per task in a GRPO group (default 8)")
     t.add_argument("--tasks-per-step", type=int, default=4, help="training tasks per GRPO step (default 4)")
-    t.add_argument("--max-completion-tokens", type=int, default=64,
-                   help="a sampled completion's length cap while training (default 64)")
+    t.add_argument("--max-completion-tokens", type=int, default=None,
+                   help="a sampled completion's length cap while training (default: the cap the before/after "
+                        "evaluations sample at, so the model trained is the one measured)")
+    t.add_argument("--allow-flagged", action="store_true",
+                   help="train on a kept commit with a known reward hack (the judge's, a failed gate, a ceiling a "
+                        "content-free probe beat): the experiment, never the default")
     t.add_argument("--out", type=Path, default=None, help="where the run goes (default: train/<commit>)")
     t.add_argument("--plots", type=Path, default=None, help="where the PNGs go (default: <out>/plots)")
     t.set_defaults(func=cmd_train)
@@ -83,7 +87,7 @@ def cmd_model_serve(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     for flag, value in (("--group", args.group), ("--tasks-per-step", args.tasks_per_step),
                         ("--max-completion-tokens", args.max_completion_tokens), ("--max-steps", args.max_steps)):
-        if value < (2 if flag == "--group" else 1):
+        if value is not None and value < (2 if flag == "--group" else 1):
             raise AutoEnvError(f"{flag} {value} is too small", where=f"autoenv train {flag}",
                                fix="GRPO compares completions within a group: --group 2 or more; the others 1 or more")
     if args.rollouts < 2:
@@ -92,4 +96,4 @@ def cmd_train(args: argparse.Namespace) -> int:
     return train(TrainOptions(root=Path.cwd(), commit=args.commit, model=args.model, max_steps=args.max_steps,
                               minutes=args.minutes, rollouts=args.rollouts, learning_rate=args.learning_rate,
                               out=args.out, plots=args.plots, group=args.group, prompts_per_step=args.tasks_per_step,
-                              max_completion_tokens=args.max_completion_tokens))
+                              max_completion_tokens=args.max_completion_tokens, allow_flagged=args.allow_flagged))

@@ -32,9 +32,9 @@ from autoenv.core.traces import read_rollouts
 from autoenv.evaluation.context import EvalOptions
 from autoenv.evaluation.pipeline import evaluate
 from autoenv.export.grpo import export_grpo
-from autoenv.export.source import kept_entry
+from autoenv.export.source import flags, kept_entry
 from autoenv.model.build import build_server, source_dir
-from autoenv.model.realrun import oracle_endpoint, real_config
+from autoenv.model.realrun import REAL_SAMPLING, oracle_endpoint, real_config
 from autoenv.model.server import Server, machine_settings
 from autoenv.model.trainenv import train_python
 from autoenv.model.trainplots import before_after, reward_curve
@@ -59,13 +59,24 @@ class TrainOptions:
     learning_rate: float = 3e-5
     group: int = 8
     prompts_per_step: int = 4
-    max_completion_tokens: int = 64
+    max_completion_tokens: int | None = None
+    """A sampled completion's cap while training; None: the cap the harness measures the models at (REAL_SAMPLING),
+    so the model trained is the one evaluated (one trained at 32 tokens and measured at 192 never learnt to stop)."""
+    allow_flagged: bool = False
 
 
 def train(opts: TrainOptions) -> int:
     started = time.monotonic()
     root = Repo(opts.root).root
-    commit = kept_entry(root, opts.commit)[0].commit
+    entry = kept_entry(root, opts.commit)[0]
+    commit = entry.commit
+    flagged = flags(entry)
+    if flagged and not opts.allow_flagged:
+        raise AutoEnvError(f"the kept commit {commit[:12]} has a known reward hack: " + "; ".join(flagged[:3]),
+                           where=f"autoenv train (the ledger entry of {commit[:12]})",
+                           fix="train on a commit without one (fix the reward, evaluate, keep), or pass --allow-flagged "
+                               "when training on the hack is the experiment (bench/train_truth.py does)")
+    cap = opts.max_completion_tokens or REAL_SAMPLING["max_tokens"]
     out = (opts.out or root / "train" / commit[:12]).resolve()
     out.mkdir(parents=True, exist_ok=True)
     say = display.console.print
@@ -84,7 +95,7 @@ def train(opts: TrainOptions) -> int:
                                "--work", str(work), "--max-steps", str(opts.max_steps), "--minutes", str(opts.minutes),
                                "--learning-rate", str(opts.learning_rate), "--group", str(opts.group),
                                "--prompts-per-step", str(opts.prompts_per_step),
-                               "--max-completion-length", str(opts.max_completion_tokens),
+                               "--max-completion-length", str(cap),
                                "--temperature", str(temperature)])
     trained_minutes = result["minutes"]
     binary = build_server(say)
@@ -114,13 +125,16 @@ def train(opts: TrainOptions) -> int:
                "difference": f"{_signed(stats['difference'])}: {reading}", "held_out_tasks": stats["tasks"],
                "rollouts_per_task": opts.rollouts, "steps": result["steps"],
                "group": opts.group, "tasks_per_step": opts.prompts_per_step, "learning_rate": f"{opts.learning_rate:g}",
-               "temperature": f"{temperature:g}", "max_completion_tokens": opts.max_completion_tokens, "train_minutes": round(trained_minutes, 1),
+               "temperature": f"{temperature:g}", "max_completion_tokens": cap, "train_minutes": round(trained_minutes, 1),
+               "seconds_per_step": round(trained_minutes * 60 / max(result["steps"], 1), 1),
                "minutes": round((time.monotonic() - started) / 60, 1), "device": result["device"],
                "hack_fraction_start": hack["start"], "hack_fraction_end": hack["end"], "hacking": hack["call"],
                "reload_episode": f"{result['episode']['reply'][:80]!r} -> {result['episode']['rewards']}",
                "trained_model": str(work / "trained-hf"), "reward_curve": str(plots / "reward_curve.png"),
                "before_after": str(plots / "before_after.png")}
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    if flagged:
+        summary["flagged"] = "; ".join(flagged)  # trained on purpose (--allow-flagged): the finding stays in view
     if hack["call"] != "no":
         display.warn(f"train: {hack['call']}")
     display.result_block(summary)
