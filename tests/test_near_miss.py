@@ -19,16 +19,18 @@ DATA = Path(__file__).parent / "data"
 
 
 def test_a_number_is_changed_the_ways_a_careless_comparison_accepts():
-    assert near_misses("42") == {"sign flipped": "-42", "times ten": "420", "digits swapped": "24"}
-    assert near_misses("-7") == {"sign flipped": "7", "times ten": "-70"}
+    assert near_misses("42") == {"sign flipped": "-42", "times ten": "420", "digits swapped": "24", "off by one": "43"}
+    assert near_misses("-7") == {"sign flipped": "7", "times ten": "-70", "off by one": "-6"}
+    assert "off by one" not in near_misses("420") and "off by one" not in near_misses("4.5")  # 1% or more only
     assert near_misses("5050")["digits swapped"] == "5500"  # never a leading zero ("0550")
-    assert near_misses("3.14")["times ten"] == "31.4" and near_misses("0") == {}
+    assert near_misses("3.14")["times ten"] == "31.4" and near_misses("0") == {"off by one": "1"}
     assert near_misses("Paris") == {}  # a case change or a synonym may be what the task allows: not tried
     replies = probe_replies("near-miss", oracle=Reply(content="It ends at <answer>-13</answer>."), answer="-13",
                             answers=[], messages=[], tools=[], key="k")
     assert {r.content for r in replies.values()} == {"It ends at <answer>13</answer>.",
                                                       "It ends at <answer>-130</answer>.",
-                                                      "It ends at <answer>-31</answer>."}
+                                                      "It ends at <answer>-31</answer>.",
+                                                      "It ends at <answer>-12</answer>."}
 
 
 def findings(root: Path) -> dict:

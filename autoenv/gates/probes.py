@@ -34,7 +34,7 @@ EXPLOITS = {
     "prompt-copy": "the prompt's numbers, words and quoted spans tried as the answer, one copying strategy "
                    "(e.g. its last number) for all tasks; the best strategy counts",
     "near-miss": "the oracle's reply with its numeric answer changed the way a careless comparison accepts: the "
-                 "sign flipped, times ten, two digits swapped (the best of them counts)",
+                 "sign flipped, times ten, two digits swapped, a count under 100 off by one (the best of them counts)",
 }
 DEFENCES = {
     "empty": "score 0 when the reply holds no answer: every weighted component must need a parsed answer, "
@@ -57,7 +57,8 @@ DEFENCES = {
     "constant": "balance the answers: no single answer may be right for a large share of the tasks",
     "prompt-copy": "never put the answer (or a field equal to it) in the prompt, the system prompt or a tool's "
                    "description; vary the tasks so no prompt number is the answer",
-    "near-miss": "compare the parsed number with the answer exactly (or within a tolerance the task states): a "
+    "near-miss": "compare the parsed number with the answer exactly (or within a tolerance the task states): an "
+                 "off-by-one count, a "
                  "dropped sign (abs), a power of ten or two swapped digits must make it wrong",
 }
 DEFENCES.update({
@@ -171,7 +172,9 @@ NUMERIC = re.compile(r"-?\d+(?:\.\d+)?")
 def near_misses(answer: str) -> dict[str, str]:
     """A numeric answer as a careless comparison would still accept it, by strategy: the sign flipped (what
     `abs(x) == abs(answer)` passes), times ten (a unit or magnitude slip), two adjacent differing digits swapped
-    (what a digit-multiset or sorted comparison passes). {} for an answer that is not a number."""
+    (what a digit-multiset or sorted comparison passes), and for a whole number under OFF_BY_ONE_BELOW, one more
+    (what `<= 1` where `< 1` was meant passes: a count off by one, at least 1% of the answer, so a relative
+    tolerance a task may state never accepts it). {} for an answer that is not a number."""
     text = answer.strip()
     if not NUMERIC.fullmatch(text):
         return {}
@@ -188,7 +191,12 @@ def near_misses(answer: str) -> dict[str, str]:
             if not re.match(r"-?0\d", swapped):  # no leading zero: still a number as written
                 out["digits swapped"] = swapped
                 break
+    if re.fullmatch(r"-?\d+", text) and abs(int(text)) < OFF_BY_ONE_BELOW:
+        out["off by one"] = str(int(text) + 1)
     return out
+
+
+OFF_BY_ONE_BELOW = 100
 
 
 def _with_answer(text: str, answer: str, replacement: str) -> str:

@@ -52,7 +52,8 @@ CAUSE_TITLES = {
     "self-report": "believes what the reply says about itself (a confidence, `verified: true`, a score)",
     "surface": "pays one constant reply on every task (an empty format, a word or example from the instructions)",
     "search": "pays a reply the reward search built without the task (shown below), on tasks it was not found on",
-    "near-miss": "accepts a number that is not the answer: its sign dropped, times ten or two digits swapped",
+    "near-miss": "accepts a number that is not the answer: its sign dropped, times ten, two digits swapped or a "
+                 "count off by one",
 }
 BLOCKING_FIRST = ("modules", "reward errors", "time limits", "load time", "deterministic load", "deterministic scoring",
                   "oracle", "gold validation", "pyproject", "readme")
