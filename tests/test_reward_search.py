@@ -194,6 +194,10 @@ def test_a_plan_reads_ids_from_earlier_results_and_answers_with_what_they_return
     assert seen_values(done) == ["REC-101", "REC-202", "REC-303", "41"]
     outside = Plan(Template("{}", ("5",)), moves="outside")
     assert outside.turn([{"role": "user", "content": "Guess a number between 1 and 50."}], []).content == "51"
+    inside = Plan(Template("{}", ("5",)), moves="inside")
+    game = [{"role": "system", "content": "I think of a number from 1 to 50."}, {"role": "user", "content": "Go."},
+            {"role": "assistant", "content": "25"}, {"role": "user", "content": "Higher."}]
+    assert inside.turn(game, []).content == "25"  # the range the game stated at the start, every turn
     offered = Plan(Template("{}"), moves="offered")
     assert offered.turn([{"role": "user", "content": "Pick one word: stay, hit or fold."}], []).content == "stay"
 

@@ -5,7 +5,8 @@ policies instead of replies. A `Plan` is a content-free policy: so many rounds o
 tool, with arguments taken from its schema or from what earlier tool results revealed, a new entry
 each round), then a final reply taken from what the tools returned or from a template of the env's own
 material (autoenv.gates.search); in a multi-turn env without tools, a move every turn: the template,
-the first move the message offers, or a move just outside what it states. Plans are scored by real
+the first move the message offers, the middle of the range it states (a valid move that learns nothing), or
+a move just outside that range. Plans are scored by real
 rollouts on a few training tasks; the best breed neighbours (more rounds, the other argument source,
 another final reply, a mutated template) within a budget of rollouts and seconds, deterministic for a
 seed; the best plans are then replayed on held-out tasks, and only what they earn there is judged.
@@ -34,7 +35,7 @@ FINALISTS = 2
 SEEN = re.compile(r"\b[A-Za-z]{1,8}[-_]?\d{2,}\b|\b\d+(?:\.\d+)?\b|\"([^\"\n]{1,40})\"")
 RANGE = re.compile(r"(?i)\b(?:between|from)\s+(-?\d+)\s+(?:and|to)\s+(-?\d+)")
 FINALS = ("seen-last", "seen-first", "template")
-MOVES = ("same", "offered", "outside")
+MOVES = ("same", "offered", "inside", "outside")
 
 
 def seen_values(messages: list[dict[str, Any]]) -> list[str]:
@@ -86,6 +87,8 @@ class Plan:
         if not tools:
             what = {"same": f"the reply {self.template.describe()} every turn",
                     "offered": "the first move each message offers, every turn",
+                    "inside": "the middle of the range each message states, every turn (a valid move that "
+                              "learns nothing)",
                     "outside": "a move just outside the range each message states, every turn"}[self.moves]
             return what
         calls = (f"{self.rounds} round(s) of every tool called with arguments from "
@@ -118,10 +121,11 @@ def _move(messages: list[dict[str, Any]], kind: str) -> str | None:
     if kind == "offered":
         found = CHOICES.findall(last)
         return found[-1][0].split(",")[0].strip() if found else None
-    stated = RANGE.findall(last)
+    stated = RANGE.findall(last) or RANGE.findall(" ".join(_text(m.get("content")) for m in messages
+                                                             if m.get("role") in ("system", "user")))
     if stated:
         low, high = sorted(int(v) for v in stated[-1])
-        return str(high + 1)
+        return str((low + high) // 2) if kind == "inside" else str(high + 1)
     found = CHOICES.findall(last)
     return "none of these" if found else None
 
