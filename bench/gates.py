@@ -6,14 +6,24 @@ evaluation at the config's budget, each in a scratch run repository through the 
 CLI. Prints the probe / evaluation ratio (aim: under 0.25).
 
 Usage: .venv/bin/python bench/gates.py [--examples arithmetic,shopping] [--examples-per-eval N]
+       .venv/bin/python bench/gates.py --before REF [--examples arithmetic,shopping,hack-toolspam] [--runs 2]
+
+`--before REF`: the cost of the audit itself, side by side: `autoenv probe` on each example with the harness of
+the git ref REF (exported with `git archive`, run from its own source tree with this venv) and with this tree's,
+alternating, `--runs` times each (the first `check` warms the install); prints the best wall time of each and
+the audit's own probe seconds (audit.json), and their ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import json
+import os
 import re
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -22,10 +32,43 @@ from autoenv.core.paths import PROJECT, examples
 from autoenv.run.demo import make_run_repo
 
 
-def timed(args: list[str], cwd: Path) -> tuple[float, int]:
+def timed(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, int]:
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "autoenv.cli", *args], cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "autoenv.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          env=env)
     return time.perf_counter() - started, proc.returncode
+
+
+def probe_seconds(root: Path) -> float:
+    """The audit's own probe time of the newest probe run under `root` (gates/audit.json)."""
+    newest = max((root / "outputs" / "scratch").glob("*/gates/audit.json"), key=lambda p: p.stat().st_mtime)
+    return float(json.loads(newest.read_text()).get("probe_seconds") or 0.0)
+
+
+def side_by_side(examples_: list[str], ref: str, runs: int) -> None:
+    """`autoenv probe` under the harness of `ref` and under this tree's, alternating, best of `runs` each."""
+    with tempfile.TemporaryDirectory() as tmp:
+        before = Path(tmp) / "before"
+        data = subprocess.run(["git", "-C", str(PROJECT), "archive", ref, "autoenv", "config.toml"],
+                              capture_output=True, check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(before, filter="data")
+        print(f"harness before: {ref}; after: this tree; best of {runs} runs each")
+        print(f"{'example':<16} {'probe s before':>15} {'after':>8} {'ratio':>6} {'audit s before':>15} {'after':>8} "
+              f"{'ratio':>6}")
+        for example in examples_:
+            best: dict[str, tuple[float, float]] = {}
+            for side, path in (("before", before), ("after", None)) * runs:
+                env = dict(os.environ, PYTHONPATH=str(path)) if path else None
+                root = make_run_repo(example, Path(tmp) / f"{example}-{side}", (PROJECT / "config.toml").read_text()) \
+                    if not (Path(tmp) / f"{example}-{side}").exists() else Path(tmp) / f"{example}-{side}"
+                timed(["check"], root, env)
+                wall, _ = timed(["probe"], root, env)
+                audit = probe_seconds(root)
+                old = best.get(side)
+                best[side] = (min(wall, old[0]), min(audit, old[1])) if old else (wall, audit)
+            (wb, ab), (wa, aa) = best["before"], best["after"]
+            print(f"{example:<16} {wb:>15.1f} {wa:>8.1f} {wa / wb:>6.2f} {ab:>15.1f} {aa:>8.1f} {aa / max(ab, 1e-9):>6.2f}")
 
 
 def main() -> None:
@@ -33,7 +76,12 @@ def main() -> None:
     clean = [e for e in examples() if not e.startswith("hack-")]
     parser.add_argument("--examples", default=",".join(clean))
     parser.add_argument("--examples-per-eval", type=int, default=None, help="override budget.examples (default: config)")
+    parser.add_argument("--before", help="git ref: time the audit under that harness and this tree's, side by side")
+    parser.add_argument("--runs", type=int, default=2)
     args = parser.parse_args()
+    if args.before:
+        side_by_side(args.examples.split(","), args.before, args.runs)
+        return
     config = (PROJECT / "config.toml").read_text()
     if args.examples_per_eval:
         config = re.sub(r"(?m)^examples = \d+", f"examples = {args.examples_per_eval}", config)
