@@ -16,13 +16,15 @@ import math
 import re
 from dataclasses import dataclass
 
+import pytest
+
 from autoenv.core.messages import Reply
 from autoenv.gates.action_search import Plan, search_actions, seen_values
 from autoenv.gates.ceiling import judge_ceiling
 from autoenv.gates.findings import Gates
 from autoenv.gates.rows import Row
 from autoenv.gates.audit_record import ProbeRecord
-from autoenv.gates.search import ODD_VALUES, Material, Template, data_material, fill, mutate, search
+from autoenv.gates.search import ODD_VALUES, SIMPLER, Material, Template, data_material, fill, mutate, search
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,10 @@ class Task:
 
 TASKS = [Task(i, round(10 + i * 3.7, 2), tuple(p for p in range(2, 60) if all(p % d for d in range(2, p)))[i % 5:i % 5 + 3])
          for i in range(24)]
+
+
+SIMPLIFYING = 4 * SIMPLER * 4
+"""Reward calls the finalists' simplification may add (four finalists at most, each on four training tasks)."""
 
 
 def never_held(task: Task, constant: str) -> bool:
@@ -97,7 +103,7 @@ def test_the_search_finds_a_nan_that_compares_false_and_it_transfers():
     assert nan_balance(TASKS[10], reply) == 1.0 and re.search(r"(?i)nan", reply), outcome.trace
     chosen = [f for f in outcome.finalists if f["chosen"]][0]
     assert chosen["held_out"] == 1.0 and chosen["train"] == 1.0
-    assert outcome.trace["stopped"] == "ceiling" or outcome.trace["calls"] <= 400 + 8 * 4
+    assert outcome.trace["stopped"] == "ceiling" or outcome.trace["calls"] <= 400 + 8 * 4 + SIMPLIFYING
 
 
 def test_the_search_widens_a_list_until_recall_pays_without_the_answer():
@@ -105,6 +111,7 @@ def test_the_search_widens_a_list_until_recall_pays_without_the_answer():
     outcome = run(search(TASKS[:4], TASKS[4:], material(), score, never_held, seed=2, calls=480))
     assert recall(TASKS[20], outcome.chosen.reply()) == 1.0, outcome.trace
     assert len(outcome.chosen.items) > 3  # an enumeration, never one task's primes
+    assert outcome.chosen.times == 1 and outcome.chosen.second is None  # shown as simply as it pays
 
 
 def test_a_clean_reward_gives_the_search_nothing():
@@ -117,7 +124,7 @@ def test_a_clean_reward_gives_the_search_nothing():
     score, calls = scorer(exact)
     outcome = run(search(TASKS[:4], TASKS[4:], material(), score, never_held, seed=3, calls=200))
     assert all(f["held_out"] == 0.0 for f in outcome.finalists)
-    assert sum(calls[:-len(outcome.finalists) or None]) >= 0 and outcome.trace["calls"] <= 200 + 8 * 4
+    assert outcome.trace["calls"] <= 200 + 8 * 4  # nothing earned: nothing to simplify
     assert outcome.trace["stopped"] in ("calls", "exhausted")
 
 
@@ -154,7 +161,7 @@ def test_the_search_is_the_same_for_a_seed_and_keeps_its_budget():
     first, second = run_once(9), run_once(9)
     assert first[:2] == second[:2]
     trace = first[3]
-    assert trace["calls"] <= 160 + 8 * 4 and trace["templates"] >= 10
+    assert trace["calls"] <= 160 + 8 * 4 + SIMPLIFYING and trace["templates"] >= 10
     assert trace["material"] == {} and trace["formats"][0] == '{"balance": {}}'
 
 
@@ -245,3 +252,74 @@ def test_the_ceiling_names_a_component_the_reference_never_earns():
 
 def test_a_reply_the_search_builds_is_a_plain_reply():
     assert isinstance(Plan(Template("{}", ("x",))).turn([{"role": "user", "content": "hi"}], []), Reply)
+
+
+# --- flaws nobody listed, read from their source as the gates read a candidate's ---------------------------------
+
+FLAWED = '''
+import json
+import re
+
+REQUIRED = ("vendor", "total", "date")
+
+
+def schema_only(task, reply):
+    try:
+        d = json.loads(reply)
+    except ValueError:
+        return 0.0
+    return 1.0 if isinstance(d, dict) and all(k in d for k in REQUIRED) else 0.0
+
+
+def sorted_only(task, reply):
+    m = re.search(r"<sorted>(.*?)</sorted>", reply, re.S)
+    if not m:
+        return 0.0
+    items = [int(x) for x in re.findall(r"-?\\d+", m.group(1))]
+    return float(len(items) >= 2 and items == sorted(items))
+
+
+def one_sided(task, reply):
+    m = re.search(r"<bid>(.*?)</bid>", reply)
+    if not m:
+        return 0.0
+    try:
+        return float(float(m.group(1)) >= task.answer)
+    except ValueError:
+        return 0.0
+
+
+def error_pays(task, reply):
+    m = re.search(r"RESULT:\\s*(\\S+)", reply)
+    if not m:
+        return 0.0
+    try:
+        return float(abs(float(m.group(1)) - task.answer) < 1e-6)
+    except Exception:
+        return 0.5
+
+
+def empty_alias(task, reply):
+    accepted = [f"name{task.idx}", f"alias{task.idx}", ""]
+    m = re.search(r"Final answer:\\s*(.*)", reply)
+    return float(m is not None and m.group(1).strip().lower() in accepted)
+'''
+
+
+@pytest.mark.parametrize("name", ["schema_only", "sorted_only", "one_sided", "error_pays", "empty_alias"])
+def test_the_search_finds_flaws_no_probe_names_from_the_rewards_own_source(name):
+    from autoenv.gates.source_reading import read_sources
+
+    namespace: dict = {}
+    exec(compile(FLAWED, "<flawed rewards>", "exec"), namespace)
+    reward = namespace[name]
+    reading = read_sources([FLAWED])
+    numbers, values = data_material([{"idx": t.idx, "answer": t.answer} for t in TASKS], {"idx"})
+    stuff = Material(formats=list(dict.fromkeys([*reading.formats, "<answer>{}</answer>", "{}"])),
+                     words=[*reading.strings, *reading.keys], numbers=[*(f"{n:g}" for n in reading.numbers), *numbers],
+                     values=values)
+    score, _ = scorer(reward)
+    outcome = run(search(TASKS[:4], TASKS[4:], stuff, score, never_held, seed=0, ceiling=1.0))
+    chosen = next(f for f in outcome.finalists if f["chosen"])
+    assert chosen["held_out"] >= 0.5, (name, outcome.trace)  # half the range or more, on tasks it never saw
+    assert reward(TASKS[-1], outcome.chosen.reply()) >= 0.5

@@ -14,8 +14,9 @@ instead, the way a fuzzer does:
   the best per objective (the total, and each component the reference never earns: the ceiling) breed
   the next generation, within a budget of reward calls and seconds, deterministic for a seed.
 
-What it finds must transfer: the best templates are replayed on held-out tasks, and only what the best
-of them earns there is judged, as a content-free family against the reward's range
+Each finalist is then simplified (written once, one format, fewer items) as far as it still earns as much,
+so the reply the agent is shown is the plainest one that pays. What it finds must transfer: the best
+templates are replayed on held-out tasks, and only what the best of them earns there is judged, as a content-free family against the reward's range
 (autoenv.gates.free). A template that fits its training tasks by chance earns nothing on the others.
 """
 
@@ -330,9 +331,18 @@ async def search(train: list[Any], held_out: list[Any], material: Material, scor
         if not brood:
             stopped = "exhausted"
     finalists = _finalists(elites, objectives)
+    train_means = {s.template: s for o in objectives for s in elites[o]}
+    simpler = []
+    for template in finalists:  # the simplest template that earns as much: the reply the agent is shown
+        plain, spent_here = await simplify(template, train_means[template] if template in train_means else None,
+                                           train, score, held)
+        spent += spent_here
+        if plain is not None and plain != template:
+            train_means[plain] = Scored(plain, train_means[template].total, train_means[template].components)
+        simpler.append(plain or template)
+    finalists = list(dict.fromkeys(simpler))
     replayed = await _evaluate(finalists, held_out, score, held) if held_out else []
     chosen = max(replayed, key=lambda s: s.total).template if replayed else finalists[0]
-    train_means = {s.template: s for o in objectives for s in elites[o]}
     rows = [{"template": s.template.describe(), "train": round(train_means[s.template].total, 4),
              "held_out": round(s.total, 4), "components": {k: round(v, 4) for k, v in s.components.items()},
              "chosen": s.template == chosen} for s in replayed]
@@ -341,6 +351,47 @@ async def search(train: list[Any], held_out: list[Any], material: Material, scor
              "templates": len(seen), "seconds": round(time.monotonic() - begun, 3), "stopped": stopped,
              "budget": {"calls": calls, "seconds": seconds}, "steps": steps[-20:], "finalists": rows}
     return Outcome(chosen=chosen, finalists=rows, trace=trace)
+
+
+SIMPLER = 12
+"""Simplifications tried per finalist at most."""
+
+
+def _simpler(t: Template) -> list[Template]:
+    """One step simpler each: written once, without its second format, the default joiner, half the items, the
+    first item alone, the last alone."""
+    out = []
+    if t.times > 1:
+        out.append(replace(t, times=1))
+    if t.second is not None:
+        out.append(replace(t, second=None))
+    if t.joiner != ", ":
+        out.append(replace(t, joiner=", "))
+    if len(t.items) > 1:
+        out += [replace(t, items=t.items[:len(t.items) // 2]), replace(t, items=t.items[len(t.items) // 2:]),
+                replace(t, items=t.items[:1]), replace(t, items=t.items[-1:])]
+    return out
+
+
+async def simplify(template: Template, scored: Scored | None, train: list[Any], score: Scorer, held: Held
+                   ) -> tuple[Template | None, int]:
+    """The simplest template reached by one-step simplifications that earns what `template` earns on `train`
+    (greedy, at most SIMPLER tries); (None, 0) when it earns nothing to keep. Returns (template, reward calls)."""
+    if scored is None or scored.total <= 0:
+        return None, 0
+    current, spent, tries = template, 0, 0
+    while tries < SIMPLER:
+        options = [t for t in _simpler(current) if t.reply()][:SIMPLER - tries]
+        if not options:
+            break
+        tries += len(options)
+        batch = await _evaluate(options, train, score, held)
+        spent += len(options) * len(train)
+        keep = next((s for s in batch if s.total >= scored.total - 1e-9), None)
+        if keep is None:
+            break
+        current = keep.template
+    return current, spent
 
 
 def _finalists(elites: dict[str, list[Scored]], objectives: list[str]) -> list[Template]:
