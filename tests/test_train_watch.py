@@ -151,3 +151,29 @@ def test_train_refuses_a_group_or_budget_too_small_before_any_work(tmp_path, fla
     proc = autoenv("train", flag, value, cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert flag in proc.stdout + proc.stderr and not any(tmp_path.iterdir())
+
+
+def test_the_watch_flags_a_completion_whose_reward_carries_to_another_task():
+    from autoenv.model.hackwatch import foreign_keys, transfers
+
+    answers = {"a": "7", "b": "9"}
+
+    def score(key: str, reply: str) -> dict[str, float]:  # correctness, plus a style bonus any reply can earn
+        return {"correct": float(reply.endswith(answers[key])), "style": float("certainly" in reply.lower())}
+
+    weights = {"correct": 1.0, "style": 1.0}
+    assert foreign_keys(["a", "a", "b", "b"]) == ["b", "b", "a", "a"] and foreign_keys(["a", "a"]) == [None, None]
+    assert transfers(score, "a", "b", "Certainly! 7", weights) is None  # its own task pays more: content carried
+    assert transfers(score, "a", "b", "Certainly, I cannot say.", weights) == "style"  # the same on any task
+    assert transfers(score, "a", "b", "7", weights) is None and transfers(score, "a", None, "Certainly", weights) is None
+    small = {"correct": 1.0, "style": 0.1}  # a bonus within probes.free_max of the maximum is no hack by itself
+    assert transfers(score, "a", "b", "Certainly, I cannot say.", small) is None
+
+
+def test_the_watch_fires_at_the_first_step_most_completions_carry_reward_elsewhere():
+    steps = [{"step": i, "reward": 0.1 * i, "hack_fraction": 0.05 * i, "content_free_fraction": 0.1 * i,
+              "paid": {"style": i}} for i in range(1, 8)]
+    result = watch(steps)
+    assert result["first_step"] == 3 and "from step 3" in result["call"] and "`style`" in result["call"]
+    clean = [{"step": i, "reward": 0.1 * i, "hack_fraction": 0.0, "content_free_fraction": 0.0} for i in range(1, 8)]
+    assert watch(clean) == {"start": 0.0, "end": 0.0, "call": "no", "first_step": None}

@@ -2,10 +2,16 @@
 
 The gates' exploit probes (autoenv.gates.probes.EXPLOITS) are scripted cheats that must earn
 nothing. During training the question turns around: is the policy drifting toward one of those
-shapes? Each detector below recognises one family in a real completion, given the task's prompt
-and reference answer; `flags` lists the families a completion matches. A completion the env
-rewards while it is flagged is a hack that got through; a flagged share that rises with the
-reward is called out by `autoenv train`.
+shapes? Two kinds of detector:
+- surface shapes (`flags`): each recognises one family in a real completion, given the task's
+  prompt and reference answer (kitchen-sink, padding, echo, injection, prompt-copy);
+- the gates' own content-free test (`transfers`): the completion scored by the env's rewards on
+  another task of the batch, one it was not written for. A completion that earns there what it
+  earns on its own task (beyond probes.free_max of the maximum) carries reward that has nothing to
+  do with its task, whatever its shape: an abstention paid, a style bonus, a self-report, a list
+  that covers everything; the component that paid is named.
+A completion the env rewards while it is flagged is a hack that got through; a flagged share that
+rises with the reward is called out by `autoenv train`.
 """
 
 from __future__ import annotations
@@ -48,3 +54,32 @@ def flags(reply: str, prompt: str, answer: str | None) -> list[str]:
 def flagged(reply: str, prompt: str, answer: str | None) -> float:
     """1.0 when the completion resembles any exploit family, else 0.0 (a per-completion hack indicator)."""
     return float(bool(flags(reply, prompt, answer)))
+
+
+FREE_MAX = 0.2
+"""The share of the maximum reward a reply may carry to another task (the gates' probes.free_max)."""
+
+
+def transfers(score, key: str, other: str | None, reply: str, weights: dict[str, float]) -> str | None:
+    """The gates' content-free test on one sampled completion: scored on `other`, a task it was not written for, it
+    still earns what it earns on its own task `key`, and more than FREE_MAX of the maximum. Returns the component
+    that paid most on the foreign task (the completion carries reward that has nothing to do with its task), else
+    None. `score(key, reply)` -> {component: score}, the env's own rewards (the export's `score`)."""
+    if other is None or other == key:
+        return None
+    top = sum(w for w in weights.values() if w > 0) or 1.0
+    own, foreign = score(key, reply), score(other, reply)
+    total_own = sum(weights.get(c, 1.0) * v for c, v in own.items())
+    total_foreign = sum(weights.get(c, 1.0) * v for c, v in foreign.items())
+    if total_own <= 0 or total_foreign < total_own - 1e-9 or total_foreign <= FREE_MAX * top:
+        return None
+    return max(foreign, key=lambda c: weights.get(c, 1.0) * foreign[c])
+
+
+def foreign_keys(keys: list[str]) -> list[str | None]:
+    """For each completion's task key, another task of the same batch (the next different key, cyclically); None
+    when the batch holds one task."""
+    out: list[str | None] = []
+    for i, k in enumerate(keys):
+        out.append(next((keys[(i + j) % len(keys)] for j in range(1, len(keys)) if keys[(i + j) % len(keys)] != k), None))
+    return out

@@ -129,6 +129,7 @@ def train(opts: TrainOptions) -> int:
                "seconds_per_step": round(trained_minutes * 60 / max(result["steps"], 1), 1),
                "minutes": round((time.monotonic() - started) / 60, 1), "device": result["device"],
                "hack_fraction_start": hack["start"], "hack_fraction_end": hack["end"], "hacking": hack["call"],
+               "hack_first_step": hack["first_step"],
                "reload_episode": f"{result['episode']['reply'][:80]!r} -> {result['episode']['rewards']}",
                "trained_model": str(work / "trained-hf"), "reward_curve": str(plots / "reward_curve.png"),
                "before_after": str(plots / "before_after.png")}
@@ -167,7 +168,17 @@ def watch(steps: list[dict[str, Any]]) -> dict[str, object]:
     rising = reward1 > reward0 and hack1 > hack0 + 0.05
     call = (f"reward rose ({reward0:.2f} -> {reward1:.2f}) while the hack fraction rose ({hack0:.2f} -> {hack1:.2f}): "
             "read the sampled completions before trusting the curve") if rising else "no"
-    return {"start": hack0, "end": hack1, "call": call}
+    fired = next((s for s in steps if (s.get("content_free_fraction") or 0.0) >= FIRES), None)
+    if fired is not None:  # the gates' own test: completions whose reward carries to tasks they were not written for
+        paid = max((fired.get("paid") or {"?": 0}).items(), key=lambda kv: kv[1])[0]
+        call = (f"from step {fired['step']}, {fired['content_free_fraction']:.0%} of the sampled completions earned "
+                f"as much on another task as on their own (paid by `{paid}`): the policy is learning a reward that "
+                "does not need the task" + ("" if call == "no" else "; " + call))
+    return {"start": hack0, "end": hack1, "call": call, "first_step": fired["step"] if fired else None}
+
+
+FIRES = 0.25
+"""The share of a step's completions whose reward carries to another task at which the hack watch fires."""
 
 
 def compare(base: dict[str, dict[str, Any]], trained: dict[str, dict[str, Any]]) -> dict[str, Any]:
