@@ -20,10 +20,10 @@ import pytest
 
 from autoenv.core.messages import Reply
 from autoenv.gates.action_search import Plan, search_actions, seen_values
+from autoenv.gates.audit_record import ProbeRecord
 from autoenv.gates.ceiling import judge_ceiling
 from autoenv.gates.findings import Gates
 from autoenv.gates.rows import Row
-from autoenv.gates.audit_record import ProbeRecord
 from autoenv.gates.search import ODD_VALUES, SIMPLER, Material, Template, data_material, fill, mutate, search
 
 

@@ -47,9 +47,6 @@ from autoenv.child.limits import (
 )
 from autoenv.child.rollout_probes import hung_tools, infer_oracle_rollouts, probe_rollouts
 from autoenv.child.search_stage import ActionSearch, oracle_text, read_candidate, search_in_process
-from autoenv.gates.action_search import FINALISTS as ACTION_FINALISTS
-from autoenv.gates.action_search import ROLLOUTS as ACTION_ROLLOUTS
-from autoenv.gates.search import HELD_TASKS
 from autoenv.child.task_rows import data_reach, dataset_rows
 from autoenv.child.tasks import load_tasks, seat_names
 from autoenv.child.worker import sample_tasks
@@ -59,6 +56,8 @@ from autoenv.core.messages import Reply
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.gates import dataset
+from autoenv.gates.action_search import FINALISTS as ACTION_FINALISTS
+from autoenv.gates.action_search import ROLLOUTS as ACTION_ROLLOUTS
 from autoenv.gates.answer_oracle import answer_of, format_reply, infer_answer
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord
 from autoenv.gates.families import (
@@ -92,6 +91,7 @@ from autoenv.gates.scoring import (
     task_messages,
     total_reward,
 )
+from autoenv.gates.search import HELD_TASKS
 from autoenv.gates.seats import seat_reference
 from autoenv.gates.source_reading import read_sources
 from autoenv.sandbox.scripts import script_kind

@@ -25,9 +25,8 @@ from autoenv.child.tasks import build_env, write_run_config
 from autoenv.child.worker import LOCAL_KEY_VAR
 from autoenv.core.events import emit
 from autoenv.core.job import Job
-from autoenv.core.messages import ambiguity
+from autoenv.core.messages import Reply, ambiguity
 from autoenv.core.traces import said, to_rollout
-from autoenv.core.messages import Reply
 from autoenv.endpoint.policies import Policies, advertised_names
 from autoenv.endpoint.server import Endpoint
 from autoenv.gates.answer_oracle import ANSWER, TRIAL_TASKS, answer_fields, answer_of, candidate_formats

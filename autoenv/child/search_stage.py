@@ -19,6 +19,8 @@ from typing import Any
 from autoenv.child.worker import sample_tasks
 from autoenv.core.events import emit
 from autoenv.core.messages import Reply
+from autoenv.gates.action_search import TRAIN_TASKS as ACTION_TRAIN
+from autoenv.gates.action_search import Plan, search_actions
 from autoenv.gates.answer_oracle import FORMATS, NOT_ANSWERS, format_reply
 from autoenv.gates.families import (
     holds_constant,
@@ -27,8 +29,6 @@ from autoenv.gates.families import (
     stated_formats,
     surface_replies,
 )
-from autoenv.gates.action_search import TRAIN_TASKS as ACTION_TRAIN
-from autoenv.gates.action_search import Plan, search_actions
 from autoenv.gates.scoring import reward_record, skipped, task_messages, total_reward
 from autoenv.gates.search import HELD_TASKS, MAX_FORMATS, TRAIN_TASKS, Material, data_material, search
 from autoenv.gates.source_reading import SourceReading, read_sources

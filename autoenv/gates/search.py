@@ -138,7 +138,7 @@ class Material:
             if high - low + 1 > MAX_ITEMS:
                 low = max(low, high - MAX_ITEMS + 1)
             out.append(tuple(str(i) for i in range(low, high + 1)))
-        out.append(tuple(str(i) for i in range(0, 21)))
+        out.append(tuple(str(i) for i in range(21)))
         if self.options:
             out.append(tuple(self.options))
         if self.words:
