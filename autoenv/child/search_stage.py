@@ -39,6 +39,14 @@ TAGLIKE = re.compile(r"\s*</?[\w-]+>\s*")
 """The most source text read from the candidate's reward modules."""
 
 
+def split(tasks: list[Any], train: int) -> tuple[list[Any], list[Any]]:
+    """(training tasks, held-out tasks): `train` of them to search on, the rest to judge on; with few tasks, half
+    each; with one task, that task for both (no transfer can be checked: the search is judged where it was found,
+    and its trace says so by its held-out count of zero)."""
+    n = min(train, max(1, len(tasks) // 2))
+    return tasks[:n], tasks[n:] or tasks[:n]
+
+
 def reward_sources(task: Any, candidate_dir: str | Path) -> list[str]:
     """The text of each module under the candidate's folder that defines one of the task's rewards or metrics, its
     task class or its taskset (read from disk: the code is parsed by the harness, never run for this)."""
@@ -103,7 +111,7 @@ async def search_in_process(vf: Any, job: Any, tasks_all: list[Any], score_batch
                             answer_format: str | None, reading: SourceReading) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(records on the held-out tasks, the search's trace for audit.json)."""
     chosen_tasks = sample_tasks(tasks_all, TRAIN_TASKS + HELD_TASKS, job.seed)
-    train, held_out = chosen_tasks[:TRAIN_TASKS], chosen_tasks[TRAIN_TASKS:]
+    train, held_out = split(chosen_tasks, TRAIN_TASKS)
     weights: dict[str, float] = {}
 
     async def score(task: Any, replies: list[str]) -> list[tuple[float | None, dict[str, float]]]:
@@ -170,7 +178,7 @@ class ActionSearch:
     def __init__(self, job: Any, tasks_all: list[Any], sample: list[Any], answer_format: str | None,
                  reading: SourceReading, has_tools: bool) -> None:
         chosen = sample_tasks(tasks_all, ACTION_TRAIN + len(sample), job.seed)
-        self.train, self.held_out = chosen[:ACTION_TRAIN], chosen[ACTION_TRAIN:]
+        self.train, self.held_out = split(chosen, ACTION_TRAIN)
         self.material = material(chosen, reading, answer_format)
         self.job, self.reading, self.has_tools = job, reading, has_tools
         self.registry: dict[str, Plan] = {}

@@ -209,7 +209,7 @@ async def search_actions(train: list[Any], held_out: list[Any], material: Materi
     held = [_mean(values) for values in replayed]
     chosen = ranked[max(range(len(ranked)), key=lambda i: held[i])] if ranked else Plan(Template("{}"))
     trace = {"material": dict(material.sources), "formats": material.formats, "objectives": ["total"],
-             "train_tasks": len(train), "held_out_tasks": len(held_out), "calls": spent,
+             "train_tasks": len(train), "held_out_tasks": sum(all(t is not x for x in train) for t in held_out), "calls": spent,
              "generations": generations, "templates": len(scores), "seconds": round(time.monotonic() - begun, 3),
              "stopped": stopped, "budget": {"calls": rollouts, "seconds": seconds}, "steps": steps[-20:],
              "finalists": [{"template": p.describe(tools), "train": round(scores[p], 4), "held_out": round(h, 4),

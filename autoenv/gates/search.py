@@ -347,7 +347,7 @@ async def search(train: list[Any], held_out: list[Any], material: Material, scor
              "held_out": round(s.total, 4), "components": {k: round(v, 4) for k, v in s.components.items()},
              "chosen": s.template == chosen} for s in replayed]
     trace = {"material": dict(material.sources), "formats": material.formats, "objectives": objectives,
-             "train_tasks": len(train), "held_out_tasks": len(held_out), "calls": spent, "generations": generation,
+             "train_tasks": len(train), "held_out_tasks": sum(all(t is not x for x in train) for t in held_out), "calls": spent, "generations": generation,
              "templates": len(seen), "seconds": round(time.monotonic() - begun, 3), "stopped": stopped,
              "budget": {"calls": calls, "seconds": seconds}, "steps": steps[-20:], "finalists": rows}
     return Outcome(chosen=chosen, finalists=rows, trace=trace)
