@@ -203,7 +203,8 @@ def search_markdown(trace: dict[str, Any]) -> list[str]:
              f"{trace.get('templates', 0)} templates, {trace.get('calls', 0)} reward calls on {trace.get('train_tasks', 0)} "
              f"training tasks in {trace.get('generations', 0)} generations, {trace.get('seconds', 0)} s (budget "
              f"{budget.get('calls', '?'):g} calls, {budget.get('seconds', '?'):g} s); stopped by {trace.get('stopped')}; "
-             f"finalists replayed on {trace.get('held_out_tasks', 0)} held-out tasks.", ""]
+             + (f"finalists replayed on {trace['held_out_tasks']} held-out tasks." if trace.get("held_out_tasks") else
+                "too few tasks to hold any out: the finalists were judged on the tasks they were found on."), ""]
     if learnt.get("formats") or learnt.get("keys"):
         lines.append("- read in the reward's source: formats " + (", ".join(f"`{f}`" for f in learnt.get("formats") or [])
                                                              or "none") + "; JSON keys "
