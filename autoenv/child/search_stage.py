@@ -198,8 +198,8 @@ class ActionSearch:
                     self.registry[self.ids[plan]] = plan
             for record in await play_more([f"search:{self.ids[p]}" for p in plans], tasks):
                 self.kept[(record["probe"], str(record["key"]))] = record
-            return [[_total(self.kept.get((f"search:{self.ids[plan]}", str(task.key)))) for task in tasks]
-                    for plan in plans]
+            return [[0.0 if held_by(plan, task) else _total(self.kept.get((f"search:{self.ids[plan]}", str(task.key))))
+                     for task in tasks] for plan in plans]
 
         outcome = await search_actions(self.train, self.held_out, self.material, play, self.has_tools,
                                        seed=self.job.seed)
@@ -207,13 +207,21 @@ class ActionSearch:
         for task in self.held_out:
             record = dict(self.kept.get((name, str(task.key)))
                           or skipped("search", task, "the chosen plan was not replayed on this task"))
-            record.update(probe="search", strategy=outcome.chosen.describe(self.has_tools), strategies=len(self.registry))
+            record.update(probe="search", strategy=outcome.chosen.describe(self.has_tools), strategies=len(self.registry),
+                          constant_in_data=held_by(outcome.chosen, task))
             self.records.append(record)
             emit("probe", probe="search")
         reading = self.reading
         self.trace = {**outcome.trace, "learnt": {"formats": list(reading.formats), "keys": list(reading.keys),
                                                   "strings": list(reading.strings[:20]),
                                                   "numbers": list(reading.numbers[:10])}}
+
+
+def held_by(plan: Plan, task: Any) -> bool:
+    """The plan replies with its template's one constant and that constant is one of the task's own data values:
+    right by the data there, so it earns the plan nothing (as in-process)."""
+    constant = plan.template.constant()
+    return bool(constant) and plan.says_template() and holds_constant(constant, task.data)
 
 
 def _total(record: dict[str, Any] | None) -> float | None:

@@ -98,6 +98,10 @@ class Plan:
         which = "last" if self.final == "seen-last" else "first"
         return f"{calls}, then {quote(self.template.form)} holding the {which} value the tools returned"
 
+    def says_template(self) -> bool:
+        """Its replies are its template as written (not a value a tool returned, not a move read off the message)."""
+        return self.final == "template" and self.moves == "same"
+
     def turn(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         """The plan's next assistant message in this conversation."""
         played = sum(1 for m in messages if m.get("role") == "assistant")
