@@ -9,7 +9,8 @@ the first move the message offers, the middle of the range it states (a valid mo
 a move just outside that range. Plans are scored by real
 rollouts on a few training tasks; the best breed neighbours (more rounds, the other argument source,
 another final reply, a mutated template) within a budget of rollouts and seconds, deterministic for a
-seed; the best plans are then replayed on held-out tasks, and only what they earn there is judged.
+seed; the best plans are then replayed on held-out tasks, and only what they earn there is judged. Where
+the first generation earns nothing there is no score to climb: the search stops and replays its first plan.
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ def first_plans(material: Material, tools: bool) -> list[Plan]:
     base = Template(material.formats[0], (material.tokens()[0],))
     if not tools:
         return [Plan(base, moves=m) for m in MOVES] + [Plan(Template(material.formats[0]))]
-    return [Plan(base, rounds=r, args=a, final=f) for r in (1, 3) for a in ("schema", "seen")
+    return [Plan(base, rounds=r, args="schema" if r == 1 else "seen", final=f) for r in (1, 3, 6)
             for f in ("seen-last", "template")]
 
 
@@ -194,6 +195,9 @@ async def search_actions(train: list[Any], held_out: list[Any], material: Materi
         if ceiling is not None and best >= ceiling - 1e-9:
             stopped = "ceiling"
             break
+        if best <= 0:  # no plan earned anything: no score to climb (each further plan costs real rollouts)
+            stopped = "nothing paid"
+            break
         if time.monotonic() - begun > seconds:
             stopped = "seconds"
             break
@@ -208,7 +212,7 @@ async def search_actions(train: list[Any], held_out: list[Any], material: Materi
                     brood.append(plan)
         if not brood:
             stopped = "exhausted"
-    ranked = sorted(scores, key=lambda p: -scores[p])[:FINALISTS]
+    ranked = sorted(scores, key=lambda p: -scores[p])[:FINALISTS if best > 0 else 1]
     replayed = await play(ranked, held_out) if held_out else [[] for _ in ranked]
     held = [_mean(values) for values in replayed]
     chosen = ranked[max(range(len(ranked)), key=lambda i: held[i])] if ranked else Plan(Template("{}"))

@@ -196,7 +196,8 @@ class SearchTrace(AuditPart):
     generations: int = Field(0, description="Generations bred.")
     templates: int = Field(0, description="Distinct templates scored.")
     seconds: float = Field(0.0, description="Wall time of the search and its replay.")
-    stopped: str = Field("calls", description="What ended it: `calls`, `seconds`, `ceiling` or `exhausted`.")
+    stopped: str = Field("calls", description="What ended it: `calls`, `seconds`, `ceiling`, `exhausted` or "
+                         "`nothing paid` (action plans: no plan of the first generation earned anything).")
     budget: dict[str, float] = Field(default_factory=dict, description="Its budget: reward calls and seconds.")
     steps: list[SearchStep] = Field(default_factory=list, description="Each improvement (the last 20).")
     finalists: list[SearchFinalist] = Field(default_factory=list, description="The templates replayed held out.")
