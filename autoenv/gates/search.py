@@ -330,8 +330,10 @@ async def search(train: list[Any], held_out: list[Any], material: Material, scor
                 brood.append(child)
         if not brood:
             stopped = "exhausted"
-    finalists = _finalists(elites, objectives)
+    finalists = _finalists(elites, objectives) if best_total > 0 else [Template(material.formats[0])]
+    # (nothing earned anything: the plainest reply of the first learnt format stands for the search, replayed once)
     train_means = {s.template: s for o in objectives for s in elites[o]}
+    train_means.setdefault(finalists[0], Scored(finalists[0], 0.0, {}))
     simpler = []
     for template in finalists:  # the simplest template that earns as much: the reply the agent is shown
         plain, spent_here = await simplify(template, train_means[template] if template in train_means else None,
