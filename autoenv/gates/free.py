@@ -79,13 +79,17 @@ def judge_constant(records: list[Row], summary: ProbeSummary, correct: str | Non
         accuracy = sum(values) / len(values) if values else 0.0
         source = f"by the `{correct}` reward (the component that separates the oracle from a wrong answer)"
     else:
+        values = [(r.total or 0.0) / (reference or 1.0) for r in played]
         accuracy = (summary.mean or 0.0) / (reference or 1.0)
         source = "by the total reward against the oracle's (no component separates the oracle from a wrong answer)"
     why = (f"the {fair:.0%} of sampled tasks whose answer it is" if allowed == fair and fair > exploit_max else
            f"{exploit_max:.0%} (probes.exploit_max)" if allowed == exploit_max else
            f"{allowed:.0%}, what {labels} labels allow (the most common answer holds {top:.0%} of the taskset)")
-    return accuracy > allowed + 1e-9, (f"{what} is right on {accuracy:.0%} of the sampled tasks {source}; "
-                                       f"allowed {why}")
+    bad = noise.beyond(accuracy, allowed, len(values), 1.0, values)  # a cause only on evidence beyond noise
+    words = f"{what} is right on {accuracy:.0%} of the sampled tasks {source}; allowed {why}"
+    if not bad and accuracy > allowed + 1e-9:
+        words += "; " + noise.within(accuracy, allowed, len(values), 1.0, values)
+    return bad, words
 
 
 def judge_free(report: Gates, summaries: dict[str, ProbeSummary], by_probe: dict[str, list[Row]],

@@ -466,14 +466,13 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
 
 
 def tried_text(tried: dict[str, float]) -> str:
-    """What the answer-field oracle tried and nothing earned: `` (tried the fields `answer`, `lo` in 6 formats, e.g.
-    `<primes>{}</primes>`; none earned any reward)``; empty when nothing was tried (no data field could be the answer)."""
+    """What the answer-field oracle tried, none of which earned anything: `` (tried `answer`, `lo` in 6 formats each:
+    none earned reward)``; where no data field could be the answer, that (the formats are in audit.json)."""
     if not tried:
         return " (no data field holds a string, a number or a list of them that differs between tasks)"
     fields = list(dict.fromkeys(k.split(": ", 1)[0] if ": " in k else "answer" for k in tried))
     forms = list(dict.fromkeys(k.split(": ", 1)[1] if ": " in k else k for k in tried))
-    return (f" (tried the field{'s' if len(fields) > 1 else ''} {', '.join(f'`{f}`' for f in fields)} in {len(forms)} "
-            f"format{'s' if len(forms) > 1 else ''}, e.g. {', '.join(f'`{f}`' for f in forms[:3])}; none earned any reward)")
+    return f" (tried {', '.join(f'`{f}`' for f in fields)} in {len(forms)} formats each: none earned reward)"
 
 
 def pairs_text(pairs: list[list[int | float | None]]) -> str:

@@ -231,6 +231,10 @@ def probe_evidence(gates: GateReport, probe: str, component: str | None) -> str:
     return "; ".join(parts)
 
 
+def _joined(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def fold_content_free(f: GateFinding, found: list[Cause]) -> bool:
     """Fold the content-free rule's failure into the component causes of the probes it names (the same
     harvest seen against the reward's range); True when every probe it names has such a cause."""
@@ -244,8 +248,12 @@ def fold_content_free(f: GateFinding, found: list[Cause]) -> bool:
     shares = f.data.get("shares") or {}
     for cause in targets:
         mine = [n for n in sorted(failed) if n in {base(p) for p in cause.probes} or paid.get(n) == cause.component]
+        by_share: dict[str, list[str]] = {}  # probes that reach the same share are said once: "a and b reach 25%"
+        for n in mine:
+            by_share.setdefault(f"{shares[n]:.0%}" if n in shares else "", []).append(n)
         cause.evidence.append("content-free: " + "; ".join(
-            f"{n} reaches {shares[n]:.0%} of the reward's range" if n in shares else n for n in mine)
+            (f"{_joined(names)} {'reach' if len(names) > 1 else 'reaches'} {share} of the reward's range" if share
+             else _joined(names)) for share, names in by_share.items())
             + " (probes.free_max; the rule needs no reference)")
     return True
 
