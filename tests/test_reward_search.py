@@ -38,8 +38,9 @@ TASKS = [Task(i, round(10 + i * 3.7, 2), tuple(p for p in range(2, 60) if all(p 
          for i in range(24)]
 
 
-SIMPLIFYING = 4 * SIMPLER * 4
-"""Reward calls the finalists' simplification may add (four finalists at most, each on four training tasks)."""
+SIMPLIFYING = 4 * SIMPLER * 7 * 4
+"""Reward calls the finalists' simplification may add (four finalists at most, each step seven templates at most,
+each on four training tasks)."""
 
 
 def never_held(task: Task, constant: str) -> bool:
