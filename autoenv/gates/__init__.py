@@ -10,7 +10,8 @@ records read here. No verifiers import.
 - `families`, `probes`: the exploit replies (empty, echo, wrong answer, padding, ...) by family;
 - `search`, `action_search`: the reward search, over reply templates and over action plans, with its
   transfer check on held-out tasks; `source_reading`: the formats and literals the reward's source parses
-  and compares with (read with `ast`, never run); `ceiling`: components the reference never earns;
+  and compares with (read with `ast`, never run), its patterns' templates by `regex_templates`; `ceiling`:
+  components the reference never earns;
 - `oracle`: finds a conversation's task and asks its oracle hook for the reference reply;
 - `answer_oracle`: the reference reply inferred from the tasks' answer field when there is no hook;
 - `dataset`, `free`, `coverage`, `ranges`, `rejections`, `gold`, `seats`, `scoring`: the
