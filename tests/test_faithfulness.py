@@ -182,13 +182,22 @@ def test_inferred_oracle_is_reported_as_inferred():
 
 
 def test_constant_and_prompt_copy_say_what_they_measured():
-    records = [rec("oracle", i, {"correct": 1.0}) for i in range(10)]
-    records += [rec("constant", i, {"correct": 1.0 if i < 3 else 0.0}) for i in range(10)]
-    records += [rec("prompt-copy", i, {"correct": 0.0}, strategy="number -1") for i in range(10)]
+    records = [rec("oracle", i, {"correct": 1.0}) for i in range(30)]
+    records += [rec("constant", i, {"correct": 1.0 if i < 9 else 0.0}) for i in range(30)]
+    records += [rec("prompt-copy", i, {"correct": 0.0}, strategy="number -1") for i in range(30)]
     report = judge(records)
     f = finding(report, "probe constant")
     assert f.status == "fail" and "a constant answer is right on 30% of the sampled tasks" in f.message
     assert "the prompt's number -1" in finding(report, "probe prompt-copy").message
+
+
+def test_constant_within_noise_of_the_allowance_is_said_but_not_a_cause():
+    # 3 of 10 against an allowed 10%: p(>= 3 of 10 | 10%) is 0.07, so the probe says so and waits for more tasks
+    records = [rec("oracle", i, {"correct": 1.0}) for i in range(10)]
+    records += [rec("constant", i, {"correct": 1.0 if i < 3 else 0.0}) for i in range(10)]
+    f = finding(judge(records), "probe constant")
+    assert f.status == "warn" and "a constant answer is right on 30% of the sampled tasks" in f.message, f.message
+    assert "within noise" in f.message and "not a cause" in f.message
 
 
 def test_constant_accuracy_is_read_from_the_correctness_signal_not_the_format_reward():
