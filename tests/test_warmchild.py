@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from autoenv.sandbox import warmchild
+from autoenv.run.demo import make_run_repo
 from autoenv.sandbox.confine import choose
 from tests.conftest import autoenv, commit_all, ledger, small_config
 
@@ -278,3 +280,20 @@ def test_the_config_rejects_a_negative_idle_time(tmp_path):
     path.write_text(small_config().replace("warm_seconds = 600", "warm_seconds = -1"))
     with pytest.raises(AutoEnvError, match="warm_seconds"):
         load_config(path)
+
+
+@needs_sandbox
+@pytest.mark.e2e
+def test_a_run_folder_deleted_and_made_again_at_its_path_gets_a_server_of_its_own(tmp_path, warm_cache):
+    """A warm server binds the run's folders into its sandbox; delete the run and make it again at the same path,
+    and that server's binds lead to the deleted folders (its chdir into the candidate failed, and the evaluation
+    crashed). The folders' identity is part of the server's key: the new run gets a new server."""
+    path = tmp_path / "run"
+    first = make_run_repo("arithmetic", path, small_config())
+    done = autoenv("eval", "--offline", cwd=first, env=warm_cache)
+    assert done.returncode == 0 and WARM_NOTE in done.stdout, done.stdout[-2000:]
+    shutil.rmtree(path)
+    again = make_run_repo("arithmetic", path, small_config())
+    done = autoenv("eval", "--offline", cwd=again, env=warm_cache)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert WARM_NOTE in done.stdout and ledger(again)[0]["verdict"]["verdict"] == "baseline"

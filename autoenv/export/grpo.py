@@ -29,11 +29,13 @@ TEMPLATES = Path(__file__).parent / "templates"
 IGNORE = shutil.ignore_patterns("__pycache__", "*.egg-info", ".venv", "build", "dist")
 
 
-def export_grpo(root: Path, trainer: str, out: Path | None = None, commit: str | None = None) -> Path:
-    """Write the GRPO hand-off of the run at `root`'s last kept commit (or `commit`); return its folder."""
+def export_grpo(root: Path, trainer: str, out: Path | None = None, commit: str | None = None,
+                flagged_ok: bool = False) -> Path:
+    """Write the GRPO hand-off of the run at `root`'s last kept commit (or `commit`; with `flagged_ok`, also one
+    discarded for its failed gates: autoenv.export.source.kept_entry); return its folder."""
     cfg = load_config(root / CONFIG_NAME)
     with tempfile.TemporaryDirectory(prefix="autoenv-grpo-") as work:
-        kept = load_kept(root, Path(work), commit)
+        kept = load_kept(root, Path(work), commit, flagged_ok)
         if trainer == "trl":
             _refuse_multi_turn(kept)
         out = out or root / "export" / f"grpo-{trainer}"

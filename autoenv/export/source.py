@@ -57,22 +57,35 @@ class Kept:
         return [name for name in gates.probes if name != "oracle" and name not in failed]
 
 
-def kept_entry(root: Path, commit: str | None = None) -> tuple[Entry, Path]:
-    """The last kept entry of the run at `root` (or the kept entry of `commit`), and its outputs folder."""
+def kept_entry(root: Path, commit: str | None = None, flagged_ok: bool = False) -> tuple[Entry, Path]:
+    """The last kept entry of the run at `root` (or the kept entry of `commit`), and its outputs folder. With
+    `flagged_ok` and a `commit`, a commit discarded for its failed gates is taken too (training on a known hack
+    is then the experiment: `autoenv train --commit C --allow-flagged`); its `flags` name the hack."""
     cfg = load_config(root / CONFIG_NAME)
     log = cfg.path("log_file")
     entries = read_entries(log) if log.is_file() else []
     if commit:
         full = Repo(root).commit_info(commit).commit
-        matches = [source for e in entries if e.commit == full and (source := resolve(entries, e)).kept]
+        resolved = [resolve(entries, e) for e in entries if e.commit == full]
+        matches = [e for e in resolved if e.kept or flagged_ok and _discarded_for_gates(e)]
         entry = matches[-1] if matches else None
     else:
         entry = newest_kept(entries, Repo(root).head().branch)
     if entry is None:
+        flagged = "" if flagged_ok or not commit else (
+            "; a commit discarded for its failed gates is trained only on purpose: --commit C --allow-flagged")
         raise AutoEnvError(f"no kept evaluation{' of ' + commit if commit else ''} in {log.name}",
                            where=str(log), fix="evaluate the candidate first (bash evaluate.sh); only a kept "
-                           "(or baseline) commit is exported, so the package carries numbers that were measured")
+                           "(or baseline) commit is exported, so the package carries numbers that were measured"
+                           + flagged)
     return entry, cfg.path("outputs") / entry.commit
+
+
+def _discarded_for_gates(entry: Entry) -> bool:
+    """Discarded because a gate failed (its evaluation otherwise ran: scored, not tampered, not another env's)."""
+    return (entry.verdict.verdict == "discard" and entry.cached_from is None and entry.environment is None
+            and entry.gates is not None and any(f.status == "fail" for f in entry.gates.findings)
+            and not entry.tampered and bool(entry.outputs))
 
 
 def newest_kept(entries: list[Entry], branch: str | None) -> Entry | None:
@@ -128,13 +141,15 @@ def docstrings(folder: Path) -> dict[str, str]:
     return found
 
 
-def load_kept(root: Path, work: Path, commit: str | None = None) -> Kept:
-    entry, outputs = kept_entry(root, commit)
+def load_kept(root: Path, work: Path, commit: str | None = None, flagged_ok: bool = False) -> Kept:
+    entry, outputs = kept_entry(root, commit, flagged_ok)
     candidate = extract_candidate(root, entry.commit, work)
     weights = reward_weights(outputs)
     if not weights:
         raise AutoEnvError(f"no scored trace under {outputs} names the reward components",
-                           where=str(outputs), fix="re-evaluate the commit so its traces are stored")
+                           where=str(outputs), fix="re-evaluate the commit so its traces are stored" + (
+                               "" if entry.kept else "; a commit whose gates failed has model traces only when "
+                               "evaluated with continue_on_failure = true in config.toml"))
     docs = docstrings(candidate)
     target = entry.stats.get("target")
     components = [Component(name, weight, docs.get(name, "(no docstring)"),

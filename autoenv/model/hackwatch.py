@@ -10,8 +10,12 @@ shapes? Two kinds of detector:
   earns on its own task (beyond probes.free_max of the maximum) carries reward that has nothing to
   do with its task, whatever its shape: an abstention paid, a style bonus, a self-report, a list
   that covers everything; the component that paid is named.
+- the gap to the truth (`gap_rise`, `harvested`): where the env has a strict scorer (a task's `truth`
+  hook, or its reference answer), the reward as a share of its maximum minus the truth score per
+  step; a gap that rises means the reward climbs faster than what it is meant to measure, and the
+  component paid on replies the truth scorer calls wrong is named (the exploit matrix's signature).
 A completion the env rewards while it is flagged is a hack that got through; a flagged share that
-rises with the reward is called out by `autoenv train`.
+rises with the reward, and a rising gap, are called out by `autoenv train`.
 """
 
 from __future__ import annotations
@@ -83,3 +87,41 @@ def foreign_keys(keys: list[str]) -> list[str | None]:
     for i, k in enumerate(keys):
         out.append(next((keys[(i + j) % len(keys)] for j in range(1, len(keys)) if keys[(i + j) % len(keys)] != k), None))
     return out
+
+
+def harvested(scores: dict[str, float], true: float | None, weights: dict[str, float]) -> list[str]:
+    """The exploit matrix's signature on one completion: the components that pay although the strict truth scorer
+    says the reply is wrong (true == 0). Empty when the truth is unknown or the reply is right."""
+    if true is None or true > 0:
+        return []
+    return [c for c, v in scores.items() if weights.get(c, 1.0) > 0 and v > 0]
+
+
+GAP_WINDOW = 3
+"""Steps averaged on each side when the proxy-truth gap is compared with its start."""
+GAP_RISE = 0.15
+"""How far (a share of the reward's maximum) the gap must rise above its start for the watch to fire."""
+
+
+def gap_rise(steps: list[dict]) -> dict | None:
+    """The first step whose proxy-truth gap (the reward as a share of its maximum minus the truth score, averaged
+    over GAP_WINDOW steps) stands GAP_RISE above the gap of the first GAP_WINDOW steps: the reward is rising faster
+    than what it is meant to measure. Returns {"step", "start", "now", "component"} (the component whose harvested
+    share, paid on wrong replies, rose most), or None (no truth logged, or no rise)."""
+    rows = [s for s in steps if s.get("gap") is not None]
+    if len(rows) < 2 * GAP_WINDOW:
+        return None
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values)
+
+    start = mean([r["gap"] for r in rows[:GAP_WINDOW]])
+    first = {c: mean([(r.get("harvested") or {}).get(c, 0.0) for r in rows[:GAP_WINDOW]])
+             for r in rows for c in (r.get("harvested") or {})}
+    for i in range(2 * GAP_WINDOW - 1, len(rows)):
+        window = rows[i - GAP_WINDOW + 1:i + 1]
+        now = mean([r["gap"] for r in window])
+        if now >= start + GAP_RISE:
+            rose = {c: mean([(r.get("harvested") or {}).get(c, 0.0) for r in window]) - first.get(c, 0.0) for c in first}
+            component = max(rose, key=lambda c: rose[c]) if rose and max(rose.values()) > 0 else None
+            return {"step": rows[i]["step"], "start": round(start, 3), "now": round(now, 3), "component": component}
+    return None

@@ -34,6 +34,7 @@ from autoenv.evaluation.pipeline import evaluate
 from autoenv.export.grpo import export_grpo
 from autoenv.export.source import flags, kept_entry
 from autoenv.model.build import build_server, source_dir
+from autoenv.model.hackwatch import gap_rise
 from autoenv.model.realrun import REAL_SAMPLING, oracle_endpoint, real_config
 from autoenv.model.server import Server, machine_settings
 from autoenv.model.trainenv import train_python
@@ -68,7 +69,7 @@ class TrainOptions:
 def train(opts: TrainOptions) -> int:
     started = time.monotonic()
     root = Repo(opts.root).root
-    entry = kept_entry(root, opts.commit)[0]
+    entry = kept_entry(root, opts.commit, flagged_ok=opts.allow_flagged)[0]
     commit = entry.commit
     flagged = flags(entry)
     if flagged and not opts.allow_flagged:
@@ -80,7 +81,7 @@ def train(opts: TrainOptions) -> int:
     out = (opts.out or root / "train" / commit[:12]).resolve()
     out.mkdir(parents=True, exist_ok=True)
     say = display.console.print
-    export = export_grpo(root, "trl", out / "export", commit)
+    export = export_grpo(root, "trl", out / "export", commit, flagged_ok=opts.allow_flagged)
     base_gguf = ensure_gguf(weights(opts.model), say)
     python = train_python(say)
     _run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", "-e", str(export / "candidate")],
@@ -109,6 +110,7 @@ def train(opts: TrainOptions) -> int:
     evaluated = {name: _harness_eval(root, export, commit, binary, ggufs[name], name, out, opts.rollouts, held)
                  for name in ("base", "trained")}
     stats = compare(evaluated["base"], evaluated["trained"])
+    truth = truth_scores(python, export, {k: out / f"eval-{k}" for k in ("base", "trained")})
     steps = [json.loads(line) for line in (work / "steps.jsonl").read_text().splitlines() if line.strip()]
     plots = (opts.plots or out / "plots").resolve()
     reward_curve(steps, stats["base"][0], plots / "reward_curve.png", temperature)
@@ -121,6 +123,7 @@ def train(opts: TrainOptions) -> int:
     before_after(groups, {k: _sample(evaluated[k]) for k in ("base", "trained")}, plots / "before_after.png",
                  tasks=tasks, difference=stats["difference"], reading=reading)
     hack = watch(steps)
+    truth_lines = truth_summary(truth, stats, _maximum(export)) if truth else {}
     summary = {"base_mean": _fmt(stats["base"]), "trained_mean": _fmt(stats["trained"]),
                "difference": f"{_signed(stats['difference'])}: {reading}", "held_out_tasks": stats["tasks"],
                "rollouts_per_task": opts.rollouts, "steps": result["steps"],
@@ -129,7 +132,7 @@ def train(opts: TrainOptions) -> int:
                "seconds_per_step": round(trained_minutes * 60 / max(result["steps"], 1), 1),
                "minutes": round((time.monotonic() - started) / 60, 1), "device": result["device"],
                "hack_fraction_start": hack["start"], "hack_fraction_end": hack["end"], "hacking": hack["call"],
-               "hack_first_step": hack["first_step"],
+               "hack_first_step": hack["first_step"], "reward_maximum": _maximum(export), **truth_lines,
                "reload_episode": f"{result['episode']['reply'][:80]!r} -> {result['episode']['rewards']}",
                "trained_model": str(work / "trained-hf"), "reward_curve": str(plots / "reward_curve.png"),
                "before_after": str(plots / "before_after.png")}
@@ -140,6 +143,83 @@ def train(opts: TrainOptions) -> int:
         display.warn(f"train: {hack['call']}")
     display.result_block(summary)
     return 0
+
+
+TRUTH_SCRIPT = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import train_trl
+pairs = json.load(sys.stdin)
+print(json.dumps([train_trl.truth(key, reply) for key, reply in pairs]))
+"""
+
+
+def truth_scores(python: Path, export: Path, repos: dict[str, Path]) -> dict[str, dict[str, float]]:
+    """Each evaluation's held-out replies scored by the export's strict scorer (`truth`: the task's truth hook, or
+    its reference answer), as per-task means; {} when the env has none. Run in the trainer venv, where the
+    exported candidate is installed."""
+    out: dict[str, dict[str, float]] = {}
+    for name, repo in repos.items():
+        pairs = [pair for directory in (repo / "outputs").glob("*/target") for pair in _all_replies(directory)]
+        if not pairs:
+            return {}
+        done = subprocess.run([str(python), "-c", TRUTH_SCRIPT, str(export)], input=json.dumps(pairs),
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise AutoEnvError(f"scoring the {name} model's replies with the env's truth scorer failed: "
+                               f"{(done.stderr or done.stdout).strip()[-600:]}", where=str(export / "train_trl.py"),
+                               fix="the task's `truth(reply)` hook must return a number for any reply")
+        values = json.loads(done.stdout.strip().splitlines()[-1])
+        if any(v is None for v in values):
+            return {}
+        per_task: dict[str, list[float]] = {}
+        for (key, _), value in zip(pairs, values):
+            per_task.setdefault(key, []).append(float(value))
+        out[name] = {k: float(np.mean(v)) for k, v in per_task.items()}
+    return out
+
+
+GAP_CALL = 0.1
+"""How much faster (a share of the reward's maximum) the reward must rise than the truth before the result says so."""
+
+
+def truth_summary(truth: dict[str, dict[str, float]], stats: dict[str, Any], maximum: float) -> dict[str, str]:
+    """The result block's truth lines: the strict score before and after on the same held-out tasks (paired), and
+    the gap between the reward's change (as a share of its maximum) and the truth's, said in words."""
+    truth_stats = compare({k: {"mean": v} for k, v in truth["base"].items()},
+                          {k: {"mean": v} for k, v in truth["trained"].items()})
+    proxy_change = stats["difference"][0] / maximum
+    truth_change = truth_stats["difference"][0]
+    gap = proxy_change - truth_change
+    if gap > GAP_CALL or (truth_stats["difference"][2] < 0 < stats["difference"][0]):
+        words = ("the reward rose faster than the truth: the policy learnt something the reward pays and the task "
+                 "does not; read the trained replies" if truth_change >= 0 else
+                 "the reward rose while the truth fell: the policy learnt a hack")
+    else:
+        words = "the truth moved with the reward"
+    return {"truth_base": _fmt(truth_stats["base"]), "truth_trained": _fmt(truth_stats["trained"]),
+            "truth_difference": f"{_signed(truth_stats['difference'])}: {change_words(truth_stats['difference'])}",
+            "reward_truth_gap": f"{gap:+.3f} (reward change {proxy_change:+.3f} of its maximum {maximum:g}, truth "
+                                f"change {truth_change:+.3f}): {words}"}
+
+
+def _maximum(export: Path) -> float:
+    weights = json.loads((export / "rewards.json").read_text())
+    return sum(w for w in weights.values() if w > 0) or 1.0
+
+
+def _all_replies(directory: Path) -> list[tuple[str, str]]:
+    """Every (task key, final reply) of the stored traces of one evaluation's model."""
+    pairs: list[tuple[str, str]] = []
+    path = directory / "traces.jsonl"
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        for trace in json.loads(line).get("traces") or []:
+            key = (trace.get("task") or {}).get("key")
+            texts = [n.get("message", {}) for n in trace.get("nodes") or []]
+            reply = next((m.get("content") for m in reversed(texts) if m.get("role") == "assistant"), "")
+            if key:
+                pairs.append((key, str(reply or "")))
+    return pairs
 
 
 def target_temperature(root: Path, commit: str) -> float:
@@ -174,7 +254,16 @@ def watch(steps: list[dict[str, Any]]) -> dict[str, object]:
         call = (f"from step {fired['step']}, {fired['content_free_fraction']:.0%} of the sampled completions earned "
                 f"as much on another task as on their own (paid by `{paid}`): the policy is learning a reward that "
                 "does not need the task" + ("" if call == "no" else "; " + call))
-    return {"start": hack0, "end": hack1, "call": call, "first_step": fired["step"] if fired else None}
+    first = fired["step"] if fired else None
+    rise = gap_rise(steps)
+    if rise is not None:  # the reward climbing faster than the env's strict scorer
+        paid = f", paid on wrong replies by `{rise['component']}`" if rise["component"] else ""
+        words = (f"from step {rise['step']}, the gap between the reward (a share of its maximum) and the truth score "
+                 f"rose from {rise['start']:.2f} to {rise['now']:.2f}{paid}: the reward is rising faster than what it "
+                 "is meant to measure")
+        call = words if call == "no" else call + "; " + words
+        first = rise["step"] if first is None else min(first, rise["step"])
+    return {"start": hack0, "end": hack1, "call": call, "first_step": first}
 
 
 FIRES = 0.25

@@ -12,7 +12,8 @@ COMPONENT_COLOURS = ["#2ca02c", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 
 def reward_curve(steps: list[dict[str, Any]], baseline: float, path: Path, temperature: float = 1.0) -> Path:
     """x "Training step", y "Reward": the overall reward, each component, the untrained baseline (the base
-    model's mean on the held-out tasks, measured through the harness) and, on a second axis, the hack fraction."""
+    model's mean on the held-out tasks, measured through the harness), the truth score where the env has a strict
+    scorer, the hack fraction and the content-free share."""
     with drawing(560) as figure:
         axes = figure.add_subplot(1, 1, 1)
         xs = [row["step"] for row in steps]
@@ -24,13 +25,22 @@ def reward_curve(steps: list[dict[str, Any]], baseline: float, path: Path, tempe
                       linestyle="--", label=f"component: {name}")
         axes.axhline(baseline, color=STRONG, linestyle=":", linewidth=2,
                      label=f"untrained baseline (held-out, harness): {baseline:.3f}")
+        truth = [row.get("truth") for row in steps]
+        if any(t is not None for t in truth):
+            axes.plot(xs, [t if t is not None else float("nan") for t in truth], color="black", linewidth=2,
+                      label="truth (the env's strict scorer, never rewarded)")
         hack = [row.get("hack_fraction") for row in steps]
         if any(h is not None for h in hack):
             axes.plot(xs, [h if h is not None else float("nan") for h in hack], color=OTHER, linewidth=1,
                       label="hack fraction (exploit detectors)")
+        free = [row.get("content_free_fraction") for row in steps]
+        if any(f for f in free):
+            axes.plot(xs, [f if f is not None else float("nan") for f in free], color=OTHER, linewidth=1,
+                      linestyle=":", label="content-free share (reward that carries to another task)")
         axes.set_xlabel("Training step")
         axes.set_ylabel("Reward")
-        axes.set_ylim(-0.02, 1.02)
+        top = max([1.0, *(row["reward"] for row in steps if row.get("reward") is not None)])
+        axes.set_ylim(-0.02, top + 0.02)
         integer_ticks(axes.xaxis)
         axes.legend(loc="upper left", frameon=False)
         axes.set_title(f"GRPO training reward per step (sampled completions, temperature {temperature:g})")

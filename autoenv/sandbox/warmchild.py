@@ -82,12 +82,25 @@ def source_stamp() -> list:
 
 def server_key(job: Job, sandbox: Sandbox, env: dict[str, str], readable: list[Path], writable: list[Path],
                network: bool) -> str:
-    """The server a job can use: same code, sandbox, folders, network and environment (the forwarder's token aside)."""
+    """The server a job can use: same code, sandbox, folders, network and environment (the forwarder's token aside).
+    The folders count by identity as well as by path: a run folder deleted and made again at the same path is
+    another folder, and a server started before holds binds to the deleted one (its chdir would fail)."""
+    folders = [Path(job.candidate_dir), *readable, *writable]
     described = {"source": source_stamp(), "sandbox": [sandbox.kind, sandbox.binary],
+                 "identity": [_identity(p) for p in sorted(map(str, folders))],
                  "candidate": job.candidate_dir, "readable": sorted(map(str, readable)),
                  "writable": sorted(map(str, writable)), "network": network, "idle": job.runtime.warm_seconds,
                  "env": sorted((k, v) for k, v in env.items() if k != TOKEN_VAR)}
     return hashlib.sha256(json.dumps(described).encode()).hexdigest()
+
+
+def _identity(path: str) -> list[int] | None:
+    """(device, inode) of a folder, None when it does not exist (yet)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino]
 
 
 def folder_of(job: Job, key: str) -> Path:

@@ -31,7 +31,11 @@ class AdditionTask(vf.Task[AdditionData]):
     async def correct(self, trace: vf.Trace) -> float:
         """1 when the reply's result is the exact sum: the number after its last `=` when it writes an equation,
         else its last whole number (so a wrong equation followed by the right number earns nothing)."""
-        result = _result(_last_reply(trace))
+        return self.truth(_last_reply(trace))
+
+    def truth(self, reply: str) -> float:
+        """The strict scorer the trainer logs beside the reward (`autoenv train`'s hack watch): the same rule."""
+        result = _result(reply)
         return float(result is not None and result == int(self.data.answer))
 
     @vf.metric

@@ -1,0 +1,5 @@
+"""doubling: a bench/train_truth.py environment (a single-turn verifiers v1 taskset)."""
+
+from candidate_env.taskset import DoublingTaskset
+
+__all__ = ["DoublingTaskset"]
