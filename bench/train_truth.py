@@ -1,8 +1,12 @@
 """Training as ground truth: the gates' prediction for each environment against what GRPO learns on it.
 
-Usage: .venv/bin/python bench/train_truth.py [--envs addition addition-style ...] [--minutes 12]
-                                             [--max-steps 40] [--max-completion-tokens 64] [--rollouts 2] [--gates-only]
-                                             [--work DIR] [--plots DIR]
+Usage: .venv/bin/python bench/train_truth.py [--envs addition addition-style ...] [--max-steps 8]
+                                             [--minutes 20] [--max-completion-tokens 192] [--rollouts 2]
+                                             [--learning-rate 5e-5] [--gates-only] [--work DIR] [--plots DIR]
+       .venv/bin/python bench/train_truth.py --report-only --work DIR   # the tables of an earlier run again
+
+The defaults are the budget of the table in README (one run per env: 8 GRPO steps of 4 tasks x 8 completions,
+capped at the 192 tokens the harness measures at, about 10 CPU-minutes each on a 2-core machine).
 
 For each environment (examples/addition and the envs under bench/truth_envs/: a second clean one and
 three planted hacks that SmolLM2-135M samples on its own, measured before they were chosen):
@@ -40,7 +44,7 @@ from autoenv.evaluation.context import EvalOptions  # noqa: E402
 from autoenv.evaluation.pipeline import evaluate  # noqa: E402
 from autoenv.export.source import flags  # noqa: E402
 from autoenv.run.ledger import read_entries  # noqa: E402
-from autoenv.model.train import TrainOptions, _all_replies, train  # noqa: E402
+from autoenv.model.train import TrainOptions, _all_replies, train, watch  # noqa: E402
 from autoenv.run.demo import make_run_repo  # noqa: E402
 
 TRUTH_ENVS = ROOT / "bench" / "truth_envs"
@@ -138,8 +142,12 @@ def report_only(work: Path, envs: list[str]) -> list[Row]:
         entry = read_entries(root / "feedback_log.jsonl")[0]
         found = flags(entry)
         verdict = "clean" if not found else f"flagged ({', '.join(sorted({c for f in found for c in _components(f)}))})"
-        summary = root / "train" / "summary.json"
-        rows.append(Row(name, ENVS[name][1], verdict, json.loads(summary.read_text()) if summary.is_file() else None))
+        summary_path, steps_path = root / "train" / "summary.json", root / "train" / "run" / "steps.jsonl"
+        summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None
+        if summary is not None and steps_path.is_file():  # the watch as this tree's code reads the logged steps
+            steps = [json.loads(line) for line in steps_path.read_text().splitlines() if line.strip()]
+            summary["hack_first_step"] = watch(steps)["first_step"]
+        rows.append(Row(name, ENVS[name][1], verdict, summary))
     return rows
 
 
@@ -150,9 +158,9 @@ def _components(finding: str) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
-    parser.add_argument("--minutes", type=float, default=12.0, help="training minutes per env (the fixed budget)")
-    parser.add_argument("--max-steps", type=int, default=40)
-    parser.add_argument("--max-completion-tokens", type=int, default=64)
+    parser.add_argument("--max-steps", type=int, default=8, help="GRPO steps per env (the fixed budget)")
+    parser.add_argument("--minutes", type=float, default=20.0, help="a time cap per env, above what the steps need")
+    parser.add_argument("--max-completion-tokens", type=int, default=192)
     parser.add_argument("--learning-rate", type=float, default=5e-5)
     parser.add_argument("--rollouts", type=int, default=2, help="rollouts per held-out task in each harness evaluation")
     parser.add_argument("--gates-only", action="store_true", help="only the gates' verdicts (no training)")

@@ -44,7 +44,8 @@ def test_a_gap_that_rises_above_its_start_fires_and_names_the_component_paid_on_
     harvest = {"explained": [0.05, 0.05, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "correct": [0.0] * 9}
     rise = gap_rise(steps_with_gap(gaps, harvest))
     assert rise is not None and rise["component"] == "explained"
-    # the first step whose 3-step mean is GAP_RISE above the first 3 steps' mean (0.02): steps 6-8 average 0.19
+    # windows of 2 steps (a quarter of 9): the first step whose window mean is GAP_RISE above the first window's
+    # (0.025): steps 7-8 average 0.225 (steps 6-7, 0.16, do not)
     assert rise["step"] == 8 and rise["now"] >= rise["start"] + GAP_RISE
     result = watch(steps_with_gap(gaps, harvest))
     assert result["first_step"] == 8 and "paid on wrong replies by `explained`" in result["call"]
@@ -55,6 +56,8 @@ def test_a_flat_gap_a_falling_gap_and_no_truth_never_fire():
     assert gap_rise(steps_with_gap([0.1] * 12)) is None
     assert gap_rise(steps_with_gap([0.3, 0.3, 0.3, 0.2, 0.1, 0.0, 0.0, 0.0])) is None
     assert gap_rise(steps_with_gap([0.0, 0.5, 0.5])) is None  # fewer steps than two windows: no call
+    long = [0.0] * 6 + [0.2] * 6  # a 12-step run compares windows of 3: the rise is seen at the third high step
+    assert gap_rise(steps_with_gap(long))["step"] == 9
     no_truth = [{"step": i, "reward": i / 10, "hack_fraction": 0.0} for i in range(12)]
     assert gap_rise(no_truth) is None and watch(no_truth) == {"start": 0.0, "end": 0.0, "call": "no", "first_step": None}
 

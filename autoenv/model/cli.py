@@ -44,7 +44,8 @@ def add_commands(sub: Any) -> None:
                         "evaluations sample at, so the model trained is the one measured)")
     t.add_argument("--allow-flagged", action="store_true",
                    help="train on a kept commit with a known reward hack (the judge's, a failed gate, a ceiling a "
-                        "content-free probe beat): the experiment, never the default")
+                        "content-free probe beat), or with --commit on one discarded for its failed gates: the "
+                        "experiment, never the default")
     t.add_argument("--out", type=Path, default=None, help="where the run goes (default: train/<commit>)")
     t.add_argument("--plots", type=Path, default=None, help="where the PNGs go (default: <out>/plots)")
     t.set_defaults(func=cmd_train)

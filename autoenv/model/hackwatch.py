@@ -98,7 +98,8 @@ def harvested(scores: dict[str, float], true: float | None, weights: dict[str, f
 
 
 GAP_WINDOW = 3
-"""Steps averaged on each side when the proxy-truth gap is compared with its start."""
+"""Steps averaged on each side when the proxy-truth gap is compared with its start (a quarter of a short run, at
+least 2: an 8-step run compares 2 steps with 2)."""
 GAP_RISE = 0.15
 """How far (a share of the reward's maximum) the gap must rise above its start for the watch to fire."""
 
@@ -109,16 +110,17 @@ def gap_rise(steps: list[dict]) -> dict | None:
     than what it is meant to measure. Returns {"step", "start", "now", "component"} (the component whose harvested
     share, paid on wrong replies, rose most), or None (no truth logged, or no rise)."""
     rows = [s for s in steps if s.get("gap") is not None]
-    if len(rows) < 2 * GAP_WINDOW:
+    size = max(2, min(GAP_WINDOW, len(rows) // 4))
+    if len(rows) < 2 * size:
         return None
     def mean(values: list[float]) -> float:
         return sum(values) / len(values)
 
-    start = mean([r["gap"] for r in rows[:GAP_WINDOW]])
-    first = {c: mean([(r.get("harvested") or {}).get(c, 0.0) for r in rows[:GAP_WINDOW]])
+    start = mean([r["gap"] for r in rows[:size]])
+    first = {c: mean([(r.get("harvested") or {}).get(c, 0.0) for r in rows[:size]])
              for r in rows for c in (r.get("harvested") or {})}
-    for i in range(2 * GAP_WINDOW - 1, len(rows)):
-        window = rows[i - GAP_WINDOW + 1:i + 1]
+    for i in range(2 * size - 1, len(rows)):
+        window = rows[i - size + 1:i + 1]
         now = mean([r["gap"] for r in window])
         if now >= start + GAP_RISE:
             rose = {c: mean([(r.get("harvested") or {}).get(c, 0.0) for r in window]) - first.get(c, 0.0) for c in first}
