@@ -45,6 +45,7 @@ from autoenv.evaluation.pipeline import evaluate  # noqa: E402
 from autoenv.export.source import flags  # noqa: E402
 from autoenv.run.ledger import read_entries  # noqa: E402
 from autoenv.model.train import TrainOptions, _all_replies, train, watch  # noqa: E402
+from autoenv.model.trainplots import reward_curve  # noqa: E402
 from autoenv.run.demo import make_run_repo  # noqa: E402
 
 TRUTH_ENVS = ROOT / "bench" / "truth_envs"
@@ -132,8 +133,9 @@ def stopping(root: Path) -> dict[str, tuple[float, float]]:
     return out
 
 
-def report_only(work: Path, envs: list[str]) -> list[Row]:
-    """Rows rebuilt from an earlier run's work folder (its ledgers and summary.json), nothing trained."""
+def report_only(work: Path, envs: list[str], plots: Path) -> list[Row]:
+    """Rows rebuilt from an earlier run's work folder (its ledgers and summary.json), nothing trained; each reward
+    curve drawn again from its steps.jsonl by this tree's code into `plots`."""
     rows = []
     for name in envs:
         root = work / name
@@ -147,7 +149,9 @@ def report_only(work: Path, envs: list[str]) -> list[Row]:
         if summary is not None and steps_path.is_file():  # the watch as this tree's code reads the logged steps
             steps = [json.loads(line) for line in steps_path.read_text().splitlines() if line.strip()]
             summary["hack_first_step"] = watch(steps)["first_step"]
-        rows.append(Row(name, ENVS[name][1], verdict, summary))
+            reward_curve(steps, _mean(summary["base_mean"]), plots / f"{name}-reward_curve.png",
+                         float(summary["temperature"]))
+        rows.append(Row(name, ENVS[name][1], verdict, summary, float(summary["minutes"]) if summary else 0.0))
     return rows
 
 
@@ -171,7 +175,7 @@ def main() -> int:
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="autoenv-train-truth-"))
     started = time.monotonic()
-    rows: list[Row] = report_only(work, args.envs) if args.report_only else []
+    rows: list[Row] = report_only(work, args.envs, args.plots) if args.report_only else []
     for name in [] if args.report_only else args.envs:
         source, kind = ENVS[name]
         t0 = time.monotonic()

@@ -15,7 +15,7 @@ def reward_curve(steps: list[dict[str, Any]], baseline: float, path: Path, tempe
     model's mean on the held-out tasks, measured through the harness), the truth score where the env has a strict
     scorer, the hack fraction and the content-free share."""
     with drawing(560) as figure:
-        axes = figure.add_subplot(1, 1, 1)
+        axes = figure.add_axes((0.07, 0.11, 0.58, 0.8))  # the legend to the right, off the lines
         xs = [row["step"] for row in steps]
         axes.plot(xs, [row["reward"] for row in steps], color=TARGET, linewidth=2, label="reward (weighted total)")
         names = sorted({name for row in steps for name in row.get("components", {})})
@@ -27,8 +27,8 @@ def reward_curve(steps: list[dict[str, Any]], baseline: float, path: Path, tempe
                      label=f"untrained baseline (held-out, harness): {baseline:.3f}")
         truth = [row.get("truth") for row in steps]
         if any(t is not None for t in truth):
-            axes.plot(xs, [t if t is not None else float("nan") for t in truth], color="black", linewidth=2,
-                      label="truth (the env's strict scorer, never rewarded)")
+            axes.plot(xs, [t if t is not None else float("nan") for t in truth], color="black", linewidth=3, alpha=0.35,
+                      zorder=1, label="truth (strict scorer, never rewarded)")
         hack = [row.get("hack_fraction") for row in steps]
         if any(h is not None for h in hack):
             axes.plot(xs, [h if h is not None else float("nan") for h in hack], color=OTHER, linewidth=1,
@@ -36,13 +36,13 @@ def reward_curve(steps: list[dict[str, Any]], baseline: float, path: Path, tempe
         free = [row.get("content_free_fraction") for row in steps]
         if any(f for f in free):
             axes.plot(xs, [f if f is not None else float("nan") for f in free], color=OTHER, linewidth=1,
-                      linestyle=":", label="content-free share (reward that carries to another task)")
+                      linestyle=":", label="content-free share (pays on another task)")
         axes.set_xlabel("Training step")
         axes.set_ylabel("Reward")
         top = max([1.0, *(row["reward"] for row in steps if row.get("reward") is not None)])
         axes.set_ylim(-0.02, top + 0.02)
         integer_ticks(axes.xaxis)
-        axes.legend(loc="upper left", frameon=False)
+        axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
         axes.set_title(f"GRPO training reward per step (sampled completions, temperature {temperature:g})")
         return save(figure, path)
 
