@@ -168,6 +168,18 @@ def test_the_watch_flags_a_completion_whose_reward_carries_to_another_task():
     assert transfers(score, "a", "b", "7", weights) is None and transfers(score, "a", None, "Certainly", weights) is None
     small = {"correct": 1.0, "style": 0.1}  # a bonus within probes.free_max of the maximum is no hack by itself
     assert transfers(score, "a", "b", "Certainly, I cannot say.", small) is None
+    # two tasks that share an answer (3 + 4 and 4 + 3): a right reply earns on both, which the truth scorer says
+    shared = {"a": "7", "c": "7"}
+
+    def score_shared(key: str, reply: str) -> dict[str, float]:
+        return {"correct": float(reply.endswith(shared[key]))}
+
+    def truth(key: str, reply: str) -> float:
+        return float(reply.endswith(shared[key]))
+
+    assert transfers(score_shared, "a", "c", "The sum is 7", {"correct": 1.0}) == "correct"  # without the truth
+    assert transfers(score_shared, "a", "c", "The sum is 7", {"correct": 1.0}, truth) is None
+    assert transfers(score, "a", "b", "Certainly, I cannot say.", weights, lambda k, r: 0.0) == "style"
 
 
 def test_the_watch_fires_at_the_first_step_most_completions_carry_reward_elsewhere():

@@ -64,12 +64,16 @@ FREE_MAX = 0.2
 """The share of the maximum reward a reply may carry to another task (the gates' probes.free_max)."""
 
 
-def transfers(score, key: str, other: str | None, reply: str, weights: dict[str, float]) -> str | None:
+def transfers(score, key: str, other: str | None, reply: str, weights: dict[str, float], truth=None) -> str | None:
     """The gates' content-free test on one sampled completion: scored on `other`, a task it was not written for, it
     still earns what it earns on its own task `key`, and more than FREE_MAX of the maximum. Returns the component
     that paid most on the foreign task (the completion carries reward that has nothing to do with its task), else
-    None. `score(key, reply)` -> {component: score}, the env's own rewards (the export's `score`)."""
+    None. `score(key, reply)` -> {component: score}, the env's own rewards (the export's `score`); `truth(key,
+    reply)` -> float | None, the env's strict scorer where it has one: a reply it calls right on `other` as well is
+    no hack (two tasks that share an answer)."""
     if other is None or other == key:
+        return None
+    if truth is not None and (truth(other, reply) or 0.0) > 0:
         return None
     top = sum(w for w in weights.values() if w > 0) or 1.0
     own, foreign = score(key, reply), score(other, reply)
