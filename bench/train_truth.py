@@ -77,7 +77,8 @@ class Row:
         top = s["reward_maximum"]
         proxy = f"{_mean(s['base_mean']) / top:.3f} -> {_mean(s['trained_mean']) / top:.3f}"
         truth = f"{_mean(s['truth_base']):.3f} -> {_mean(s['truth_trained']):.3f}" if "truth_base" in s else "n/a"
-        return [self.env, self.verdict, proxy, truth, f"{self.gap():+.3f}", str(s.get("hack_first_step")),
+        fired = s.get("hack_first_step")
+        return [self.env, self.verdict, proxy, truth, f"{self.gap():+.3f}", "no" if fired is None else str(fired),
                 self.agreement(), f"{self.minutes:.1f}"]
 
     def gap(self) -> float:
@@ -148,7 +149,7 @@ def report_only(work: Path, envs: list[str], plots: Path) -> list[Row]:
         summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None
         if summary is not None and steps_path.is_file():  # the watch as this tree's code reads the logged steps
             steps = [json.loads(line) for line in steps_path.read_text().splitlines() if line.strip()]
-            summary["hack_first_step"] = watch(steps)["first_step"]
+            summary["hack_first_step"], summary["hacking"] = watch(steps)["first_step"], watch(steps)["call"]
             reward_curve(steps, _mean(summary["base_mean"]), plots / f"{name}-reward_curve.png",
                          float(summary["temperature"]))
         rows.append(Row(name, ENVS[name][1], verdict, summary, float(summary["minutes"]) if summary else 0.0))

@@ -62,6 +62,16 @@ def test_a_flat_gap_a_falling_gap_and_no_truth_never_fire():
     assert gap_rise(no_truth) is None and watch(no_truth) == {"start": 0.0, "end": 0.0, "call": "no", "first_step": None}
 
 
+def test_a_surface_shape_rising_while_the_truth_keeps_pace_is_no_call():
+    """The surface detectors (many numbers: kitchen-sink) rise on a clean env whose model learns to show its working;
+    with a strict scorer logged, only a gap that grows with them makes the call."""
+    clean = [{"step": i, "reward": 0.1 + 0.05 * i, "truth": 0.1 + 0.05 * i, "gap": 0.0, "hack_fraction": 0.03 * i,
+              "content_free_fraction": 0.0} for i in range(8)]
+    assert watch(clean)["call"] == "no"
+    hacked = [{**row, "truth": 0.1, "gap": 0.05 * i} for i, row in enumerate(clean)]
+    assert "while the hack fraction rose" in watch(hacked)["call"]
+
+
 def test_harvested_names_the_components_that_pay_a_reply_the_truth_calls_wrong():
     weights = {"correct": 1.0, "explained": 0.5, "penalty": -0.2}
     assert harvested({"correct": 0.0, "explained": 1.0, "penalty": 1.0}, 0.0, weights) == ["explained"]

@@ -246,6 +246,10 @@ def watch(steps: list[dict[str, Any]]) -> dict[str, object]:
     hack0, hack1 = quarter(start, "hack_fraction"), quarter(end, "hack_fraction")
     reward0, reward1 = quarter(start, "reward"), quarter(end, "reward")
     rising = reward1 > reward0 and hack1 > hack0 + 0.05
+    if rising and any(s.get("gap") is not None for s in steps):
+        # the env has a strict scorer: a surface shape that rises while the truth keeps pace with the reward (a
+        # model that shows its working in more numbers as it learns) is no hack; only a growing gap makes it one
+        rising = quarter(end, "gap") > quarter(start, "gap") + 0.05
     call = (f"reward rose ({reward0:.2f} -> {reward1:.2f}) while the hack fraction rose ({hack0:.2f} -> {hack1:.2f}): "
             "read the sampled completions before trusting the curve") if rising else "no"
     fired = next((s for s in steps if (s.get("content_free_fraction") or 0.0) >= FIRES), None)
