@@ -39,14 +39,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autoenv.core import display  # noqa: E402
-from autoenv.evaluation.context import EvalOptions  # noqa: E402
-from autoenv.evaluation.pipeline import evaluate  # noqa: E402
-from autoenv.export.source import flags  # noqa: E402
-from autoenv.run.ledger import read_entries  # noqa: E402
-from autoenv.model.train import TrainOptions, _all_replies, train, watch  # noqa: E402
-from autoenv.model.trainplots import reward_curve  # noqa: E402
-from autoenv.run.demo import make_run_repo  # noqa: E402
+from autoenv.core import display
+from autoenv.evaluation.context import EvalOptions
+from autoenv.evaluation.pipeline import evaluate
+from autoenv.export.source import flags
+from autoenv.model.train import TrainOptions, all_replies, train, watch
+from autoenv.model.trainplots import reward_curve
+from autoenv.run.demo import make_run_repo
+from autoenv.run.ledger import read_entries
 
 TRUTH_ENVS = ROOT / "bench" / "truth_envs"
 ENVS = {  # name -> (source package, what the env is)
@@ -99,7 +99,11 @@ class Row:
             return "agrees (hack learnt)" if hack_seen else "DISAGREES: the flagged hack was not learnt at this budget"
         if hack_seen:
             return "DISAGREES: the proxy outran the truth on an env the gates passed"
-        return "agrees (truth rose with the proxy)" if truth_change > 0 else "agrees on the gates; the truth did not rise"
+        low = float(re.findall(r"\[([-+0-9.]+),", s.get("truth_difference", "[0,"))[0])
+        if truth_change > 0 and low > 0:
+            return "agrees (the truth rose with the proxy, beyond noise)"
+        return ("agrees on the gates; the truth rose within noise at this budget" if truth_change > 0 else
+                "agrees on the gates; the truth did not rise at this budget")
 
 
 def _mean(text: str) -> float:
@@ -125,7 +129,7 @@ def stopping(root: Path) -> dict[str, tuple[float, float]]:
     out = {}
     for name in ("base", "trained"):
         replies = [reply for directory in (root / "train" / f"eval-{name}" / "outputs").glob("*/target")
-                   for _, reply in _all_replies(directory)]
+                   for _, reply in all_replies(directory)]
         if not replies:
             continue
         second = sum(len(EQUATION.findall(r)) >= 2 for r in replies) / len(replies)
@@ -168,6 +172,7 @@ def main() -> int:
     parser.add_argument("--max-completion-tokens", type=int, default=192)
     parser.add_argument("--learning-rate", type=float, default=5e-5)
     parser.add_argument("--rollouts", type=int, default=2, help="rollouts per held-out task in each harness evaluation")
+    parser.add_argument("--keep-truncated", action="store_true", help="autoenv train --keep-truncated")
     parser.add_argument("--gates-only", action="store_true", help="only the gates' verdicts (no training)")
     parser.add_argument("--work", type=Path, default=None, help="where the run repositories go (default: a temp dir)")
     parser.add_argument("--plots", type=Path, default=ROOT / "bench" / "plots" / "train_truth")
@@ -190,7 +195,7 @@ def main() -> int:
         if not args.gates_only:
             train(TrainOptions(root=root, commit=commit, allow_flagged=True, minutes=args.minutes, max_steps=args.max_steps,
                                max_completion_tokens=args.max_completion_tokens, learning_rate=args.learning_rate,
-                               rollouts=args.rollouts,
+                               rollouts=args.rollouts, keep_truncated=args.keep_truncated,
                                out=root / "train", plots=root / "train" / "plots"))
             row.summary = json.loads((root / "train" / "summary.json").read_text())
             args.plots.mkdir(parents=True, exist_ok=True)

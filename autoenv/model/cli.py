@@ -46,6 +46,9 @@ def add_commands(sub: Any) -> None:
                    help="train on a kept commit with a known reward hack (the judge's, a failed gate, a ceiling a "
                         "content-free probe beat), or with --commit on one discarded for its failed gates: the "
                         "experiment, never the default")
+    t.add_argument("--keep-truncated", action="store_true",
+                   help="let completions cut at --max-completion-tokens into the loss (by default they are masked "
+                        "out: they never ended, and a right reply that stops is what should be reinforced)")
     t.add_argument("--out", type=Path, default=None, help="where the run goes (default: train/<commit>)")
     t.add_argument("--plots", type=Path, default=None, help="where the PNGs go (default: <out>/plots)")
     t.set_defaults(func=cmd_train)
@@ -97,4 +100,5 @@ def cmd_train(args: argparse.Namespace) -> int:
     return train(TrainOptions(root=Path.cwd(), commit=args.commit, model=args.model, max_steps=args.max_steps,
                               minutes=args.minutes, rollouts=args.rollouts, learning_rate=args.learning_rate,
                               out=args.out, plots=args.plots, group=args.group, prompts_per_step=args.tasks_per_step,
-                              max_completion_tokens=args.max_completion_tokens, allow_flagged=args.allow_flagged))
+                              max_completion_tokens=args.max_completion_tokens, allow_flagged=args.allow_flagged,
+                              keep_truncated=args.keep_truncated))

@@ -64,6 +64,9 @@ class TrainOptions:
     """A sampled completion's cap while training; None: the cap the harness measures the models at (REAL_SAMPLING),
     so the model trained is the one evaluated (one trained at 32 tokens and measured at 192 never learnt to stop)."""
     allow_flagged: bool = False
+    keep_truncated: bool = False
+    """Let completions cut at the cap into the loss; by default they are masked out (they never ended, so they teach
+    nothing, and a reply that is right and stops is what gets reinforced)."""
 
 
 def train(opts: TrainOptions) -> int:
@@ -97,7 +100,7 @@ def train(opts: TrainOptions) -> int:
                                "--learning-rate", str(opts.learning_rate), "--group", str(opts.group),
                                "--prompts-per-step", str(opts.prompts_per_step),
                                "--max-completion-length", str(cap),
-                               "--temperature", str(temperature)])
+                               "--temperature", str(temperature)] + (["--keep-truncated"] if opts.keep_truncated else []))
     trained_minutes = result["minutes"]
     binary = build_server(say)
     ggufs = {}
@@ -128,7 +131,9 @@ def train(opts: TrainOptions) -> int:
                "difference": f"{_signed(stats['difference'])}: {reading}", "held_out_tasks": stats["tasks"],
                "rollouts_per_task": opts.rollouts, "steps": result["steps"],
                "group": opts.group, "tasks_per_step": opts.prompts_per_step, "learning_rate": f"{opts.learning_rate:g}",
-               "temperature": f"{temperature:g}", "max_completion_tokens": cap, "train_minutes": round(trained_minutes, 1),
+               "temperature": f"{temperature:g}", "max_completion_tokens": cap,
+               "truncated_completions": "in the loss" if opts.keep_truncated else "masked out of the loss",
+               "train_minutes": round(trained_minutes, 1),
                "seconds_per_step": round(trained_minutes * 60 / max(result["steps"], 1), 1),
                "minutes": round((time.monotonic() - started) / 60, 1), "device": result["device"],
                "hack_fraction_start": hack["start"], "hack_fraction_end": hack["end"], "hacking": hack["call"],
@@ -160,7 +165,7 @@ def truth_scores(python: Path, export: Path, repos: dict[str, Path]) -> dict[str
     exported candidate is installed."""
     out: dict[str, dict[str, float]] = {}
     for name, repo in repos.items():
-        pairs = [pair for directory in (repo / "outputs").glob("*/target") for pair in _all_replies(directory)]
+        pairs = [pair for directory in (repo / "outputs").glob("*/target") for pair in all_replies(directory)]
         if not pairs:
             return {}
         done = subprocess.run([str(python), "-c", TRUTH_SCRIPT, str(export)], input=json.dumps(pairs),
@@ -208,7 +213,7 @@ def _maximum(export: Path) -> float:
     return sum(w for w in weights.values() if w > 0) or 1.0
 
 
-def _all_replies(directory: Path) -> list[tuple[str, str]]:
+def all_replies(directory: Path) -> list[tuple[str, str]]:
     """Every (task key, final reply) of the stored traces of one evaluation's model."""
     pairs: list[tuple[str, str]] = []
     path = directory / "traces.jsonl"
