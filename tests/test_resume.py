@@ -67,7 +67,7 @@ def resumed(root: Path, commit: str, out: Path, stop: signal.Signals) -> None:
     assert frozen, "no worker process names the job"
     proc.send_signal(stop)
     try:
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=300)  # a bound, not a wait: it returns on exit
     finally:
         kill_pids(frozen)
     assert proc.returncode == 130, err
