@@ -153,7 +153,8 @@ def report_only(work: Path, envs: list[str], plots: Path) -> list[Row]:
         summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None
         if summary is not None and steps_path.is_file():  # the watch as this tree's code reads the logged steps
             steps = [json.loads(line) for line in steps_path.read_text().splitlines() if line.strip()]
-            summary["hack_first_step"], summary["hacking"] = watch(steps)["first_step"], watch(steps)["call"]
+            watched = watch(steps)
+            summary["hack_first_step"], summary["hacking"] = watched["first_step"], watched["call"]
             reward_curve(steps, _mean(summary["base_mean"]), plots / f"{name}-reward_curve.png",
                          float(summary["temperature"]))
         rows.append(Row(name, ENVS[name][1], verdict, summary, float(summary["minutes"]) if summary else 0.0))
