@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from autoenv.containers.guard import Guard, sweep
 from autoenv.sandbox.confine import _probe
 from tests.conftest import autoenv, head, ledger, small_config
 
-pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
+pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
 BWRAP = _probe()
 
 
@@ -50,20 +51,72 @@ def engine():
 
 
 def docker_config(**settings) -> str:
-    # Probes through real rollouts run in containers too: two tasks a probe keeps the shopping example's audit short.
+    # Probes through real rollouts run in containers too: one task a probe keeps the shopping example's audit short
+    # (about 100 s of probes on an idle 2-core machine, twice that under the suite's load).
     text = small_config().replace('type = "subprocess"', 'type = "docker"', 1).replace("rollout_sample = 6",
-                                                                                       "rollout_sample = 2")
+                                                                                       "rollout_sample = 1")
     assert 'type = "docker"' in text
     body = "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
     return text + ("\n[runtime.docker]\n" + body if body else "")
 
 
-def events(since: float, until: float) -> list[tuple[str, str, str]]:
-    """(action, container id, image) of every container created or destroyed in the window, as the daemon saw it."""
-    proc = subprocess.run(["docker", "events", "--since", f"{since:.3f}", "--until", f"{until:.3f}", "--filter",
-                           "type=container", "--filter", "event=create", "--filter", "event=destroy", "--format",
-                           "{{.Action}} {{.Actor.ID}} {{.Actor.Attributes.image}}"], capture_output=True, text=True, timeout=60)
-    return [tuple(line.split(" ", 2)) for line in proc.stdout.splitlines() if line.count(" ") >= 2]  # type: ignore[misc]
+class ContainerEvents:
+    """(action, container id, image) of every container created or destroyed while the block ran, as the daemon saw
+    them, read live from its event stream: the daemon keeps only its last 256 events for a later `--since` query, and
+    an evaluation's rollouts (each container's start, exec, network and stop events) overflow that."""
+
+    def __init__(self, image_tag: str):
+        self.image = image_tag
+        self.seen: list[tuple[str, str, str]] = []
+        self._marker_done = threading.Event()
+        self._marker: str | None = None
+
+    def __enter__(self) -> ContainerEvents:
+        self._proc = subprocess.Popen(["docker", "events", "--filter", "type=container", "--filter", "event=create",
+                                       "--filter", "event=destroy", "--format",
+                                       "{{.Action}} {{.Actor.ID}} {{.Actor.Attributes.image}}"],
+                                      stdout=subprocess.PIPE, text=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self._sync()  # the stream is subscribed before the block starts
+        return self
+
+    def _read(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            parts = tuple(line.split(" ", 2))
+            if len(parts) < 3:
+                continue
+            action, cid, img = parts[0], parts[1], parts[2].strip()
+            if self._marker and cid.startswith(self._marker) and action == "destroy":
+                self._marker_done.set()
+            elif cid != self._marker:
+                self.seen.append((action, cid, img))
+
+    def _sync(self) -> None:
+        """Wait for a marker container's destroy event: every event before it has been read."""
+        self._marker_done.clear()
+        self._marker = None
+        made = subprocess.run(["docker", "create", "--label", "autoenv.test=marker", self.image, "true"],
+                              capture_output=True, text=True, timeout=120, check=True).stdout.strip()
+        self._marker = made
+        subprocess.run(["docker", "rm", made], capture_output=True, timeout=120, check=True)
+        assert self._marker_done.wait(120), "the daemon's event stream did not deliver the marker's removal"
+        self.seen = [event for event in self.seen if not event[1].startswith(made)]
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if exc[0] is None:
+                self._sync()  # every event of the block has been read
+        finally:
+            self._proc.terminate()
+            self._proc.wait(timeout=60)
+
+    def created(self) -> set[str]:
+        return {cid for action, cid, img in self.seen if action == "create" and img == self.image}
+
+    def destroyed(self) -> set[str]:
+        return {cid for action, cid, _ in self.seen if action == "destroy"}
 
 
 @pytest.fixture
@@ -92,8 +145,9 @@ def leftover(created: set[str] | None = None) -> list[str]:
 def test_an_example_evaluates_with_every_rollout_in_a_container_inside_the_sandbox(engine, run_repo, example):
     root = run_repo(example, docker_config())
     started = time.time()
-    result = autoenv("eval", "--offline", cwd=root, timeout=540)
-    ended = time.time() + 1
+    with ContainerEvents(engine) as seen:
+        result = autoenv("eval", "--offline", cwd=root, timeout=840)
+    ended = time.time()
     entry = ledger(root)[-1]
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert entry["verdict"]["verdict"] == "baseline", entry["verdict"]
@@ -102,13 +156,11 @@ def test_an_example_evaluates_with_every_rollout_in_a_container_inside_the_sandb
     assert job["runtime"]["type"] == "docker" and job["runtime"]["settings"]["image"] == engine
     rollouts = sum(1 for role in ("target", "strong", "smoke")
                    for _ in (root / "outputs" / head(root) / role / "traces.jsonl").read_text().splitlines())
-    seen = events(started, ended)
-    created = {cid for action, cid, img in seen if action == "create" and img == engine}
-    destroyed = {cid for action, cid, img in seen if action == "destroy"}
+    created, destroyed = seen.created(), seen.destroyed()
     print(f"\n{example}: {rollouts} rollouts, {len(created)} containers of {engine} created, "
           f"{len(created & destroyed)} of them removed, {ended - started:.0f} s")
-    assert len(created) >= rollouts, seen  # one task container per rollout, plus each one's egress helper
-    assert created <= destroyed, seen
+    assert len(created) >= rollouts, seen.seen  # one task container per rollout, plus each one's egress helper
+    assert created <= destroyed, seen.seen
     assert leftover(created) == []
 
 
@@ -116,9 +168,9 @@ def test_an_example_evaluates_with_every_rollout_in_a_container_inside_the_sandb
 def test_autoenv_probe_plays_a_tool_envs_rollout_probes_in_containers_inside_the_sandbox(engine, run_repo):
     """`autoenv probe` (no evaluation) starts its own child: it gets the guard too."""
     root = run_repo("shopping", docker_config())
-    started = time.time()
-    result = autoenv("probe", cwd=root, timeout=540)
-    created = {cid for action, cid, img in events(started, time.time() + 1) if action == "create" and img == engine}
+    with ContainerEvents(engine) as seen:
+        result = autoenv("probe", cwd=root, timeout=840)
+    created = seen.created()
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "FAILED" not in result.stdout and len(created) >= 2, (len(created), result.stdout[-2000:])
     assert leftover(created) == []
@@ -130,19 +182,21 @@ def test_an_engine_stopped_mid_evaluation_is_inconclusive_not_the_candidates_cra
     if daemon.running_ours() is None:
         pytest.skip("stops only a daemon AutoEnv started (this machine's own engine is left alone)")
     root = run_repo("arithmetic", docker_config())
+    before = set(leftover())  # another test's containers (one killed at its timeout) are not this evaluation's
     proc = subprocess.Popen([sys.executable, "-m", "autoenv.cli", "eval", "--offline"], cwd=root, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "NO_COLOR": "1"})
     try:
-        deadline = time.monotonic() + 300
-        while not leftover():  # the event: the evaluation's first container exists
+        deadline = time.monotonic() + 600
+        while not set(leftover()) - before:  # the event: the evaluation's first container exists
             assert proc.poll() is None and time.monotonic() < deadline, "no container was started"
             time.sleep(0.2)
         daemon.stop()
-        out, _ = proc.communicate(timeout=400)
+        out, _ = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
             proc.kill()
         daemon.start()
+    assert ledger(root), out[-3000:]
     entry = ledger(root)[-1]
     assert proc.returncode == 3, out[-3000:]
     assert entry["verdict"]["verdict"] == "inconclusive", entry["verdict"]
