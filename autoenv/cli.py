@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM ends a command as Ctrl-C does: the child process is stopped, nothing is recorded,
     # finished rollouts are kept for the next evaluation of the commit to resume from
     signal.signal(signal.SIGTERM, _interrupt)
+    # and SIGINT is Ctrl-C's even where the launching shell set it ignored (a script's background job, `autoenv
+    # eval &`, inherits SIGINT ignored, and Python then keeps it so): a `kill -INT` must stop the command
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:

@@ -44,6 +44,12 @@ def autoenv(*args: str, cwd: Path, env: dict | None = None, timeout: float = 600
                           capture_output=True, text=True, timeout=timeout)
 
 
+def as_background_job() -> None:
+    """Popen's preexec_fn: the child starts with SIGINT ignored, as a script's background job (`autoenv eval &`, a
+    CI runner's step) starts it; AutoEnv must still stop on `kill -INT`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def ledger(root: Path) -> list[dict]:
     path = root / "feedback_log.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []

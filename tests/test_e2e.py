@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import autoenv, commit_all, freeze_worker, head, kill_pids, ledger, small_config, stop_process
+from conftest import as_background_job, autoenv, commit_all, freeze_worker, head, kill_pids, ledger, small_config, stop_process
 from cpu_hog import slack
 
 from autoenv.core.paths import PROJECT, examples
@@ -255,7 +255,7 @@ def test_interrupt_records_nothing_and_stops_the_worker(run_repo):
     root = run_repo("arithmetic", config)
     proc = subprocess.Popen([sys.executable, "-m", "autoenv.cli", "eval", "--offline"], cwd=root,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "NO_COLOR": "1"})
+                            env={**os.environ, "NO_COLOR": "1"}, preexec_fn=as_background_job)
     target = root / "outputs" / head(root) / "target"
     deadline = time.time() + 300
     while proc.poll() is None and time.time() < deadline and not any(

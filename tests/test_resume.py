@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import autoenv, freeze_warm_worker, freeze_worker, head, kill_pids, ledger, small_config
+from conftest import as_background_job, autoenv, freeze_warm_worker, freeze_worker, head, kill_pids, ledger, small_config
 
 from autoenv.core.traces import finished_episodes, trim_partial_line
 from autoenv.evaluation.preflight import unfinished_run
@@ -55,7 +55,7 @@ def test_a_stopped_evaluation_rerun_reuses_the_finished_rollouts(tmp_path, stop,
 def resumed(root: Path, commit: str, out: Path, stop: signal.Signals) -> None:
     env = {**os.environ, "NO_COLOR": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "autoenv.cli", "eval", "--offline"], cwd=root, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=as_background_job)
     deadline = time.time() + 300
     while stored(out) < 6 and proc.poll() is None and time.time() < deadline:
         time.sleep(0.2)
