@@ -45,8 +45,8 @@ def autoenv(*args: str, cwd: Path, env: dict | None = None, timeout: float = 600
 
 
 def as_background_job() -> None:
-    """Popen's preexec_fn: the child starts with SIGINT ignored, as a script's background job (`autoenv eval &`, a
-    CI runner's step) starts it; AutoEnv must still stop on `kill -INT`."""
+    """Popen's preexec_fn: the child starts with SIGINT ignored, as a script's background job (`autoenv eval &`)
+    starts it; AutoEnv must still stop on `kill -INT`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
