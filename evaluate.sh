@@ -10,4 +10,10 @@ if [ ! -x "$autoenv" ]; then
   [ -n "$common" ] && autoenv="$(dirname "$common")/.venv/bin/autoenv"
 fi
 [ -x "$autoenv" ] || { echo "evaluate.sh: $here/.venv/bin/autoenv not found; run: bash setup.sh" >&2; exit 2; }
+# A .pth a candidate's install left in the venv would run in every interpreter started from it, so the venv is
+# checked against its seal first, by one that runs none (-I -S: autoenv/core/venvseal.py).
+venv="$(dirname "$(dirname "$autoenv")")"
+"$venv/bin/python" -I -S "$(dirname "$venv")/autoenv/core/venvseal.py" check "$venv" || {
+  echo "evaluate.sh: the harness's venv changed since setup (above); nothing was evaluated" >&2
+  echo "  fix: the person removes the files named, then runs bash setup.sh (it seals the venv again)" >&2; exit 2; }
 exec "$autoenv" eval "$@"

@@ -21,7 +21,7 @@ from autoenv import __version__
 from autoenv.child.tasks import load_oracle
 from autoenv.containers.cli import add_commands as add_runtime_commands
 from autoenv.containers.cli import setup_docker
-from autoenv.core import display
+from autoenv.core import display, venvseal
 from autoenv.core.config import AGENT_KINDS, CONFIG_NAME, load_config
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS, shown
@@ -32,6 +32,7 @@ from autoenv.endpoint.server import Endpoint, Faults, serve_forever
 from autoenv.evaluation.commands import audit_only, recompute, rejudge, verify
 from autoenv.evaluation.context import EvalOptions, EvaluationCrashed
 from autoenv.evaluation.pipeline import evaluate
+from autoenv.evaluation.recheck import FORGED
 from autoenv.export.check import run_checks
 from autoenv.export.grpo import export_grpo
 from autoenv.export.openenv import export_openenv
@@ -435,7 +436,8 @@ def cmd_verify(args) -> int:
     problems, entries = verify(Path.cwd(), args.config, restore=args.rebuild)
     for problem in problems:
         display.console.print(f"PROBLEM {problem}", markup=False)
-    display.result_block({"ledger": "broken" if problems else "intact", "problems": len(problems),
+    state = ("forged" if all(FORGED in p for p in problems) else "broken") if problems else "intact"
+    display.result_block({"ledger": state, "problems": len(problems),
                           "entries": entries if entries >= 0 else None})
     return 1 if problems else 0
 
@@ -486,6 +488,8 @@ def cmd_setup(args) -> int:
     if args.with_docker:
         with display.stage("docker runtime", "Docker, and the local base image from Debian's packages (cached; a minute)"):
             display.note(setup_docker())
+    with display.stage("venv seal", "what the harness's venv holds now, checked before every evaluation"):
+        display.note(f"sealed {venvseal.seal(Path(sys.prefix))}")
     return 0
 
 

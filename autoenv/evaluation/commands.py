@@ -23,9 +23,11 @@ from autoenv.core.formats import stamp
 from autoenv.core.job import Job
 from autoenv.core.paths import spec_warnings
 from autoenv.core.record import ROLES, CandidateInfo, Entry, GateReport
+from autoenv.core.venvseal import check_from_outside
 from autoenv.evaluation.child_stages import config_job
 from autoenv.evaluation.context import Context, EvalOptions, Outcome
 from autoenv.evaluation.decision import compute_stats, verdict
+from autoenv.evaluation.recheck import config_at, forged
 from autoenv.evaluation.recording import judge, record
 from autoenv.evaluation.report import GATES_FILE, render, render_gates, write_report
 from autoenv.gates.derived_rules import run_derived
@@ -180,4 +182,8 @@ def verify(cwd: Path, config: Path | None = None, restore: bool = False) -> tupl
         count = rebuild(log, cfg.path("outputs"), notes)
         display.note(f"rebuilt {log.name}: {count} entries from {cfg.path('outputs')} and the git notes")
     problems = check_integrity(log, notes)
+    if not problems:
+        problems = forged(read_entries(log), cfg, show=config_at(repo, cfg))
+    venv = check_from_outside()
+    problems += [f"harness venv: {line}" for line in venv or []]
     return problems, len(read_entries(log)) if not problems else -1

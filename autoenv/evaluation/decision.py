@@ -23,6 +23,7 @@ from autoenv.driver.gate import agent_usd
 from autoenv.endpoint.reference import oracle_inferred, reference_missing
 from autoenv.evaluation.child_stages import examples_run
 from autoenv.evaluation.context import Context, Outcome, Stats, timed
+from autoenv.evaluation.recheck import config_at, genuine
 from autoenv.evaluation.recording import ledger_written, others_writes
 from autoenv.evaluation.report import check_fix
 from autoenv.evaluation.rescore_table import paired
@@ -60,7 +61,7 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
     offline = ctx.options.offline
     readiness = rl_readiness(stats, config.bands) if success else None
     written = others_writes(ctx)  # before the baseline is read from it
-    entries = read_entries(config.path("log_file"))
+    entries = genuine(read_entries(config.path("log_file")), config, show=config_at(ctx.repo, config))
     first: str | None
     if ctx.environment is not None:
         kept = environment_baseline(entries, stats, ctx.environment, offline)

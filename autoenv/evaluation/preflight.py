@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
+from autoenv.containers.access import check_engine_ready
 from autoenv.core import display
 from autoenv.core.config import CONFIG_NAME, Config, check_runtime_ready, load_config, with_env
-from autoenv.containers.access import check_engine_ready
 from autoenv.core.errors import AutoEnvError, ProviderUnavailable
 from autoenv.core.formats import stamp
 from autoenv.core.paths import spec_warnings
@@ -24,9 +25,11 @@ from autoenv.core.record import (
 from autoenv.core.traces import (
     finished_episodes,
 )
+from autoenv.core.venvseal import check_from_outside
 from autoenv.driver.gate import refuse_when_spent
 from autoenv.evaluation.context import Context, EvalOptions
 from autoenv.evaluation.provider import api_key, check_endpoint
+from autoenv.evaluation.recheck import config_at, forged
 from autoenv.run.archive import archive_previous
 from autoenv.run.cache import cache_key
 from autoenv.run.cleantree import require_clean_candidate, undo_fix
@@ -44,6 +47,7 @@ def preflight(options: EvalOptions) -> Context:
     with display.stage("preflight", "config, git state, keys"):
         repo = Repo(options.cwd)
         config, config_warnings = run_config(repo, options)
+        require_sealed_venv()
         for message in verify_ledger(config.path("log_file")):
             display.note(message)
         ledger_check = verify_notes(repo, config)
@@ -123,6 +127,22 @@ def run_config(repo: Repo, options: EvalOptions) -> tuple[Config, list[str]]:
     return (with_env(config, options.env, options.env_id) if options.env else config), []
 
 
+def require_sealed_venv() -> None:
+    """Refuse to evaluate with a harness venv that changed since setup (autoenv.core.venvseal): code a candidate
+    left there runs in this very process, which holds the key and writes the ledger."""
+    found = check_from_outside()
+    if found is None:
+        display.warn(f"the harness's venv ({sys.prefix}) has no seal, so nothing shows a candidate's install left no "
+                     "code in it: bash setup.sh writes the seal")
+    elif found:
+        raise AutoEnvError(
+            "the harness's venv changed since setup, so this process may be running a candidate's code:\n"
+            + "\n".join(f"  {line}" for line in found[:12]),
+            where=sys.prefix,
+            fix="the person removes the files named (a candidate's install or a package installed by hand left them; "
+                "`autoenv verify` lists them too), then runs `bash setup.sh`, which seals the venv as it is then")
+
+
 def verify_notes(repo: Repo, config: Config) -> str:
     """`autoenv verify` before any work: the ledger against the git notes; what it found, for the entry."""
     log = config.path("log_file")
@@ -130,6 +150,9 @@ def verify_notes(repo: Repo, config: Config) -> str:
     problems = check_integrity(log, notes)
     for problem in problems:
         display.warn(f"ledger: {problem}")
+    if not problems:  # an entry recorded with a valid chain whose verdict the rules would not give
+        for problem in forged(read_entries(log), config, show=config_at(repo, config)):
+            display.warn(f"ledger: {problem}; it is no reference for this evaluation's verdict")
     return integrity_summary(log, notes, problems)
 
 
