@@ -176,6 +176,59 @@ class Environment(Part):
         return f"{self.id}@{self.content_hash[:12]}"
 
 
+class ForwardedRoute(Part):
+    """What one model route of the harness's forwarder passed to the provider (autoenv.sandbox.forwarder)."""
+
+    model: str = Field(description="The seat's model: every forwarded request named it.")
+    requests: int = Field(0, description="Requests forwarded to the provider with the key.")
+    answered: int = Field(0, description="Of those, answered with a 2xx.")
+    prompt_tokens: int = Field(0, description="Prompt tokens the provider reported in `usage`.")
+    cached_tokens: int = Field(0, description="Prompt tokens it reported served from its cache.")
+    completion_tokens: int = Field(0, description="Completion tokens it reported.")
+    unmetered: int = Field(0, description="Answers (2xx) whose usage the forwarder could not read.")
+    local: int = Field(0, description="Requests answered by the forwarder itself (GET models), never forwarded.")
+    limit: int | None = Field(None, description="Requests the plan allows this route (beyond: refused).")
+    max_tokens: int | None = Field(None, description="The seat's max_tokens every request was clamped to.")
+    cost_usd: float | None = Field(None, description="The tokens priced with the model's price (None: unpriced).")
+
+
+class ForwardedRequest(Part):
+    """A request the forwarder refused or rewrote: something the harness's own rollouts never send."""
+
+    action: Literal["refused", "clamped", "capped"] = Field(
+        description="refused (never sent: not a rollout's), clamped (sent with the seat's max_tokens), or capped "
+                    "(never sent: the run's max_usd was spent; not the candidate's doing).")
+    method: str = Field(description="The HTTP method.")
+    path: str = Field(description="The path asked for (the token, were it in it, masked).")
+    route: str = Field("", description="The model route (role) the path named.")
+    model: str | None = Field(None, description="The model the body named.")
+    reason: str = Field(description="Why, as the 403 (or the clamp) said it.")
+
+
+class Forwarded(Part):
+    """The forwarder's account of one evaluation: per route what reached the provider, and what it refused."""
+
+    routes: dict[str, ForwardedRoute] = Field(default_factory=dict, description="Per real model route (role).")
+    requests: list[ForwardedRequest] = Field(default_factory=list,
+                                             description="Refused or clamped requests (the first 100).")
+    refused: int = Field(0, description="Requests refused (with the token: the candidate's).")
+    clamped: int = Field(0, description="Requests whose max_tokens was clamped to the seat's.")
+    capped: int = Field(0, description="Requests refused because the run's max_usd was spent (autoenv run).")
+    unauthorized: int = Field(0, description="Requests without the evaluation's token (refused, anyone's).")
+
+    @property
+    def misused(self) -> bool:
+        """The evaluation's token was used for something other than the seat's rollouts."""
+        return bool(self.refused or self.clamped)
+
+    def summary(self) -> str:
+        """`2 refused, 1 clamped: GET /target/files (not a rollout route); ...` (the first three)."""
+        misuse = [r for r in self.requests if r.action != "capped"]
+        shown = "; ".join(f"{r.method} {r.path} ({r.action}: {r.reason})" for r in misuse[:3])
+        more = f"; and {len(misuse) - 3} more" if len(misuse) > 3 else ""
+        return f"{self.refused} refused, {self.clamped} clamped: {shown}{more}"
+
+
 class RescoredTask(Part):
     """One task of one role in a rescored evaluation: its mean reward under the source's rewards and under this
     commit's, over the same stored replies."""
@@ -382,6 +435,8 @@ class Entry(Part):
     failed_stage: str | None = Field(None, description="Stage that failed, for crashes.")
     sandbox: str | None = Field(None, description="Where the candidate ran: bwrap (read-only repository, "
                                 "$HOME hidden) or none (unconfined); None when it never ran.")
+    forwarded: Forwarded | None = Field(None, description="What the harness's forwarder passed to the real models "
+                                        "and what it refused (autoenv.sandbox.forwarder); None: no real model.")
     error: str | None = Field(None, description="The failure, for crashes.")
     warnings: list[str] = Field(default_factory=list,
                                 description="What was wrong around the candidate, shown in the feedback "

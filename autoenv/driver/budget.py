@@ -3,10 +3,11 @@
 Spend is summed by code from records, never from what the agent says: the agent's
 `total_cost_usd` per launch (autoenv.driver.transcript), and from every ledger entry of the
 run written since the driver started, the evaluated models' `cost_usd` (priced with
-[target.price] / [strong.price]) and the judge's (a cached entry counts as an evaluation
-but spent nothing: its costs are the reused evaluation's). An `autoenv eval --env` entry
-evaluated another environment: its cost counts against max_usd, but it is not one of the
-run's evaluations (max_evals, the evaluation count) and never the run's last verdict.
+[target.price] / [strong.price]; the forwarder's count of the provider's tokens where it is
+larger) and the judge's (a cached entry counts as an evaluation but spent nothing: its costs
+are the reused evaluation's). An `autoenv eval --env` entry evaluated another environment: its
+cost counts against max_usd, but it is not one of the run's evaluations (max_evals, the
+evaluation count) and never the run's last verdict.
 """
 
 from __future__ import annotations
@@ -60,11 +61,19 @@ class Spend:
                 self.env_evals += 1
             if entry.cached_from:  # a cache hit copies the costs of the evaluation it reuses: nothing was spent
                 continue
-            self.models_usd += sum(s.cost_usd or 0.0 for s in entry.stats.values())
+            self.models_usd += models_usd(entry)
             self.judge_usd += (entry.judge.cost_usd or 0.0) if entry.judge else 0.0
 
     def to_dict(self) -> dict:
         return {**asdict(self), "usd": self.usd}
+
+
+def models_usd(entry: Entry) -> float:
+    """The evaluated models' cost: per model the larger of what its traces' tokens and what the forwarder's
+    count of the provider's tokens cost (a candidate's own calls through the forwarder show only there)."""
+    traced: dict[str, float] = {role: s.cost_usd or 0.0 for role, s in entry.stats.items()}
+    forwarded = {role: r.cost_usd or 0.0 for role, r in entry.forwarded.routes.items()} if entry.forwarded else {}
+    return sum(max(traced.get(role, 0.0), forwarded.get(role, 0.0)) for role in {*traced, *forwarded})
 
 
 def exhausted(limits: Limits, spend: Spend) -> str | None:

@@ -4,7 +4,8 @@
 length when it started, its evaluation budget, and `stopping` once a budget is spent).
 The evaluation reads it in preflight: with a live driver whose budget is spent, it refuses
 to start (exit 2, nothing recorded), so no evaluation starts past a budget even between
-the moment the budget is reached and the moment the driver has ended the agent. Without
+the moment the budget is reached and the moment the driver has ended the agent; one that
+starts may spend on the models only what the run has left of max_usd (`usd_left`). Without
 a driver (an evaluation by hand) it changes nothing. Standard library only: pipeline
 imports it.
 """
@@ -90,3 +91,16 @@ def agent_usd(outputs: Path, branch: str | None) -> float | None:
         return None
     value = (state.get("spend") or {}).get("agent_usd")
     return float(value) if isinstance(value, (int, float)) else None
+
+
+def usd_left(outputs: Path, branch: str | None) -> float | None:
+    """USD the live driver's run has left of its max_usd (never below 0), or None without a driver; the
+    evaluation's forwarder refuses model requests past it (autoenv.sandbox.forwarder.SpendCap)."""
+    state = read_state(outputs, branch)
+    if state is None:
+        return None
+    limit = (state.get("limits") or {}).get("usd")
+    spent = (state.get("spend") or {}).get("usd", 0.0)
+    if not isinstance(limit, (int, float)) or not isinstance(spent, (int, float)):
+        return None
+    return max(0.0, float(limit) - float(spent))

@@ -28,14 +28,16 @@ from autoenv.core.traces import (
     finished_episodes,
     trim_partial_line,
 )
+from autoenv.driver.gate import usd_left
 from autoenv.evaluation.context import Context, timed
 from autoenv.evaluation.rescore import run_rescore
+from autoenv.evaluation.stats import route_usd
 from autoenv.gates.audit_record import AUDIT_FILE, read_audit
 from autoenv.gates.derived_rules import run_derived
 from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.run.archive import archive_previous
 from autoenv.sandbox.confine import choose
-from autoenv.sandbox.forwarder import forwarding
+from autoenv.sandbox.forwarder import SpendCap, forwarding
 from autoenv.sandbox.install import inspect_candidate, install_candidate
 from autoenv.sandbox.rollouts import Worker, WorkerResult
 
@@ -81,7 +83,9 @@ def start_worker(ctx: Context) -> Iterator[Worker]:
     Resuming, the stored episodes are kept when the interrupted job ran the same plan (same
     tasks, rollouts and models); otherwise they are archived and the evaluation starts over.
     Real models are reached through the harness's forwarder (autoenv.sandbox.forwarder): the child
-    gets a token for it and an environment without the keys. It runs in the sandbox
+    gets a token for it and an environment without the keys; under `autoenv run` it passes no request
+    once the models cost what the run had left of max_usd (spend_cap), and its account (tokens,
+    refusals) lands in ctx.forwarded when the child has ended. It runs in the sandbox
     (autoenv.sandbox.confine) when this machine has one; when not, that is said here, once.
     """
     job = worker_job(ctx)
@@ -109,10 +113,22 @@ def start_worker(ctx: Context) -> Iterator[Worker]:
     if sandbox.kind == "none":
         display.warn(f"the candidate runs unconfined (sandbox: none): {sandbox.reason}; its code can write "
                      "every file the harness can, the ledger and config.toml included")
-    with forwarding(job) as (job, env), engine_access(job, sandbox.kind) as (job, engine_env, guard), \
+    with forwarding(job, recorded=lambda report: setattr(ctx, "forwarded", report), cap=spend_cap(ctx)) \
+            as (job, env), \
+            engine_access(job, sandbox.kind) as (job, engine_env, guard), \
             Worker(job, env={**env, **engine_env}, hide=keys, sandbox=sandbox) as worker:
         ctx.engine_guard = guard
         yield worker
+
+
+def spend_cap(ctx: Context) -> SpendCap | None:
+    """Under `autoenv run`: what the run has left of its max_usd, priced as the statistics price tokens, for
+    the forwarder to stop at (None: no live driver, no cap)."""
+    left = usd_left(ctx.config.path("outputs"), ctx.head.branch)
+    if left is None:
+        return None
+    models = ctx.config.models()
+    return SpendCap(usd=left, cost=lambda role, route: route_usd(models[role], route) if role in models else None)
 
 
 def plan_signature(plan: RolloutPlan | None) -> object:

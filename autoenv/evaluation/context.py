@@ -15,6 +15,7 @@ from autoenv.core.record import (
     CandidateInfo,
     Entry,
     Environment,
+    Forwarded,
     GateReport,
     ModelStats,
     Role,
@@ -66,6 +67,8 @@ class Context:
     sandbox: str | None = None
     engine_guard: Any = None
     """The container engine's guard for a sandboxed child under the docker runtime (autoenv.containers.guard)."""
+    forwarded: Forwarded | None = None
+    """What the forwarder passed to the real models and refused (autoenv.sandbox.forwarder), once it has stopped."""
     environment: Environment | None = None
     """`autoenv eval --env`: the environment evaluated instead of the run's candidate (recorded apart)."""
     rescore: Source | None = None

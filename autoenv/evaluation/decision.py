@@ -1,4 +1,5 @@
-"""The entry as far as the numbers go: statistics per model, the verdict against the last kept entry, a cache hit's pointer."""
+"""The entry as far as the numbers go: statistics per model, the verdict against the last kept entry, a cache
+hit's pointer, and `tampered` for a candidate whose code misused the model forwarder (autoenv.sandbox.forwarder)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from autoenv.core.record import (
     Budget,
     Entry,
     Environment,
+    Forwarded,
     StrongModel,
     Verdict,
 )
@@ -27,7 +29,7 @@ from autoenv.evaluation.recheck import config_at, genuine
 from autoenv.evaluation.recording import ledger_written, others_writes
 from autoenv.evaluation.report import check_fix
 from autoenv.evaluation.rescore_table import paired
-from autoenv.evaluation.stats import model_stats
+from autoenv.evaluation.stats import model_stats, route_usd
 from autoenv.evaluation.verdict import baseline_of, comparable, decide, rl_readiness, standing
 from autoenv.judge.causes import causes
 from autoenv.run.ledger import read_entries
@@ -117,10 +119,41 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
         rescored=paired(ctx.rescore.out, ctx.out) if ctx.rescored_from and ctx.rescore else [],
         rescore_refused=ctx.rescore_refused if not ctx.rescored_from else None,
         sandbox=ctx.sandbox,
+        forwarded=priced(ctx),
         environment=ctx.environment,
         agent_cost_usd=agent_usd(config.path("outputs"), ctx.head.branch),
     )
+    if entry.forwarded is not None and entry.forwarded.misused:
+        entry = forwarder_misused(ctx, entry, entry.forwarded)
     return ledger_written(ctx, entry, written) if written else entry
+
+
+def priced(ctx: Context) -> Forwarded | None:
+    """The forwarder's account with each route's tokens priced as the statistics price the traces' (the
+    driver's max_usd counts the larger of the two: autoenv.driver.budget)."""
+    report = ctx.forwarded
+    if report is None:
+        return None
+    models = ctx.config.models()
+    return report.model_copy(update={"routes": {
+        role: route.model_copy(update={"cost_usd": route_usd(models[role], route)}) if role in models else route
+        for role, route in report.routes.items()}})
+
+
+def forwarder_misused(ctx: Context, entry: Entry, report: Forwarded) -> Entry:
+    """The candidate's code used the evaluation's model token for requests no rollout sends (another model,
+    another path, more tokens than the seat's, past the plan's bound): the commit is recorded as tampered, as a
+    ledger written during the evaluation is (never kept, never a baseline). The requests never reached the
+    provider as asked: refused, or clamped to the seat's sampling."""
+    where = f"outputs/{ctx.head.commit}/forwarder.json"
+    reason = (f"the candidate's code sent the harness's model forwarder requests that are not rollouts "
+              f"({report.summary()}). The forwarder serves the seats' rollouts only: they were refused or clamped "
+              f"and never reached the provider as asked; {where} lists them. Remove the code that calls the model "
+              "endpoint from the candidate (the rollouts are the harness's to run) and evaluate again.")
+    display.tampered([f"{r.method} {r.path}: {r.action} ({r.reason})" for r in report.requests[:5]],
+                     why="the candidate's code misused the model forwarder")
+    return entry.model_copy(update={"verdict": Verdict(verdict="tampered", reason=reason), "tampered": [
+        *entry.tampered, f"forwarder: {report.refused} request(s) refused, {report.clamped} clamped ({where})"]})
 
 
 def environment_baseline(entries: list[Entry], stats: Stats, environment: Environment, offline: bool) -> Entry | None:

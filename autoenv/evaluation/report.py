@@ -9,12 +9,21 @@ from pathlib import Path
 from autoenv.core.config import Bands
 from autoenv.core.formats import mean_ci, number, quoted
 from autoenv.core.levels import order_by
-from autoenv.core.record import Entry, GateFinding, GateReport
+from autoenv.core.record import Entry, Forwarded, GateFinding, GateReport
 from autoenv.evaluation.rescore_table import paired_markdown
 from autoenv.gates.matrix import markdown as matrix_markdown
 from autoenv.judge.causes import causes
 from autoenv.judge.offline import CHECK_FIXES
 from autoenv.run.ledger import atomic_write
+
+
+def forwarded_line(report: Forwarded) -> str:
+    """`target 12 requests, 3456 + 789 tokens; strong ...`, and what the forwarder refused (autoenv.sandbox.forwarder)."""
+    routes = "; ".join(f"{role} {r.requests} requests, {r.prompt_tokens} prompt + {r.completion_tokens} completion "
+                       f"tokens" + (f" (${r.cost_usd:.4f})" if r.cost_usd is not None else "")
+                       for role, r in report.routes.items())
+    capped = f"; {report.capped} request(s) refused: the run's max_usd was spent" if report.capped else ""
+    return routes + capped + (f"; **refused or clamped** (not rollouts): {report.summary()}" if report.misused else "")
 
 
 def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, plot: Path | None = None,
@@ -36,6 +45,7 @@ def render(entry: Entry, bands: Bands, extra_sections: list[str] | None = None, 
           if entry.reused_rollouts else []),
         *([f"- rolled out in full, not rescored: {entry.rescore_refused}"] if entry.rescore_refused else []),
         *(f"- **warning**: {warning}" for warning in entry.warnings),
+        *([f"- forwarded to the providers: {forwarded_line(entry.forwarded)}"] if entry.forwarded else []),
         *(["- sandbox: none — the candidate ran unconfined (no bubblewrap sandbox on this machine)"]
           if entry.sandbox == "none" else []),
         "",

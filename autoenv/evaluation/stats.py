@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from autoenv.core.config import Price
+from autoenv.core.config import ModelConfig, Price
 from autoenv.core.levels import natural_order
-from autoenv.core.record import ErrorCounts, Group, ModelStats, TaskRow
+from autoenv.core.record import ErrorCounts, ForwardedRoute, Group, ModelStats, TaskRow
 from autoenv.core.resample import Table, mean_interval, task_id
 from autoenv.core.traces import Rollout
 from autoenv.gates.ranges import max_reward
@@ -73,6 +73,15 @@ def cost(price: Price, tokens_in: int, cached: int, tokens_out: int) -> float:
     cached_price = price.input if price.cached_input is None else price.cached_input
     fresh = max(0, tokens_in - cached)
     return round((fresh * price.input + min(cached, tokens_in) * cached_price + tokens_out * price.output) / 1e6, 6)
+
+
+def route_usd(model: ModelConfig, route: ForwardedRoute) -> float | None:
+    """USD for the tokens the forwarder counted on a model's route (autoenv.sandbox.forwarder); None: unpriced."""
+    price = model.price
+    if not (price.input or price.output or price.cached_input):
+        return None
+    tokens_in = route.prompt_tokens + (route.cached_tokens if model.cached_tokens == "separate" else 0)
+    return cost(price, tokens_in, route.cached_tokens, route.completion_tokens)
 
 
 def model_stats(model: str, rollouts: list[Rollout], solve_threshold: float, price: Price | None = None,

@@ -11,12 +11,33 @@ evaluation ends; the key stays in the harness.
 A sandboxed child has no network of its own (autoenv.sandbox.confine), so the forwarder also
 listens on a Unix socket shown in the sandbox, and the child relays the forwarder's
 loopback port to it (`relay`): the URLs in the job are the same either way.
+
+The token is the candidate's too (it is in the child's environment), so the forwarder serves
+rollouts and nothing else: a hostile candidate once sent through it, with the key, a chat
+request for another model with `max_tokens: 100000`, then `GET /files` and `DELETE /files/...`.
+Each route is one seat of the plan (`Upstream`). Only `POST <route>/chat/completions` is passed
+on, which is all verifiers' harnesses (in-process and stock) send for a chat rollout; `GET
+<route>/models` (and `/v1/models`, the path verifiers' interception server asks for to find a
+context window) is answered here with the seat's model alone. The body is checked and rewritten
+before it leaves: a model other than the seat's, or `n` above 1, is refused (verifiers writes
+the seat's model into every request, so another model is never a rollout's: refusing, not
+rewriting, keeps the attempt on record), `max_tokens` / `max_completion_tokens` are clamped to
+the seat's sampling (set to it when absent), and a stream asks for its usage. Each route passes
+at most the requests the plan allows (`request_bound`). Every other method, path, model or
+request is refused with a 403 naming why, and recorded. Every token the provider reports in
+`usage` is counted per route; under `autoenv run`, once the counted tokens cost what the run
+had left of its max_usd when the evaluation started (`SpendCap`), further requests are refused
+too (recorded as `capped`: the budget's doing, not the candidate's). `forwarding` writes the account to `forwarder.json` in the
+evaluation's outputs and hands it to the evaluation (autoenv.core.record.Forwarded), which
+records a commit whose code used the token for anything else as `tampered`
+(autoenv.evaluation.decision).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import os
 import secrets
 import shutil
@@ -24,9 +45,9 @@ import socket
 import stat
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -34,21 +55,111 @@ import aiohttp
 from aiohttp import web
 
 from autoenv.core.http import HOST, error_response
-from autoenv.core.job import Job
+from autoenv.core.job import Job, RolloutPlan
+from autoenv.core.record import Forwarded, ForwardedRequest, ForwardedRoute
 
 TOKEN_VAR = "AUTOENV_FORWARD_TOKEN"
 START_SECONDS = 30
 # Per-hop headers, and the caller's credentials, are never passed on.
 HOP_HEADERS = {"host", "connection", "keep-alive", "transfer-encoding", "content-length", "authorization",
                "proxy-authorization", "te", "trailer", "upgrade"}
+# Nor what would bill or address another account than the seat's (the key's organisation, project).
+CALLER_HEADERS = {"openai-organization", "openai-project", "x-api-key", "api-key", "cookie"}
+REWRITTEN = {"accept-encoding", "content-type"}  # set by the forwarder for the body it sends
+REPORT_FILE = "forwarder.json"
+ROLLOUT_PATH = "chat/completions"
+MODELS_PATHS = ("models", "v1/models")
+MAX_TOKEN_KEYS = ("max_tokens", "max_completion_tokens")
+# A rollout makes at most max_turns requests; the chat program's client retries a failed one (the SDK's
+# and verifiers' stream retries), and compaction adds summaries: the bound allows four times that, and some.
+RETRY_FACTOR = 4
+SLACK_REQUESTS = 16
+RECORDED = 100  # refused or clamped requests listed in the report (all are counted)
+USAGE_LIMIT = 16 * 1024**2  # a JSON answer buffered to read its usage; past this it passes unmetered
 
 
 @dataclass(frozen=True)
 class Upstream:
-    """A real provider: its OpenAI-compatible base URL and the variable holding its key ('' for none)."""
+    """A real provider: its OpenAI-compatible base URL and the variable holding its key ('' for none), and the
+    seat it serves: its model (a body naming another is refused; '' pins none), its sampling's max_tokens
+    (requests are clamped to it; None: the fields are removed, the endpoint's default applies), and the
+    requests the plan allows (None: no bound)."""
 
     base_url: str
     key_var: str = ""
+    model: str = ""
+    max_tokens: int | None = None
+    max_requests: int | None = None
+
+
+@dataclass
+class Meter:
+    """Reads the provider's `usage` from an answer as it passes: the last one seen (a stream's final chunk,
+    or the JSON body's)."""
+
+    stream: bool
+    usage: dict | None = None
+    buffer: bytearray = field(default_factory=bytearray)
+    overflow: bool = False
+
+    def feed(self, chunk: bytes) -> None:
+        self.buffer += chunk
+        if self.stream:
+            *lines, rest = bytes(self.buffer).split(b"\n")
+            self.buffer = bytearray(rest)
+            for line in lines:
+                self._event(line)
+        if len(self.buffer) > USAGE_LIMIT:  # no usage line, nor a JSON answer, is that long
+            self.buffer.clear()
+            self.overflow = True
+
+    def finish(self) -> dict | None:
+        if self.stream:
+            self._event(bytes(self.buffer))
+        elif not self.overflow:
+            self._usage_of(bytes(self.buffer))
+        return self.usage
+
+    def _event(self, line: bytes) -> None:
+        line = line.strip()
+        if line.startswith(b"data:") and b'"usage"' in line:
+            self._usage_of(line[5:])
+
+    def _usage_of(self, data: bytes) -> None:
+        try:
+            answer = json.loads(data)
+        except ValueError:
+            return
+        usage = answer.get("usage") if isinstance(answer, dict) else None
+        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
+            self.usage = usage
+
+
+def tokens(usage: dict, name: str) -> int:
+    value = usage.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def request_bound(plan: RolloutPlan, role: str, max_turns: int) -> int:
+    """The requests a route may pass: its rollouts (the smoke's attempts included) times a turn's worth of them."""
+    rollouts = plan.examples * plan.rollouts + (plan.smoke_attempts if plan.smoke and role == "target" else 0)
+    return rollouts * (max_turns + 1) * RETRY_FACTOR + SLACK_REQUESTS
+
+
+@dataclass(frozen=True)
+class SpendCap:
+    """USD the evaluation may spend on the models, and the price of the tokens counted on a route (None: unpriced)."""
+
+    usd: float
+    cost: Callable[[str, ForwardedRoute], float | None]
+
+
+class Refused(Exception):
+    """A request the forwarder does not pass on: its status, why, and how it is recorded."""
+
+    def __init__(self, status: int, reason: str, action: str = "refused"):
+        super().__init__(reason)
+        self.status, self.reason, self.action = status, reason, action
 
 
 class Forwarder:
@@ -57,11 +168,16 @@ class Forwarder:
     Use it as a context manager: the server runs in its own thread for the block.
     """
 
-    def __init__(self, upstreams: dict[str, Upstream]):
+    def __init__(self, upstreams: dict[str, Upstream], cap: SpendCap | None = None):
         self.upstreams = upstreams
+        self.cap = cap
         self.token = secrets.token_urlsafe(32)
         self.port = 0
-        self.refused = 0
+        self.refused = 0  # requests without the token
+        self.routes = {name: ForwardedRoute(model=up.model, limit=up.max_requests, max_tokens=up.max_tokens)
+                       for name, up in upstreams.items()}
+        self.requests: list[ForwardedRequest] = []
+        self.misused = {"refused": 0, "clamped": 0, "capped": 0}
         self.socket_path = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -84,9 +200,11 @@ class Forwarder:
         except BaseException:
             self.__exit__(None, None, None)
             raise
+        SERVING[self.token] = self
         return self
 
     def __exit__(self, *exc: object) -> None:
+        SERVING.pop(self.token, None)
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
@@ -105,7 +223,7 @@ class Forwarder:
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
                                               auto_decompress=False, trust_env=True)
         app = web.Application(client_max_size=64 * 1024**2)
-        app.router.add_route("*", "/{name}/{tail:.*}", self._forward)
+        app.router.add_route("*", "/{path:.*}", self._forward)  # every path reaches the policy, and its record
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         await web.TCPSite(self._runner, HOST, 0).start()
@@ -118,29 +236,125 @@ class Forwarder:
         if self._session is not None:
             await self._session.close()
 
+    def report(self) -> Forwarded:
+        """What this forwarder passed on and refused so far."""
+        return Forwarded(routes=dict(self.routes), requests=list(self.requests), refused=self.misused["refused"],
+                         clamped=self.misused["clamped"], capped=self.misused["capped"], unauthorized=self.refused)
+
+    def spent(self) -> float:
+        """USD of the tokens counted so far, at the cap's prices."""
+        cap = self.cap
+        return sum(cap.cost(name, route) or 0.0 for name, route in self.routes.items()) if cap else 0.0
+
+    def _note(self, action: str, request: web.Request, name: str, model: object, reason: str) -> None:
+        """Record a refused or clamped request; never the token (a path could carry it) nor the key."""
+        self.misused[action] += 1
+        if len(self.requests) < RECORDED:
+            def masked(text: str) -> str:
+                return text.replace(self.token, "<token>")
+            self.requests.append(ForwardedRequest(action=action, method=request.method[:20],
+                                                  path=masked(request.path)[:300], route=masked(name)[:100],
+                                                  model=masked(str(model))[:200] if model is not None else None,
+                                                  reason=masked(reason)))
+
+    def _count(self, name: str, **more: int) -> None:
+        route = self.routes[name]
+        self.routes[name] = route.model_copy(update={k: getattr(route, k) + v for k, v in more.items()})
+
     async def _forward(self, request: web.Request) -> web.StreamResponse:
         given = request.headers.get("Authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
             self.refused += 1
             return error_response(401, "the forwarder refused the request: wrong or missing token")
-        name = request.match_info["name"]
+        name, _, tail = request.match_info["path"].partition("/")
+        tail = tail.strip("/")
         upstream = self.upstreams.get(name)
-        if upstream is None:
-            return error_response(404, f"the forwarder has no model route {name!r}")
-        url = upstream.base_url.rstrip("/") + "/" + request.match_info["tail"]
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_HEADERS}
+        model: object = None
+        try:
+            if upstream is None:
+                raise Refused(404, f"the forwarder has no model route {name!r}")
+            if request.method == "GET" and tail in MODELS_PATHS:
+                self._count(name, local=1)
+                return web.json_response({"object": "list", "data": [
+                    {"id": upstream.model, "object": "model", "created": 0, "owned_by": "autoenv-forwarder"}]})
+            if request.method != "POST" or tail != ROLLOUT_PATH:
+                raise Refused(403, f"not a rollout's request (the forwarder serves POST /{name}/{ROLLOUT_PATH} "
+                                   f"and GET /{name}/models only)")
+            try:
+                body = json.loads(await request.read())
+            except ValueError:
+                body = None
+            if not isinstance(body, dict):
+                raise Refused(400, "the body is not a JSON object (a chat completion request)")
+            model = body.get("model")
+            body = self._rollout_body(request, name, upstream, body)
+        except Refused as refusal:
+            self._note(refusal.action, request, name, model, refusal.reason)
+            return error_response(refusal.status, f"the forwarder refused {request.method} {request.path}: "
+                                                  f"{refusal.reason}")
+        self._count(name, requests=1)
+        return await self._pass(request, name, upstream, body)
+
+    def _rollout_body(self, request: web.Request, name: str, upstream: Upstream, body: dict) -> dict:
+        """The body as it leaves: the seat's model, max_tokens clamped, a stream's usage asked for; or Refused."""
+        model = body.get("model")
+        if upstream.model and model not in (None, upstream.model):
+            raise Refused(403, f"the route {name!r} serves the model {upstream.model!r} only, not {str(model)[:100]!r}")
+        n = body.get("n")
+        if n is not None and n != 1:
+            raise Refused(403, f"n = {str(n)[:20]}: a rollout asks for one completion a request")
+        bound = upstream.max_requests
+        if bound is not None and self.routes[name].requests >= bound:
+            raise Refused(403, f"the route {name!r} has passed the {bound} requests the evaluation's plan allows")
+        if self.cap is not None and (spent := self.spent()) >= self.cap.usd:
+            raise Refused(403, f"the run's budget is spent: the models cost ${spent:.4f} of the ${self.cap.usd:.4f} "
+                               "the run had left when this evaluation started (autoenv run --max-usd)", "capped")
+        body = {**body, "model": upstream.model or model}
+        cap = upstream.max_tokens
+        asked = [body[k] for k in MAX_TOKEN_KEYS if k in body]
+        if cap is None:
+            for key in MAX_TOKEN_KEYS:
+                body.pop(key, None)
+        else:
+            over = [v for v in asked if not isinstance(v, int) or isinstance(v, bool) or v > cap]
+            if over:
+                self._note("clamped", request, name, model, f"{'/'.join(k for k in MAX_TOKEN_KEYS if k in body)} "
+                           f"{str(over[0])[:20]} clamped to the seat's {cap}")
+            for key in MAX_TOKEN_KEYS:
+                if key in body:
+                    value = body[key]
+                    body[key] = min(value, cap) if isinstance(value, int) and not isinstance(value, bool) \
+                        and value > 0 else cap
+            if not asked:
+                body["max_tokens"] = cap
+        if body.get("stream") is True:
+            options = body.get("stream_options")
+            body["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
+        return body
+
+    async def _pass(self, request: web.Request, name: str, upstream: Upstream, body: dict) -> web.StreamResponse:
+        """Send `body` to the provider with the key; pass its answer back chunk by chunk, counting its usage."""
+        url = upstream.base_url.rstrip("/") + "/" + ROLLOUT_PATH
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_HEADERS | CALLER_HEADERS | REWRITTEN}
+        headers["Accept-Encoding"] = "identity"  # the usage is read on the way through
+        headers["Content-Type"] = "application/json"
         key = os.environ.get(upstream.key_var, "") if upstream.key_var else ""
         if key:
             headers["Authorization"] = f"Bearer {key}"
         assert self._session is not None
         response: web.StreamResponse | None = None
+        meter: Meter | None = None
         try:
-            async with self._session.request(request.method, url, params=request.query, headers=headers,
-                                             data=await request.read()) as answer:
+            async with self._session.request("POST", url, params=request.query, headers=headers,
+                                             data=json.dumps(body).encode()) as answer:
                 response = web.StreamResponse(status=answer.status, reason=answer.reason, headers={
                     k: v for k, v in answer.headers.items() if k.lower() not in HOP_HEADERS})
                 await response.prepare(request)
+                if answer.status < 300:
+                    meter = Meter(stream="event-stream" in answer.headers.get("Content-Type", ""))
                 async for chunk in answer.content.iter_any():
+                    if meter is not None:
+                        meter.feed(chunk)
                     await response.write(chunk)
                 await response.write_eof()
                 return response
@@ -150,6 +364,24 @@ class Forwarder:
             if request.transport is not None:  # the provider cut the answer short: so do we
                 request.transport.close()
             return response
+        finally:
+            if meter is not None:  # a cut answer's tokens are counted as far as they were reported
+                usage = meter.finish()
+                details = usage.get("prompt_tokens_details") if usage else None
+                self._count(name, answered=1, unmetered=0 if usage else 1,
+                            prompt_tokens=tokens(usage or {}, "prompt_tokens"),
+                            completion_tokens=tokens(usage or {}, "completion_tokens"),
+                            cached_tokens=tokens(details if isinstance(details, dict) else {}, "cached_tokens"))
+
+
+SERVING: dict[str, Forwarder] = {}
+"""The forwarders serving now, by token: the Worker reads its child's route counts live (a child claiming the provider
+failed its smoke rollout when nothing reached the provider: autoenv.sandbox.rollouts.check_smoke)."""
+
+
+def serving(token: str) -> Forwarder | None:
+    """The forwarder serving with `token` now, or None."""
+    return SERVING.get(token)
 
 
 def forward_root() -> str | None:
@@ -168,19 +400,33 @@ def forward_root() -> str | None:
 
 
 @contextmanager
-def forwarding(job: Job) -> Iterator[tuple[Job, dict[str, str]]]:
-    """`job` with its real seats pointed at a forwarder serving for the block, and the variables
-    the child needs for it (the token). A job with no real seat is yielded as it is."""
+def forwarding(job: Job, recorded: Callable[[Forwarded], None] | None = None,
+               cap: SpendCap | None = None) -> Iterator[tuple[Job, dict[str, str]]]:
+    """`job` with its real seats pointed at a forwarder serving for the block (within `cap`), and the
+    variables the child needs for it (the token). A job with no real seat is yielded as it is. When the
+    block ends, the forwarder's account goes to `forwarder.json` in the job's outputs folder and to `recorded`."""
     plan = job.rollouts
     real = {role: seat for role, seat in plan.roles.items() if not seat.embedded} if plan else {}
     if plan is None or not real:
         yield job, {}
         return
-    with Forwarder({role: Upstream(seat.base_url, seat.api_key_var) for role, seat in real.items()}) as forwarder:
-        roles = {**plan.roles, **{role: seat.model_copy(update={"base_url": forwarder.url(role), "api_key_var": TOKEN_VAR})
-                                  for role, seat in real.items()}}
-        update = {"rollouts": plan.model_copy(update={"roles": roles}), "forward_socket": forwarder.socket_path}
-        yield job.model_copy(update=update), {TOKEN_VAR: forwarder.token}
+    upstreams = {role: Upstream(seat.base_url, seat.api_key_var, model=seat.model, max_tokens=seat.sampling.max_tokens,
+                                max_requests=request_bound(plan, role, job.max_turns)) for role, seat in real.items()}
+    forwarder = Forwarder(upstreams, cap)
+    try:
+        with forwarder:
+            roles = {**plan.roles, **{role: seat.model_copy(update={"base_url": forwarder.url(role),
+                                                                     "api_key_var": TOKEN_VAR})
+                                      for role, seat in real.items()}}
+            update = {"rollouts": plan.model_copy(update={"roles": roles}), "forward_socket": forwarder.socket_path}
+            yield job.model_copy(update=update), {TOKEN_VAR: forwarder.token}
+    finally:
+        if forwarder.port:  # it served: its account, read once its loop has stopped
+            report = forwarder.report()
+            if job.out.is_dir():
+                (job.out / REPORT_FILE).write_text(report.model_dump_json(indent=1))
+            if recorded is not None:
+                recorded(report)
 
 
 def relay(job: Job) -> bool:
