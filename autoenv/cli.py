@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
+import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +51,7 @@ from autoenv.run.gitrepo import Repo
 from autoenv.run.ledger import read_entries
 from autoenv.run.lifecycle import new_run, rebase_rules
 from autoenv.sandbox import vendor
+from autoenv.sandbox.build import uv_binary
 from autoenv.sandbox.confine import choose
 from autoenv.sandbox.install import install_candidate
 from autoenv.sandbox.rollouts import warm
@@ -468,6 +472,25 @@ def cmd_export_grpo(args) -> int:
     return 0
 
 
+def leftover_candidates() -> list[str]:
+    """Candidates an earlier AutoEnv installed into the harness's own venv (they now get venvs of their own,
+    autoenv.sandbox.candidatevenv) are uninstalled from it before it is sealed; other editable installs are named."""
+    said = []
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"] or ""
+        direct = dist.read_text("direct_url.json") or "{}"
+        if not json.loads(direct).get("dir_info", {}).get("editable") or name.lower() == "autoenv":
+            continue
+        if name.lower().replace("_", "-") == "candidate-env":
+            subprocess.run([uv_binary(), "pip", "uninstall", "-q", "--python", sys.executable, name],
+                           capture_output=True, text=True, check=False)
+            said.append(f"uninstalled {name} from the harness's venv (candidates install into venvs of their own now)")
+        else:
+            said.append(f"the harness's venv holds the editable install {name}: `autoenv eval` runs beside it; "
+                        f"uninstall it (.venv/bin/python -m pip uninstall {name}) unless you put it there")
+    return said
+
+
 def cmd_setup(args) -> int:
     with display.stage("readable verifiers copy", "verifiers/"):
         display.note(vendor.fill(VENDORED_VERIFIERS))
@@ -489,6 +512,8 @@ def cmd_setup(args) -> int:
         with display.stage("docker runtime", "Docker, and the local base image from Debian's packages (cached; a minute)"):
             display.note(setup_docker())
     with display.stage("venv seal", "what the harness's venv holds now, checked before every evaluation"):
+        for said in leftover_candidates():
+            display.note(said)
         display.note(f"sealed {venvseal.seal(Path(sys.prefix))}")
     return 0
 

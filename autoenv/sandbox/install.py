@@ -1,4 +1,12 @@
-"""Install the candidate into the venv and import it in the child process to show the real error.
+"""Install the candidate into the venv, confined, and import it in the child process to show the real error.
+
+The install is the one stage that writes a venv, and it once ran the candidate's build backend as the
+harness's user with the network (see autoenv.sandbox.buildcheck for what that backend did). Now nothing
+of the candidate runs outside the sandbox: its build config is checked before anything runs, its declared
+dependencies are fetched as wheels by a step that runs none of its code, and its own build runs in the
+sandbox with no network; what that build leaves in site-packages beyond its own distribution is removed
+and the install refused (autoenv.sandbox.sitepackages). It installs into the candidate's own venv, layered
+on the harness's (autoenv.sandbox.candidatevenv), which the child runs: the harness's venv is not written.
 
 verifiers reports a candidate whose import fails on a missing dependency as "taskset not
 found"; importing the module ourselves, in the evaluation's child process (started after the
@@ -9,21 +17,23 @@ the actual ModuleNotFoundError.
 from __future__ import annotations
 
 import hashlib
-import re
 import shutil
-import subprocess
-import sys
 import tempfile
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.job import CANDIDATE_MODULE, Job
-from autoenv.sandbox.rollouts import Worker, WorkerFailed, child_env
+from autoenv.sandbox import candidatevenv
+from autoenv.sandbox.build import install_confined, site_packages, uv_binary
+from autoenv.sandbox.buildcheck import build_plan
+from autoenv.sandbox.rollouts import Worker, WorkerFailed
 from autoenv.sandbox.serverenv import prepare_all
 
-STAMP = Path(sys.prefix) / ".autoenv-candidate-stamp"
+__all__ = ["inspect_candidate", "install_candidate", "site_packages", "uv_binary"]
+
+STAMP = Path(".autoenv-candidate-stamp")  # in the venv the candidate is installed into
+CONFINED = b"confined-1"  # in the stamp: an install made before the build was confined is made again
 
 
 @dataclass
@@ -39,27 +49,26 @@ class CandidateInfo:
 
 def _stamp(candidate_dir: Path) -> str:
     pyproject = candidate_dir / "pyproject.toml"
-    digest = hashlib.sha256(str(candidate_dir.resolve()).encode())
+    digest = hashlib.sha256(str(candidate_dir.resolve()).encode() + CONFINED)
     digest.update(pyproject.read_bytes() if pyproject.is_file() else b"")
     return digest.hexdigest()
 
 
-def distribution_name(pyproject: Path) -> str | None:
-    """[project].name of `pyproject`, normalised (None when it cannot be read)."""
-    try:
-        name = tomllib.loads(pyproject.read_text()).get("project", {}).get("name")
-    except (OSError, tomllib.TOMLDecodeError):
-        return None
-    return re.sub(r"[-_.]+", "-", name).lower() if isinstance(name, str) and name else None
-
-
-def install_candidate(candidate_dir: Path, force: bool = False) -> bool:
-    """Editable-install the package in `candidate_dir` (with its dependencies); return False when already current.
+def install_candidate(candidate_dir: Path, force: bool = False, python: str | None = None) -> bool:
+    """Editable-install the package in `candidate_dir` (with its dependencies) into `python`'s environment (by
+    default the package's own venv, layered on the harness's: autoenv.sandbox.candidatevenv); return False when
+    already current.
 
     The install is skipped when neither the package's path nor its pyproject changed:
-    an editable install picks up code edits by itself. A failed install leaves nothing
-    behind: the distribution it names is uninstalled (an earlier, working version of it
-    would otherwise be imported as if the failed one were current) and the stamp removed.
+    an editable install picks up code edits by itself. Otherwise, in order: the build config is
+    checked (autoenv.sandbox.buildcheck: no backend-path, no setup.py, a known backend), the declared
+    dependencies are fetched by a step that runs no code of the package (autoenv.sandbox.build), and the
+    package's own build and install run in the sandbox with no network, no secret, and only site-packages
+    and a private uv cache writable. What the build left in site-packages beyond the package's own
+    distribution is removed and the install refused, naming it (autoenv.sandbox.sitepackages).
+    A failed install leaves nothing of the package behind: the distribution it names is uninstalled (an
+    earlier, working version of it would otherwise be imported as if the failed one were current) and the
+    stamp removed; in the candidate's own venv, the whole venv is removed (made again next time).
     """
     pyproject = candidate_dir / "pyproject.toml"
     if not pyproject.is_file():
@@ -69,28 +78,22 @@ def install_candidate(candidate_dir: Path, force: bool = False) -> bool:
             fix="the candidate is a package named candidate-env (module candidate_env); "
             "see program.md, 'The candidate contract'",
         )
+    plan = build_plan(candidate_dir)
     prepare_all(candidate_dir)  # OpenEnv servers in the candidate get their own venvs, before the sandbox
+    layered = python is None
+    python = python or candidatevenv.ensure(candidate_dir, uv_binary())
+    stamp_file = Path(python).parent.parent / STAMP.name
     stamp = _stamp(candidate_dir)
-    if not force and STAMP.is_file() and STAMP.read_text() == stamp:
+    if not force and stamp_file.is_file() and stamp_file.read_text() == stamp:
         return False
-    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
-    pip = [uv, "pip"] if uv else [sys.executable, "-m", "pip"]
-    python = ["--python", sys.executable] if uv else []
-    cmd = [*pip, "install", *python, *([] if uv else ["-q"]), "-e", str(candidate_dir)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(candidate_dir))
-    if proc.returncode != 0:
-        STAMP.unlink(missing_ok=True)
-        name = distribution_name(pyproject)
-        if name:
-            subprocess.run([*pip, "uninstall", *python, *([] if uv else ["-y"]), name], capture_output=True,
-                           text=True, env=child_env(candidate_dir))
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
-        raise AutoEnvError(
-            f"installing {name or 'the candidate'} failed (nothing of it is left installed):\n{tail}",
-            where=str(pyproject),
-            fix="fix the package metadata or dependencies named above, commit, and run again",
-        )
-    STAMP.write_text(stamp)
+    stamp_file.unlink(missing_ok=True)
+    try:
+        install_confined(candidate_dir, plan, python, editable=True, layered=layered)
+    except AutoEnvError:
+        if layered:  # the candidate's own venv is disposable: whatever its build changed goes with it
+            shutil.rmtree(candidatevenv.venv_dir(candidate_dir), ignore_errors=True)
+        raise
+    stamp_file.write_text(stamp)
     return True
 
 
