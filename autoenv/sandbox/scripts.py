@@ -3,16 +3,24 @@
 Environments ship such files to run with their own dependencies (`uv run --script`, or
 verifiers' `runtime.run_uv_script` inside the rollout's runtime). Importing one as a module
 fails on those dependencies, or runs its top-level code, and says nothing about the
-environment: the audit lists them as scripts instead, and the sandbox lets uv write its
-cache when a package ships one (uv locks and fills it when it prepares the script).
+environment: the audit lists them as scripts instead. uv's cache is read-only in the sandbox
+(a script once wrote into it, beside the build backends later installs run unconfined), so
+each script a rollout will run on this machine (the package's own, and the stock harness's
+chat program) is locked and synced here, before the sandbox starts (`prepare`): inside, the
+lock beside it lets `uv sync --script` find everything already in place.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import re
 import subprocess
+import sys
+from collections.abc import Iterable
 from pathlib import Path
+
+from autoenv.core.cachedir import cache_root
 
 SCRIPT_HEADER = re.compile(r"^# /// script\s*$", re.M)
 UV_SHEBANG = re.compile(r"\A#!.*\buv\b.*\brun\b")
@@ -66,14 +74,23 @@ def shipped(directory: Path, limit: int = 2000) -> list[Path]:
 
 
 def prepare(directory: Path, scripts_dir: Path, uv: str) -> list[str]:
-    """Resolve the dependencies of the package's shipped scripts into uv's cache, with the network, before the
-    sandbox (which has none) starts: each script is written where verifiers' subprocess runtime writes it
+    """The package's shipped scripts prepared (`prepare_files`)."""
+    return prepare_files(((script.name, script.read_bytes()) for script in shipped(directory)), scripts_dir, uv)
+
+
+def lock_of(data: bytes, scripts_dir: Path) -> Path:
+    """The lock beside the script verifiers' subprocess runtime writes for `data` (`<sha256>.py`)."""
+    return scripts_dir / f"{hashlib.sha256(data).hexdigest()}.py.lock"
+
+
+def prepare_files(scripts: Iterable[tuple[str, bytes]], scripts_dir: Path, uv: str) -> list[str]:
+    """Resolve the dependencies of `scripts` (name, text) into uv's cache, with the network, before the sandbox
+    (where the cache is read-only) starts: each script is written where verifiers' subprocess runtime writes it
     (`<scripts_dir>/<sha256>.py`, `runtime.prepare_uv_script`), locked (`uv lock --script`: a lock beside the
     script lets the sync inside the sandbox go without the index) and synced. Returns what could not be
     prepared, each naming the script and uv's own last words."""
     problems = []
-    for script in shipped(directory):
-        data = script.read_bytes()
+    for name, data in scripts:
         target = scripts_dir / f"{hashlib.sha256(data).hexdigest()}.py"
         scripts_dir.mkdir(parents=True, exist_ok=True)
         if not target.is_file() or target.read_bytes() != data:
@@ -84,14 +101,37 @@ def prepare(directory: Path, scripts_dir: Path, uv: str) -> list[str]:
                 proc = subprocess.run([uv, *step], capture_output=True, text=True, timeout=PREPARE_SECONDS,
                                       check=False)
             except (OSError, subprocess.TimeoutExpired) as e:
-                problems.append(f"{script.name}: uv {step[0]} could not run ({e})")
+                problems.append(f"{name}: uv {step[0]} could not run ({e})")
                 break
             if proc.returncode != 0:
                 said = (proc.stderr or proc.stdout).strip().splitlines()
                 last = said[-1] if said else f"exit {proc.returncode}"
-                problems.append(f"{script.name}: `uv {step[0]} --script` failed: {last}")
+                problems.append(f"{name}: `uv {step[0]} --script` failed: {last}")
                 break
     return problems
+
+
+CHAT_PROGRAM = "verifiers.v1.harnesses.utils.launch"
+READ_SECONDS = 120
+
+
+def chat_program(python: str = sys.executable) -> tuple[str, bytes]:
+    """The stock harness's chat program (verifiers' CHAT_PROGRAM_SOURCE, which it runs with uv), read by `python`
+    (the child's interpreter) once per interpreter and verifiers install, and kept in AutoEnv's cache: the harness
+    does not import verifiers itself."""
+    dist = importlib.metadata.distribution("verifiers")
+    source = Path(str(dist.locate_file(CHAT_PROGRAM.replace(".", "/") + ".py")))
+    st = source.stat()
+    key = hashlib.sha256(f"{python} {dist.version} {st.st_size} {st.st_mtime_ns}".encode()).hexdigest()[:16]
+    kept = cache_root() / "sandbox" / f"chat-program-{dist.version}-{key}.py"
+    if not kept.is_file():
+        code = f"import sys; from {CHAT_PROGRAM} import CHAT_PROGRAM_SOURCE as s; sys.stdout.buffer.write(s.encode())"
+        proc = subprocess.run([python, "-c", code], capture_output=True, timeout=READ_SECONDS, check=True)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        partial = kept.with_suffix(".partial")
+        partial.write_bytes(proc.stdout)
+        partial.replace(kept)
+    return "the stock harness's chat program", kept.read_bytes()
 
 
 def blocked(message: str) -> str | None:
