@@ -10,6 +10,7 @@ Installs go into a venv of the test's own, never the harness's.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -61,7 +62,8 @@ from hatchling.build import *  # noqa
 '''
 
 # A hatchling build hook (an allowed backend runs it): in the sandbox, it reports what it reached
-# (HOSTILE_MODE=report: by failing the build with the report) or plants files (HOSTILE_MODE=plant).
+# (HOSTILE_MODE=report: by failing the build with the report) or plants files (HOSTILE_MODE=plant); the mode is
+# written into the hook, since the build's environment is an allowlist that passes no such variable.
 HOOK = '''import glob, os, pathlib, socket, sysconfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
@@ -91,7 +93,7 @@ def attempts():
 
 class Hostile(BuildHookInterface):
     def initialize(self, version, build_data):
-        if os.environ.get("HOSTILE_MODE") == "report":
+        if "{mode}" == "report":
             raise SystemExit("REPORT " + __import__("json").dumps(attempts()))
         site = pathlib.Path(sysconfig.get_paths()["purelib"])
         (site / "zz-planted.pth").write_text("import sys; sys.stderr.write('PLANTED RAN')\\n")
@@ -190,7 +192,7 @@ def test_an_allowed_backends_build_hook_runs_confined(tmp_path, venv, monkeypatc
     listener = socket.create_server(("127.0.0.1", 0))
     root = tmp_path / "repo"
     pkg = package(root, TINY_PYPROJECT + "\n[tool.hatch.build.hooks.custom]\n")
-    (pkg / "hatch_build.py").write_text(HOOK.replace("{key}", KEY).replace("{git}", str(root / ".git"))
+    (pkg / "hatch_build.py").write_text(HOOK.replace("{mode}", os.environ.get("HOSTILE_MODE", "")).replace("{key}", KEY).replace("{git}", str(root / ".git"))
                                         .replace("{port}", str(listener.getsockname()[1])))
     with listener, pytest.raises(AutoEnvError) as caught:
         install_candidate(pkg, python=venv)
@@ -214,7 +216,7 @@ def test_files_a_build_leaves_beyond_its_own_distribution_are_removed_and_named(
     pkg = package(tmp_path / "repo", TINY_PYPROJECT + '\n[tool.hatch.build.targets.wheel.force-include]\n'
                                                       '"shipped.pth" = "zz-shipped.pth"\n\n[tool.hatch.build.hooks.custom]\n')
     (pkg / "shipped.pth").write_text("import sys; sys.stderr.write('SHIPPED RAN')\n")
-    (pkg / "hatch_build.py").write_text(HOOK.replace("{key}", KEY).replace("{git}", "/nonexistent").replace("{port}", "9"))
+    (pkg / "hatch_build.py").write_text(HOOK.replace("{mode}", os.environ.get("HOSTILE_MODE", "")).replace("{key}", KEY).replace("{git}", "/nonexistent").replace("{port}", "9"))
     site = site_packages(venv)
     with pytest.raises(AutoEnvError) as caught:
         install_candidate(pkg, python=venv)
@@ -400,7 +402,7 @@ def test_a_refused_install_into_the_candidates_venv_takes_the_venv_with_it(tmp_p
     monkeypatch.setenv("AUTOENV_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("HOSTILE_MODE", "plant")
     pkg = package(tmp_path / "repo", TINY_PYPROJECT + "\n[tool.hatch.build.hooks.custom]\n")
-    (pkg / "hatch_build.py").write_text(HOOK.replace("{key}", KEY).replace("{git}", "/nonexistent").replace("{port}", "9"))
+    (pkg / "hatch_build.py").write_text(HOOK.replace("{mode}", os.environ.get("HOSTILE_MODE", "")).replace("{key}", KEY).replace("{git}", "/nonexistent").replace("{port}", "9"))
     harness = sorted(p.name for p in site_packages(sys.executable).iterdir())
     with pytest.raises(AutoEnvError, match="zz-planted.pth"):
         install_candidate(pkg)

@@ -13,11 +13,14 @@ target), and compares site-packages before and after (autoenv.sandbox.sitepackag
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from autoenv.core import display
@@ -25,7 +28,7 @@ from autoenv.core.errors import AutoEnvError
 from autoenv.sandbox.buildcheck import BuildPlan, line_of
 from autoenv.sandbox.candidatevenv import harness_constraints, missing
 from autoenv.sandbox.confine import choose
-from autoenv.sandbox.environ import scrubbed
+from autoenv.sandbox.environ import sandbox_env, scrubbed
 from autoenv.sandbox.sitepackages import foreign, hook_problems, remove_new, snapshot
 
 INSTALL_SECONDS = 900
@@ -49,10 +52,31 @@ def site_packages(python: str) -> Path:
 
 
 def install_env() -> dict[str, str]:
-    """The harness's environment without its secrets, and without PYTHONPATH: the build imports its backend."""
+    """For uv's own steps outside the sandbox (fetching wheels, uninstalling): the harness's environment without
+    its secrets, and without PYTHONPATH: the build imports its backend."""
     env = scrubbed()
     env.pop("PYTHONPATH", None)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def build_env(network: bool = False) -> dict[str, str]:
+    """For a step that runs a build backend (the candidate's, or a dependency's sdist): the allowlist a candidate
+    process gets (autoenv.sandbox.environ.sandbox_env), this venv's tools first."""
+    env = sandbox_env(network=network)
+    env.pop("PYTHONPATH", None)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+INDEX_VARS = re.compile(r"^(UV|PIP)_(INDEX|DEFAULT_INDEX|EXTRA_INDEX_URL|FIND_LINKS|CERT|NATIVE_TLS|DEFAULT_TIMEOUT)")
+
+
+def index_env() -> dict[str, str]:
+    """For a dependency's sdist built in a sandbox with the network: build_env's allowlist plus how uv reaches the
+    package index (its URL may hold a credential: the price of a private index; never a provider's key)."""
+    env = build_env(network=True)
+    env.update({k: v for k, v in os.environ.items() if INDEX_VARS.match(k)})
     return env
 
 
@@ -83,7 +107,8 @@ def fetch(wanted: list[str], python: str, where: str, what: str, layered: bool =
         sandbox = choose()
         cmd = sandbox.wrap([*base, "--cache-dir", str(cache), *wanted], readable=[venv],
                            writable=[site_packages(python), venv / "bin", cache], network=True)
-        retry = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, env=install_env(), timeout=INSTALL_SECONDS, check=False)
+        retry = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, env=index_env(), timeout=INSTALL_SECONDS,
+                               check=False)
         if retry.returncode != 0:
             raise AutoEnvError(f"{what} could not be installed:\n{tail(retry)}", where=where,
                                fix="fix the requirements named above; they must resolve from the package index")
@@ -131,11 +156,13 @@ def install_confined(package: Path, plan: BuildPlan, python: str, editable: bool
 
 def _build(plan: BuildPlan, package: Path, python: str, uv: str, site: Path, editable: bool) -> subprocess.CompletedProcess:
     """The package's own build and install: in the sandbox, offline, without the dependencies (fetched already),
-    with the backend from the target (no isolated build env to fetch), a private uv cache."""
+    with the backend from the target (no isolated build env to fetch), a private uv cache, and a private folder
+    at each of the plan's `private_writes` (the package folder around it read-only)."""
     sandbox = choose()
     if sandbox.kind != "bwrap":
         display.warn(f"the candidate's build runs unconfined (sandbox: none): {sandbox.reason}; "
                      "only the build config check and the site-packages check stand")
+    env = install_env() | dict(plan.build_env)
     with tempfile.TemporaryDirectory(prefix="autoenv-build-") as tmp:
         cache = Path(tmp) / "cache"
         cache.mkdir()
@@ -144,8 +171,43 @@ def _build(plan: BuildPlan, package: Path, python: str, uv: str, site: Path, edi
                *(["-e"] if editable else []), str(package)]
         wrapped = sandbox.wrap(cmd, readable=[package, Path(python).parent.parent],
                                writable=[site, cache, *(package / w for w in plan.source_writes)], network=False)
-        return subprocess.run(wrapped, capture_output=True, text=True, cwd=tmp, env=install_env(),
-                              timeout=INSTALL_SECONDS, check=False)
+        with private_folders(sandbox.kind == "bwrap", package, plan.private_writes, Path(tmp)) as binds:
+            return subprocess.run(mounted(wrapped, binds), capture_output=True, text=True, cwd=tmp, env=env,
+                                  timeout=INSTALL_SECONDS, check=False)
+
+
+@contextmanager
+def private_folders(confined: bool, package: Path, folders: tuple[str, ...], tmp: Path) -> Iterator[list[str]]:
+    """bwrap arguments covering each of `folders` (under `package`) with an empty folder under `tmp`. The mount
+    point must exist (the package is read-only inside): one made here is removed after, when still empty."""
+    if not confined:
+        yield []
+        return
+    made, binds = [], []
+    for name in folders:
+        point = package / name
+        if not point.exists():
+            point.mkdir()
+            made.append(point)
+        private = tmp / "private" / name
+        private.mkdir(parents=True)
+        binds += ["--bind", str(private), str(point)]
+    try:
+        yield binds
+    finally:
+        for point in made:
+            try:
+                point.rmdir()
+            except OSError:  # something was put there meanwhile (not through the sandbox): left as it is
+                pass
+
+
+def mounted(wrapped: list[str], binds: list[str]) -> list[str]:
+    """`wrapped` (a bwrap command line) with `binds` after all its own mounts, so they cover what those show."""
+    if not binds:
+        return wrapped
+    end = wrapped.index("--")
+    return [*wrapped[:end], *binds, *wrapped[end:]]
 
 
 def _uninstall(uv: str, python: str, name: str) -> None:
