@@ -197,7 +197,7 @@ def test_a_server_whose_imported_code_changed_says_stale_and_exits(tmp_path):
             conn.connect(name)
             read_end, write_end = os.pipe()
             socket.send_fds(conn, [json.dumps({"token": token, "job": "/nowhere", "env": {}, "cwd": "/"}).encode()
-                                   + b"\n"], [read_end, write_end, write_end])
+                                   + b"\n"], [read_end, write_end, write_end, write_end])
             os.close(read_end)
             os.close(write_end)
             assert conn.recv(64) == b"stale\n"

@@ -9,8 +9,8 @@ time:
 
 1. a connection from outside the sandbox (SO_PEERCRED reports pid 0 for a process
    outside its pid namespace; the candidate's processes are inside it) sends the
-   token it was started with, the child's job file, environment and working folder,
-   and its stdin, stdout and stderr as file descriptors;
+   token it was started with, the child's job file, environment, working folder and
+   process limit, and its stdin, stdout, stderr and event pipe as file descriptors;
 2. it checks that no module it imported has changed on disk since it started (an install
    upgraded a package): if one has, it answers `stale` and exits, and the harness starts a
    new server;
@@ -18,9 +18,10 @@ time:
    runs autoenv.child.main's stage loop: the candidate is imported there, once, as in a cold
    child, and writes only to the job's output folder (the one folder the sandbox lets it
    write besides its private /tmp and $HOME);
-4. when the fork ends, or the harness says `kill` or hangs up, every other process in the
-   sandbox is killed (a candidate's daemon does not outlive its evaluation), /tmp and $HOME
-   are emptied, and the harness gets the exit status.
+4. when the fork ends, or the harness says `kill` or hangs up, or the sandbox holds more
+   processes than the limit (counted here, outside the candidate's reach: `exit -9 processes`),
+   every other process in the sandbox is killed (a candidate's daemon does not outlive its
+   evaluation), /tmp and $HOME are emptied, and the harness gets the exit status.
 
 The server is not dumpable, so nothing in the sandbox can read or patch its memory; it
 exits after IDLE_SECONDS without a request.
@@ -44,6 +45,8 @@ import traceback
 from pathlib import Path
 
 from autoenv.child import main as child  # the stages' code, never the candidate's
+from autoenv.sandbox.childio import descendants
+from autoenv.sandbox.confine import private_folders
 from autoenv.sandbox.warmchild import empty
 
 REQUEST_BYTES = 1 << 20
@@ -74,10 +77,14 @@ def from_outside(conn: socket.socket, sandboxed: bool) -> bool:
     return uid == os.getuid() and (pid == 0 or not sandboxed)
 
 
+CHILD_FDS = 4  # stdin, stdout, stderr and the event pipe (autoenv.core.events)
+COUNT_SECONDS = 0.1  # how often the sandbox's processes are counted against the limit
+
+
 def read_request(conn: socket.socket) -> tuple[dict, list[int]]:
-    """One request: a JSON line and three descriptors (stdin, stdout, stderr)."""
+    """One request: a JSON line and CHILD_FDS descriptors."""
     conn.settimeout(REQUEST_SECONDS)
-    data, fds, _, _ = socket.recv_fds(conn, REQUEST_BYTES, 3)
+    data, fds, _, _ = socket.recv_fds(conn, REQUEST_BYTES, CHILD_FDS)
     while not data.endswith(b"\n") and len(data) < REQUEST_BYTES:
         more = conn.recv(REQUEST_BYTES)
         if not more:
@@ -98,7 +105,8 @@ def run_fork(request: dict, fds: list[int], closing: list[int]) -> int:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, ctypes.c_char_p(CHILD_NAME), 0, 0, 0)
     for fd in closing:
         os.close(fd)
-    for target, fd in enumerate(fds):
+    *stdio, events = fds
+    for target, fd in enumerate(stdio):
         os.dup2(fd, target)
         os.close(fd)
     os.environ.clear()
@@ -106,7 +114,7 @@ def run_fork(request: dict, fds: list[int], closing: list[int]) -> int:
     os.chdir(request["cwd"])
     importlib.invalidate_caches()  # the candidate's files changed since the server started
     sys.argv = [child.__file__, request["job"]]  # as `python -m autoenv.child.main JOB` has it
-    return child.forked(Path(request["job"]), started=time.time())
+    return child.forked(Path(request["job"]), started=time.time(), events_fd=events)
 
 
 def sweep(own: set[int]) -> None:
@@ -160,7 +168,7 @@ def serve_one(conn: socket.socket, listener: socket.socket, token: str, sandboxe
               ) -> bool:
     """One request served; True when the server should exit (asked to stop, or its imported code changed)."""
     request, fds = read_request(conn)
-    if not hmac.compare_digest(str(request.get("token", "")), token) or len(fds) != 3:
+    if not hmac.compare_digest(str(request.get("token", "")), token) or len(fds) != CHILD_FDS:
         for fd in fds:
             os.close(fd)
         if request.get("stop") and hmac.compare_digest(str(request.get("token", "")), token):
@@ -186,40 +194,60 @@ def serve_one(conn: socket.socket, listener: socket.socket, token: str, sandboxe
     for fd in fds:
         os.close(fd)
     conn.sendall(f"started {pid}\n".encode())
-    status = watch(pid, conn)
+    limit = request.get("processes")
+    status, why = watch(pid, conn, limit if isinstance(limit, int) else None, sandboxed)
     if sandboxed:
         sweep({1, os.getpid()})
-        for folder in (Path("/tmp"), Path.home()):
-            empty(folder)
+        for folder in (Path("/tmp"), Path.home(), *private_folders()):  # uv's private cache root
+            if folder.is_dir():
+                empty(folder)
     try:
-        conn.sendall(f"exit {status}\n".encode())
+        conn.sendall(f"exit {status}{' ' + why if why else ''}\n".encode())
     except OSError:
         pass
     return False
 
 
-def watch(pid: int, conn: socket.socket) -> int:
-    """Wait for the fork to end; kill its session when the harness says so or hangs up. Its exit code."""
+def watch(pid: int, conn: socket.socket, processes: int | None = None, sandboxed: bool = True) -> tuple[int, str]:
+    """Wait for the fork to end; kill its session when the harness says so or hangs up, or when the sandbox holds
+    more than `processes` processes besides the server and its init (unsandboxed: the fork and its descendants).
+    Its exit code, and `processes` if that limit ended it."""
     pidfd = os.pidfd_open(pid)
+    why = ""
     try:
         while True:
-            ready, _, _ = select.select([pidfd, conn.fileno()], [], [])
+            ready, _, _ = select.select([pidfd, conn.fileno()], [], [], COUNT_SECONDS if processes else None)
             if pidfd in ready:
                 break
+            if not ready:
+                if processes and (counted({1, os.getpid()}) if sandboxed else descendants(pid)) > processes:
+                    why = "processes"
+                    kill_session(pid)
+                    break
+                continue
             try:
                 said = conn.recv(64)
             except OSError:
                 said = b""
             if not said or b"kill" in said:
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
+                kill_session(pid)
                 break
         _, status = os.waitpid(pid, 0)
-        return os.waitstatus_to_exitcode(status)
+        return os.waitstatus_to_exitcode(status), why
     finally:
         os.close(pidfd)
+
+
+def kill_session(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def counted(own: set[int]) -> int:
+    """The processes of the sandbox's pid namespace but `own` (threads are not processes)."""
+    return sum(1 for p in os.listdir("/proc") if p.isdigit() and int(p) not in own)
 
 
 def main(argv: list[str]) -> int:

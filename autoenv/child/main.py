@@ -1,6 +1,6 @@
 """The evaluation's one child process: the candidate runs here, never in the harness.
 
-Run as `python -m autoenv.child.main JOB.json`. It imports verifiers once, says `ready`, then
+Run as `python -m autoenv.child.main JOB.json EVENTS_FD`. It imports verifiers once, says `ready`, then
 runs the stages the parent sends on stdin, one JSON line each (`{"stage": "inspect"}`,
 `"audit"`, `"rollouts"`), in one event loop, answering each with its events and a
 `stage-done` (or an `error`, after which it exits). End of stdin ends it. The stages
@@ -8,8 +8,10 @@ share the process, so the install check, the gates and the rollouts pay for one
 interpreter and one verifiers import instead of three, while the candidate stays out of
 the harness's own process. A child whose parent died stops itself.
 
-Events are `AUTOENV-EVENT {json}` lines on stdout (autoenv.core.events); verifiers' logging
-goes to the stage's log file.
+Events go to the harness's pipe on descriptor EVENTS_FD (autoenv.core.events), opened before
+anything of the candidate's is imported; stdout and stderr are the candidate's logs, kept by the
+harness up to a size. The resource limits ([limits], autoenv.child.rlimits) are set at the same
+point. verifiers' logging goes to the stage's log file.
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from autoenv.child import rlimits
 from autoenv.child.audit import audit
 from autoenv.child.derived import derive
 from autoenv.child.exports import inspect_module
 from autoenv.child.judge_routing import GraderPolicies, route_judges
 from autoenv.child.rescore_stage import rescore
 from autoenv.child.worker import run as rollouts
-from autoenv.core.events import emit
+from autoenv.core.events import emit, open_channel
 from autoenv.core.job import Job
 from autoenv.endpoint.server import Endpoint
 from autoenv.sandbox.forwarder import relay
@@ -106,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     threading.Thread(target=watch_parent, args=(os.getppid(),), daemon=True).start()
     started = time.time()
+    if len(argv) > 1:
+        open_channel(int(argv[1]))
     job = prepare(Path(argv[0]))
     import verifiers.v1  # noqa: F401 (deferred: paid once here, while the parent is busy with its own stage)
 
@@ -113,9 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     return asyncio.run(serve(job))
 
 
-def forked(job_path: Path, started: float) -> int:
+def forked(job_path: Path, started: float, events_fd: int | None = None) -> int:
     """The same child, forked by the warm server (autoenv.child.forkserver) with verifiers already imported;
     the server, not a thread here, ends it when the harness goes."""
+    if events_fd is not None:
+        open_channel(events_fd)
     job = prepare(job_path)
     emit("ready", seconds=round(time.time() - started, 3), warm=True)
     return asyncio.run(serve(job))
@@ -123,6 +130,7 @@ def forked(job_path: Path, started: float) -> int:
 
 def prepare(job_path: Path) -> Job:
     job = Job.read(job_path)
+    rlimits.apply(job.resources)  # before the candidate is imported: everything it runs inherits them
     job.out.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, job.candidate_dir)
     relay(job)  # sandboxed without network: real models through the forwarder's socket

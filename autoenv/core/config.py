@@ -430,6 +430,29 @@ class Paths:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What the candidate's child process and the programs it starts may use; a breach is the candidate's crash,
+    with the limit named. 0 turns a limit off."""
+
+    memory_mb: int = 4096
+    """Private memory of each process (RLIMIT_DATA: what it allocates, not what it maps from files), in MB."""
+    processes: int = 128
+    """Processes in the child's sandbox at once, the child itself included."""
+    file_mb: int = 1024
+    """The largest file a process may write (RLIMIT_FSIZE), in MB; stdout and stderr are kept up to a few MB."""
+
+    def problems(self) -> list[tuple[str, str]]:
+        floors = {"memory_mb": 512, "processes": 4, "file_mb": 16}  # below these no child starts
+        return [(name, f"must be 0 (no limit) or at least {floor}") for name, floor in floors.items()
+                if getattr(self, name) != 0 and not getattr(self, name) >= floor]
+
+    def job(self, confined: bool = False) -> dict:
+        """The worker job's `resources` field."""
+        return {"memory_mb": self.memory_mb or None, "processes": self.processes or None,
+                "file_mb": self.file_mb or None, "confined": confined}
+
+
+@dataclass(frozen=True)
 class Config:
     target: ModelConfig
     strong: ModelConfig
@@ -447,6 +470,7 @@ class Config:
     run: Run = field(default_factory=Run)
     agent: Agent = field(default_factory=Agent)
     candidate: Candidate = field(default_factory=Candidate)
+    limits: Limits = field(default_factory=Limits)
     root: Path = field(default=Path("."), compare=False)
     """Directory holding config.toml; every relative path is resolved against it."""
 

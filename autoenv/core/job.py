@@ -86,6 +86,16 @@ class CallLimits(_Part):
     tool_seconds: float = Field(60.0, description="One tool call (verifiers' harness tool_timeout).")
 
 
+class ResourceLimits(_Part):
+    """What the child and every process it starts may use ([limits]); None: no limit. A breach is the candidate's."""
+
+    memory_mb: int | None = Field(4096, description="Private memory (RLIMIT_DATA) of each process, in MB.")
+    processes: int | None = Field(128, description="Processes in the child's sandbox at once, the child included.")
+    file_mb: int | None = Field(1024, description="Largest file a process may write (RLIMIT_FSIZE), in MB.")
+    confined: bool = Field(False, description="The child runs in a sandbox of its own (set by the harness): the "
+                           "kernel's per-user process limit then counts the sandbox's processes alone.")
+
+
 class Job(_Part):
     """Everything a worker process needs; nothing it needs comes from the environment."""
 
@@ -111,6 +121,7 @@ class Job(_Part):
     share_dir: str = Field("", description="The child's temp folder under a container runtime: the same path on the "
                            "host and in the sandbox, so the engine sees what verifiers binds from it.")
     limits: CallLimits = Field(default_factory=CallLimits)
+    resources: ResourceLimits = Field(default_factory=ResourceLimits)
     rollouts: RolloutPlan | None = None
     audit: AuditPlan | None = None
     rescore_from: str | None = Field(None, description="An earlier evaluation's outputs folder whose rollouts the "

@@ -238,4 +238,5 @@ def config_job(config: Config, out: Path, audit: AuditPlan | None = None, rollou
                check_modules=config.candidate.checked_modules(), infinite_take=c.infinite_take,
                max_concurrent=b.max_concurrent, max_concurrent_total=config.concurrency()[1],
                rollout_timeout=b.rollout_timeout, max_turns=b.max_turns,
-               runtime=config.runtime.job(), embedded_latency=config.offline.latency, audit=audit, rollouts=rollouts)
+               runtime=config.runtime.job(), embedded_latency=config.offline.latency, audit=audit, rollouts=rollouts,
+               resources=config.limits.job())

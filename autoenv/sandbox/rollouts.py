@@ -22,12 +22,15 @@ from typing import IO
 
 from autoenv.core import display
 from autoenv.core.errors import AutoEnvError
-from autoenv.core.events import parse
+from autoenv.core.events import read_events
 from autoenv.core.formats import excerpt
 from autoenv.core.job import Job, RolloutPlan, RuntimeSpec, Seat
 from autoenv.core.paths import EXAMPLES, shown
-from autoenv.core.traces import read_rollouts
-from autoenv.sandbox import network, warmchild
+from autoenv.core.record import ForwardedRoute
+from autoenv.core.traces import PROVIDER_OUTCOMES, read_rollouts
+from autoenv.sandbox import forwarder, network, warmchild
+from autoenv.sandbox.candidatevenv import child_paths, child_python
+from autoenv.sandbox.childio import ChildPipes, ProcessWatch, limit_hit, processes_exceeded
 from autoenv.sandbox.confine import (
     SANDBOX_VAR,
     Sandbox,
@@ -38,11 +41,13 @@ from autoenv.sandbox.confine import (
     runtime_files,
     writable_paths,
 )
-from autoenv.sandbox.environ import RUNTIME_KEYS, scrubbed
+from autoenv.sandbox.environ import sandbox_env
 
 CHILD_MODULE = "autoenv.child.main"
 STARTUP_SECONDS = 180  # the interpreter, verifiers and the candidate's import, on a loaded machine
 CLOSE_SECONDS = 30  # a child told to stop (end of stdin) gets this long before SIGKILL
+LIMIT_FIX = ("the candidate's to fix (use less); a person who wants it allowed raises that key of [limits] in "
+             "config.toml (0: no limit)")
 
 
 @dataclass
@@ -62,10 +67,12 @@ class WorkerFailed(AutoEnvError):
     pass
 
 
-def child_env(candidate_dir: Path, hide: Iterable[str] = (), runtime: str = "subprocess") -> dict[str, str]:
-    """Environment for child processes: no secrets (autoenv.sandbox.environ; `hide` names more) but the
-    `runtime`'s own credentials, this venv's tools first, this candidate's code first."""
-    env = scrubbed(drop=hide, keep=RUNTIME_KEYS.get(runtime, ()))
+def child_env(candidate_dir: Path, hide: Iterable[str] = (), runtime: str = "subprocess", network: bool = False
+              ) -> dict[str, str]:
+    """Environment for child processes: the allowlist's variables only (autoenv.sandbox.environ.sandbox_env: no
+    secret, whatever its name; `hide` names more to drop), the `runtime`'s own credentials, with `network` the
+    proxies that hold no password; this venv's tools first, this candidate's code first."""
+    env = sandbox_env(drop=hide, runtime=runtime, network=network)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(candidate_dir), env.get("PYTHONPATH", "")] if p)
     env["PYTHONUNBUFFERED"] = "1"
@@ -96,38 +103,55 @@ class Worker:
                  sandbox: Sandbox | None = None):
         self.job = job
         self.sandbox = sandbox or choose()
-        self.env = {**child_env(Path(job.candidate_dir), hide, job.runtime.type), **(env or {})}
+        self.env = {**child_env(Path(job.candidate_dir), hide, job.runtime.type, needs_network(job)), **(env or {})}
         self.stderr_path = job.out / "worker.stderr"
         self.proc: subprocess.Popen | warmchild.WarmChild | None = None
         self.expired: str | None = None
-        self._stderr: IO[str] | None = None
+        self.exceeded: str | None = None  # a limit the harness stopped the child for
+        self.pipes: ChildPipes | None = None
+        self._watch: ProcessWatch | None = None
 
     def __enter__(self) -> Worker:
-        out, candidate_dir = self.job.out, Path(self.job.candidate_dir)
+        out = self.job.out
         out.mkdir(parents=True, exist_ok=True)
         job_path = out / "job.json"
+        confined = self.job.resources.model_copy(update={"confined": self.sandbox.kind == "bwrap"})
+        self.job = self.job.model_copy(update={"resources": confined})
         self.job.write(job_path)
-        self._stderr = open(self.stderr_path, "w")
+        self.pipes = ChildPipes(out)
+        try:
+            self._start(job_path, self.pipes)
+        except BaseException:
+            self.pipes.close()
+            self.pipes = None
+            raise
+        return self
+
+    def _start(self, job_path: Path, pipes: ChildPipes) -> None:
+        candidate_dir = Path(self.job.candidate_dir)
         network = needs_network(self.job)
-        if self.sandbox.kind == "bwrap" and not network:
+        if self.sandbox.kind == "bwrap":  # uv's cache is read-only inside: its scripts prepared here first
             prepare_scripts(self.job)
-        shown = [repository_of(candidate_dir), candidate_dir, *runtime_files(self.job)]
+        shown = [repository_of(candidate_dir), candidate_dir, *runtime_files(self.job), *child_paths(candidate_dir)]
         source = [Path(self.job.rescore_from)] if self.job.rescore_from else []
         if all(path.resolve().is_relative_to(shown[0]) for path in source):
             # (a rescore source outside the repository would be one more folder per evaluation: a cold child)
             self.proc = warmchild.start(self.job, self.sandbox, self.env, shown, writable_paths(self.job), network,
-                                        self._stderr)
+                                        pipes.child_fds())
             if self.proc is not None:
                 display.note("warm child: forked by the warm server, verifiers already imported")
         if self.proc is None:
-            cmd = self.sandbox.wrap([sys.executable, "-m", CHILD_MODULE, str(job_path)], readable=[*shown, *source],
+            child = [child_python(candidate_dir), "-m", CHILD_MODULE, str(job_path), str(pipes.events_fd)]
+            cmd = self.sandbox.wrap(child, readable=[*shown, *source],
                                     writable=writable_paths(self.job), network=network)
             self.proc = subprocess.Popen(
                 cmd,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-                env=self.env, cwd=candidate_dir, start_new_session=True,
+                stdin=subprocess.PIPE, stdout=pipes.stdout.write_fd, stderr=pipes.stderr.write_fd, text=True,
+                pass_fds=(pipes.events_fd,), env=self.env, cwd=candidate_dir, start_new_session=True,
             )
-        return self
+            if self.job.resources.processes:  # a warm child's are counted by its server
+                self._watch = ProcessWatch(self.proc.pid, self.job.resources.processes, self._too_many)
+        pipes.started()
 
     @property
     def warm(self) -> bool:
@@ -139,8 +163,8 @@ class Worker:
 
     def run(self, stage: str) -> WorkerResult:
         """Run `stage` in the child under its deadline, following its events; raise WorkerFailed on failure."""
-        proc = self.proc
-        assert proc is not None and proc.stdin is not None, "use the Worker as a context manager"
+        proc, pipes = self.proc, self.pipes
+        assert proc is not None and proc.stdin is not None and pipes is not None, "use the Worker as a context manager"
         try:
             proc.stdin.write(json.dumps({"stage": stage}) + "\n")
             proc.stdin.flush()
@@ -151,7 +175,7 @@ class Worker:
         timer = threading.Timer(limit, self._expire, args=(stage, limit))
         timer.start()
         try:
-            last = _follow(proc, result, proc.publish if isinstance(proc, warmchild.WarmChild) else None)
+            last = _follow(pipes.events, result, proc.publish if isinstance(proc, warmchild.WarmChild) else None)
         except BaseException:
             self.kill()
             raise
@@ -160,18 +184,36 @@ class Worker:
             if isinstance(proc, warmchild.WarmChild):
                 proc.publish()  # what the stage wrote, into the output folder the harness reads
         if last is not None and last["event"] == "error":
-            raise _worker_error(last, self.job.out, self.sandbox.kind == "bwrap" and not needs_network(self.job))
+            raise _worker_error(last, self.job, self.sandbox.kind == "bwrap" and not needs_network(self.job))
         if last is None:
             proc.wait()
+            pipes.stderr.join()  # the log complete before its tail is read
             tail = "\n".join(self.stderr_path.read_text(errors="replace").strip().splitlines()[-12:])
+            if isinstance(proc, warmchild.WarmChild) and proc.limit == "processes":
+                self.exceeded = processes_exceeded(self.job.resources)
+            exceeded = self.exceeded or limit_hit(self.job.resources, tail)
             raise WorkerFailed(
                 (f"the {self.expired} stopped after its deadline of {limit:.0f} s" if self.expired else
+                 f"{exceeded}: the child process ended in the {stage} stage" if exceeded else
                  f"the child process died in the {stage} stage with exit code {proc.returncode}")
                 + (f":\n{tail}" if tail else ""),
                 where=str(self.stderr_path),
-                fix="read the log; a candidate that crashes the interpreter or never returns shows there",
+                fix=LIMIT_FIX if exceeded else
+                "read the log; a candidate that crashes the interpreter or never returns shows there",
             )
+        if stage == "rollouts" and result.smoke is not None:
+            fw = forwarder.serving(self.env.get(forwarder.TOKEN_VAR, ""))
+            check_smoke(self.job, result.smoke, fw.report().routes if fw is not None else None)
+        failed = result.inspected if result.inspected and not result.inspected.get("ok") else None
+        if failed and (exceeded := limit_hit(self.job.resources, f"{failed.get('error')}: {failed.get('message')}\n"
+                                                                 f"{failed.get('traceback', '')}")):
+            raise WorkerFailed(f"{exceeded}: importing the candidate failed: {failed.get('error')}: "
+                               f"{failed.get('message')}", where=str(self.job.candidate_dir), fix=LIMIT_FIX)
         return result
+
+    def _too_many(self) -> None:
+        self.exceeded = processes_exceeded(self.job.resources)
+        self.kill()
 
     def _expire(self, stage: str, limit: float) -> None:
         self.expired = f"{stage} stage was"
@@ -199,12 +241,12 @@ class Worker:
                 pass
         self.kill()
         proc.wait()
+        if self._watch is not None:
+            self._watch.stop()
         if isinstance(proc, warmchild.WarmChild):
             proc.release()
-        if proc.stdout is not None:
-            proc.stdout.close()
-        if self._stderr is not None:
-            self._stderr.close()
+        if self.pipes is not None:
+            self.pipes.close()
         self.proc = None
 
 
@@ -222,67 +264,122 @@ def run_worker(job: Job, env: dict[str, str] | None = None, sandbox: Sandbox | N
 PUBLISH_SECONDS = 1.0  # a warm child's files reach the output folder at least this often while a stage runs
 
 
-def _follow(proc: subprocess.Popen | warmchild.WarmChild, result: WorkerResult,
-            publish: Callable[[], None] | None = None) -> dict | None:
-    """Follow one stage's events up to its `stage-done` or `error` (returned), or None at end of output."""
-    assert proc.stdout is not None
-    progress = None
+MAX_KEPT_EVENTS = 200_000  # a stage's events kept in its result; past this they are acted on, not kept
+
+
+def _follow(events: IO[str], result: WorkerResult, publish: Callable[[], None] | None = None) -> dict | None:
+    """Follow one stage's events (the child's event pipe) up to its `stage-done` or `error` (returned), or None at
+    the pipe's end. What the child says is shown as the child's, never as the harness's own lines; an event the
+    harness cannot read (the candidate's code can write on the pipe) is the candidate's crash, never the harness's."""
+    shown = _Shown()
     published = time.monotonic()
-    bars: dict[str, display.TaskID] = {}
     try:
-        for line in proc.stdout:
-            event = parse(line)
-            if event is None:
-                continue
+        for event in read_events(events):
             event["received"] = time.time()  # when the parent saw it (benchmarks time phases by it)
             if publish is not None and time.monotonic() - published >= PUBLISH_SECONDS:
                 publish()
                 published = time.monotonic()
-            result.events.append(event)
+            if len(result.events) < MAX_KEPT_EVENTS:
+                result.events.append(event)
             kind = event["event"]
             if kind in ("stage-done", "error"):
-                result.seconds = event.get("seconds")
+                result.seconds = event.get("seconds") if isinstance(event.get("seconds"), (int, float)) else None
                 return event
-            if kind == "inspected":
-                result.inspected = event
-            elif kind == "loaded":
-                result.loaded_tasks, result.load_seconds = event["tasks"], event["seconds"]
-                display.note(f"taskset loaded: {event['tasks']} tasks in {event['seconds']:.2f} s")
-            elif kind == "smoke":
-                result.smoke = event
-                reward = event.get("reward")
-                if event["outcome"] == "ok":
-                    display.note(f"smoke rollout ok, reward {reward:.3f}")
-                else:
-                    display.warn(f"smoke rollout failed: {event['outcome']}: {event.get('error')}")
-            elif kind == "planned":
-                progress = display.rollout_progress()
-                progress.start()
-                bars = {role: progress.add_task(role, total=n, status="") for role, n in event["total"].items()}
-            elif kind == "rollout" and progress is not None:
-                progress.update(bars[event["role"]], completed=event["done"],
-                                status="" if event["ok"] else "errors")
-            elif kind == "probe":
-                if progress is not None:
-                    progress.advance(bars["probes"])
-            elif kind == "probe-plan":
-                progress = display.rollout_progress()
-                progress.start()
-                bars = {"probes": progress.add_task("probes", total=event["total"], status=event.get("mode", ""))}
-            elif kind == "note":
-                display.note(event["message"])
+            try:
+                shown.event(kind, event, result)
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                raise WorkerFailed(f"the child sent an event the harness cannot read ({type(e).__name__}: {e}): "
+                                   f"{excerpt(json.dumps(event), 300)}", where="the child's event pipe",
+                                   fix="the candidate's code wrote on the child's event pipe; it must not") from None
     finally:
-        if progress is not None:
-            progress.stop()
+        shown.stop()
     return None
 
 
-def _worker_error(event: dict, out_dir: Path, confined: bool = True) -> WorkerFailed:
+class _Shown:
+    """The display of one stage's events: its progress bars, and its notes."""
+
+    def __init__(self) -> None:
+        self.progress: display.Progress | display.PlainProgress | None = None
+        self.bars: dict[str, display.TaskID] = {}
+
+    def event(self, kind: str, event: dict, result: WorkerResult) -> None:
+        if kind == "inspected":
+            result.inspected = event
+        elif kind == "loaded":
+            tasks, seconds = int(event["tasks"]), float(event["seconds"])
+            result.loaded_tasks, result.load_seconds = tasks, seconds
+            display.note(f"taskset loaded: {tasks} tasks in {seconds:.2f} s")
+        elif kind == "smoke":
+            result.smoke = event
+            if event["outcome"] == "ok":
+                display.note(f"smoke rollout ok, reward {float(event['reward']):.3f}")
+            else:
+                display.warn(f"smoke rollout failed: {event['outcome']}: {event.get('error')}")
+        elif kind == "planned":
+            self.start({role: int(n) for role, n in event["total"].items()}, status="")
+        elif kind == "rollout" and self.progress is not None:
+            self.progress.update(self.bars[event["role"]], completed=int(event["done"]),
+                                 status="" if event["ok"] else "errors")
+        elif kind == "probe":
+            if self.progress is not None:
+                self.progress.advance(self.bars["probes"])
+        elif kind == "probe-plan":
+            self.start({"probes": int(event["total"])}, status=str(event.get("mode", "")))
+        elif kind == "note":
+            display.note(f"child process: {event.get('message')}")
+
+    def start(self, totals: dict[str, int], status: str) -> None:
+        self.stop()
+        self.progress = progress = display.rollout_progress()
+        progress.start()
+        self.bars = {name: progress.add_task(name, total=n, status=status) for name, n in totals.items()}
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+
+def check_smoke(job: Job, smoke: dict, routes: dict[str, ForwardedRoute] | None = None) -> None:
+    """The child's `smoke` event checked against what the harness knows: a rollout failing at the provider decides
+    who is at fault (`inconclusive`, not the candidate's), so the candidate's code, which shares the child's
+    process, must not be able to claim one. Offline no provider is in play (the endpoint is the child's own); online
+    the forwarder (`routes`, its live counts) must have passed the target's requests on to the provider; and the
+    smoke trace the child wrote must say the same. Otherwise the smoke event is the candidate's crash. (A request
+    the provider answered 2xx can still end as a provider error, an error inside a stream: only "nothing reached the
+    provider" is certain.)"""
+    outcome = smoke.get("outcome")
+    if outcome not in PROVIDER_OUTCOMES:
+        return
+    where = job.out / "smoke" / "traces.jsonl"
+    fix = "read worker.stdout, worker.stderr and the smoke trace; fix the candidate"
+    if job.rollouts is not None and all(seat.embedded for seat in job.rollouts.roles.values()):
+        raise WorkerFailed(f"the child reported the smoke rollout failing at the provider ({outcome}), but this "
+                           "evaluation has no provider (every model is the built-in endpoint, in the child): the "
+                           "candidate's code broke the rollout or forged the report", where=str(where), fix=fix)
+    target = (routes or {}).get("target")
+    if outcome == "provider_error" and target is not None and target.requests == 0:
+        raise WorkerFailed(f"the child reported the smoke rollout failing at the provider ({outcome}), but the "
+                           "harness's forwarder passed no request of the target model to the provider: the "
+                           "candidate's code kept the rollout from it or forged the report", where=str(where), fix=fix)
+    traced = read_rollouts(where.parent) if where.is_file() else []
+    if not traced or traced[-1].outcome != outcome:
+        seen = traced[-1].outcome if traced else "no smoke trace"
+        raise WorkerFailed(f"the child reported the smoke rollout failing at the provider ({outcome}), but its trace "
+                           f"says {seen}: the candidate's code forged the report", where=str(where), fix=fix)
+
+
+def _worker_error(event: dict, job: Job, confined: bool = True) -> WorkerFailed:
     message = event.get("message", "")
     stage = event.get("stage", "rollouts")
-    tail = "\n".join(event.get("traceback", "").strip().splitlines()[-10:])
-    log = out_dir / ("gates/audit.log" if stage == "audit" else "worker.log")
+    tail = "\n".join(str(event.get("traceback", "")).strip().splitlines()[-10:])
+    log = job.out / ("gates/audit.log" if stage == "audit" else "worker.log")
     said = f"{event.get('type')}: {message}"
+    exceeded = limit_hit(job.resources, f"{said}\n{event.get('traceback', '')}")
+    if exceeded is not None:
+        return WorkerFailed(f"{exceeded}: the {stage} stage failed in the child process: {said}\n{tail}",
+                            where=str(log), fix=LIMIT_FIX)
     host = network.failure(f"{said}\n{event.get('traceback', '')}")
     if host is not None:  # the Hub or another host the sandbox cannot reach: say so, and what to do
         return network_failed(stage, said, event.get("traceback", ""), host, confined, log)

@@ -42,6 +42,7 @@ from typing import IO
 from autoenv.core.cachedir import cache_root
 from autoenv.core.job import Job
 from autoenv.core.paths import PROJECT
+from autoenv.sandbox.candidatevenv import child_python
 from autoenv.sandbox.confine import Sandbox
 from autoenv.sandbox.forwarder import TOKEN_VAR, forward_root
 
@@ -49,7 +50,7 @@ WARM_VAR = "AUTOENV_WARM"
 SERVER_MODULE = "autoenv.child.forkserver"
 REPLY_SECONDS = 180.0  # the server's import on a loaded machine, before it answers the first request
 STOP_SECONDS = 5.0
-PARENT_FILES = {"job.json", "worker.stderr", "run.log"}  # the harness's own files in the output folder
+PARENT_FILES = {"job.json", "worker.stderr", "worker.stdout", "run.log"}  # the harness's own files in the output folder
 NOT_SEEDED = ("previous", "judge")  # earlier evaluations' archives and the judge's files: never the child's to read
 
 
@@ -110,12 +111,14 @@ def folder_of(job: Job, key: str) -> Path:
 
 
 class WarmChild:
-    """A forked child, used like subprocess.Popen by autoenv.sandbox.rollouts.Worker: stdin, stdout, kill, wait."""
+    """A forked child, used like subprocess.Popen by autoenv.sandbox.rollouts.Worker: stdin, kill, wait. Its stdout,
+    stderr and event pipe are the Worker's (autoenv.sandbox.childio)."""
 
-    def __init__(self, conn: socket.socket, stdin: IO[str], stdout: IO[str], pid: int, lock: IO[str],
+    def __init__(self, conn: socket.socket, stdin: IO[str], pid: int, lock: IO[str],
                  slot: Path, out: Path, seen: dict[str, tuple[int, int]]):
-        self.conn, self.stdin, self.stdout, self.pid = conn, stdin, stdout, pid
+        self.conn, self.stdin, self.pid = conn, stdin, pid
         self.returncode: int | None = None
+        self.limit = ""  # the limit the server ended the child for ("processes"), if any
         self._lock, self.slot, self.out, self._seen = lock, slot, out, seen
         self._reply = b""
         self.unpublished: dict[str, str] = {}
@@ -142,6 +145,7 @@ class WarmChild:
             pass
         words = self._reply.decode(errors="replace").split()
         self.returncode = int(words[1]) if len(words) >= 2 and words[0] == "exit" else -9
+        self.limit = words[2] if len(words) >= 3 and words[0] == "exit" else ""
         return self.returncode
 
     def publish(self) -> None:
@@ -292,8 +296,9 @@ def seed(out: Path, slot: Path) -> dict[str, tuple[int, int]]:
 
 
 def start(job: Job, sandbox: Sandbox, env: dict[str, str], readable: list[Path], writable: Iterable[Path],
-          network: bool, stderr: IO[str]) -> WarmChild | None:
-    """A child forked by this job's warm server (started now if none is running), or None: use a cold one."""
+          network: bool, fds: tuple[int, int, int]) -> WarmChild | None:
+    """A child forked by this job's warm server (started now if none is running), or None: use a cold one. `fds`:
+    the write ends of the child's stdout, stderr and event pipes (autoenv.sandbox.childio)."""
     if sandbox.kind not in ("bwrap", "none") or not wanted(job):
         return None
     forwarding = Path(job.forward_socket).parent if job.forward_socket else None
@@ -316,10 +321,10 @@ def start(job: Job, sandbox: Sandbox, env: dict[str, str], readable: list[Path],
             slot.mkdir()
         seen = seed(job.out, slot)
         conn = connect(folder)
-        child = request(conn, job, slot, env, stderr, folder) if conn is not None else STALE
+        child = request(conn, job, slot, env, fds, folder) if conn is not None else STALE
         if child == STALE:  # none running, or one whose imported code was replaced since it started: a new one
             conn = launch(job, sandbox, env, readable, [slot, *others], network, folder, key)
-            child = request(conn, job, slot, env, stderr, folder)
+            child = request(conn, job, slot, env, fds, folder)
     except (OSError, ValueError, TimeoutError) as e:
         (folder / "server.log").open("a").write(f"{time.ctime()}: no warm child: {type(e).__name__}: {e}\n")
         lock.close()
@@ -327,8 +332,8 @@ def start(job: Job, sandbox: Sandbox, env: dict[str, str], readable: list[Path],
     if not isinstance(child, tuple):
         lock.close()
         return None
-    conn_, stdin, stdout, pid = child
-    return WarmChild(conn_, stdin, stdout, pid, lock, slot, job.out, seen)
+    conn_, stdin, pid = child
+    return WarmChild(conn_, stdin, pid, lock, slot, job.out, seen)
 
 
 def address(folder: Path) -> str:
@@ -370,7 +375,7 @@ def launch(job: Job, sandbox: Sandbox, env: dict[str, str], readable: list[Path]
     read_end, write_end = os.pipe()
     os.write(write_end, token.encode())
     os.close(write_end)
-    cmd = sandbox.wrap([sys.executable, "-m", SERVER_MODULE, str(listener.fileno()), str(read_end),
+    cmd = sandbox.wrap([child_python(Path(job.candidate_dir)), "-m", SERVER_MODULE, str(listener.fileno()), str(read_end),
                         str(job.runtime.warm_seconds), "1" if sandbox.kind == "bwrap" else "0"],
                        readable=readable, writable=writable, network=network, persist=True)
     with open(folder / "server.log", "a") as log:
@@ -389,21 +394,19 @@ def launch(job: Job, sandbox: Sandbox, env: dict[str, str], readable: list[Path]
 STALE = "stale"
 
 
-def request(conn: socket.socket, job: Job, slot: Path, env: dict[str, str], stderr: IO[str], folder: Path
-            ) -> tuple[socket.socket, IO[str], IO[str], int] | str | None:
+def request(conn: socket.socket, job: Job, slot: Path, env: dict[str, str], fds: tuple[int, int, int], folder: Path
+            ) -> tuple[socket.socket, IO[str], int] | str | None:
     """Ask the server for a child running `job` with its output in `slot`; None if it does not start one, STALE if
     it has exited because code it imported has changed on disk."""
     staged = job.model_copy(update={"out_dir": str(slot)})
     staged.write(slot / "job.json")
     child_in, stdin_w = os.pipe()
-    stdout_r, child_out = os.pipe()
     message = {"token": (folder / "token").read_text().strip(), "job": str(slot / "job.json"), "env": env,
-               "cwd": job.candidate_dir}
+               "cwd": job.candidate_dir, "processes": job.resources.processes}
     try:
-        socket.send_fds(conn, [json.dumps(message).encode() + b"\n"], [child_in, child_out, stderr.fileno()])
+        socket.send_fds(conn, [json.dumps(message).encode() + b"\n"], [child_in, *fds])
     finally:
         os.close(child_in)
-        os.close(child_out)
     conn.settimeout(REPLY_SECONDS)
     reply = b""
     try:
@@ -417,11 +420,10 @@ def request(conn: socket.socket, job: Job, slot: Path, env: dict[str, str], stde
     words = reply.decode(errors="replace").split()
     if len(words) < 2 or words[0] != "started":
         os.close(stdin_w)
-        os.close(stdout_r)
         conn.close()
         return STALE if words[:1] == [STALE] else None
     conn.settimeout(None)
-    return conn, os.fdopen(stdin_w, "w"), os.fdopen(stdout_r, "r"), int(words[1])
+    return conn, os.fdopen(stdin_w, "w"), int(words[1])
 
 
 def stop_others(folder: Path) -> None:
