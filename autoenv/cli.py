@@ -31,7 +31,7 @@ from autoenv.core.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS, shown
 from autoenv.core.record import ROLES, Entry
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.endpoint.policies import Policies
-from autoenv.endpoint.server import Endpoint, Faults, serve_forever
+from autoenv.endpoint.server import Endpoint, Faults, key_digest, serve_forever
 from autoenv.evaluation.commands import audit_only, recompute, rejudge, verify
 from autoenv.evaluation.context import EvalOptions, EvaluationCrashed
 from autoenv.evaluation.pipeline import evaluate
@@ -52,6 +52,7 @@ from autoenv.run.ledger import read_entries
 from autoenv.run.lifecycle import new_run, rebase_rules
 from autoenv.sandbox import vendor
 from autoenv.sandbox.build import uv_binary
+from autoenv.sandbox.candidaterun import confined, installed
 from autoenv.sandbox.confine import choose
 from autoenv.sandbox.install import install_candidate
 from autoenv.sandbox.rollouts import warm
@@ -351,14 +352,21 @@ def cmd_serve(args) -> int:
     except ValueError as e:
         raise AutoEnvError(str(e), where="--rate-* and --burst flags",
                            fix="use rates between 0 and 1 that sum to at most 1, and a burst like 500:3")
-    key = os.environ.get(args.key_var, "") if args.key_var else None
+    inside = os.environ.get(SERVE_INSIDE) == "1"  # this process is the sandboxed server `serve_confined` started
+    digest = os.environ.get(SERVE_KEY_DIGEST) if inside else None
+    key = os.environ.get(args.key_var, "") if args.key_var and not inside else None
     if key == "":
         raise AutoEnvError(f"--key-var names ${args.key_var}, which is not set", where="--key-var",
                            fix=f"export {args.key_var}=... first, or leave --key-var out to serve without a key")
+    if inside and args.key_var and not digest:
+        raise AutoEnvError(f"{SERVE_INSIDE} is set without the key's digest", where=SERVE_INSIDE,
+                           fix=f"unset {SERVE_INSIDE}: `autoenv serve --candidate` sets it for the server it sandboxes")
+    if args.candidate and not inside:
+        return serve_confined(args, key)
     oracle = load_oracle(args.candidate)
     listed = None if args.list_models is None else [m for m in args.list_models.split(",") if m]
     endpoint = Endpoint(Policies(oracle, seed=args.seed), faults, port=args.port, api_key=key,
-                        prompt_cache=args.prompt_cache, models=listed)
+                        prompt_cache=args.prompt_cache, models=listed, api_key_sha256=digest or None)
 
     def ready(ep):
         display.console.print(f"serving {', '.join(ep.policies.names())} at {ep.base_url}"
@@ -370,6 +378,28 @@ def cmd_serve(args) -> int:
         raise AutoEnvError(f"cannot listen on 127.0.0.1:{args.port}: {e.strerror}", where="--port",
                            fix="pick a free port, e.g. --port 0 for any") from None
     return 0
+
+
+SERVE_INSIDE, SERVE_KEY_DIGEST = "AUTOENV_SERVE_INSIDE", "AUTOENV_SERVE_BEARER_SHA256"
+
+
+def serve_confined(args, key: str | None) -> int:
+    """`autoenv serve --candidate`: the oracle policies call the candidate's code in the serving process, so that
+    process runs in the sandbox with the candidate's venv (autoenv.sandbox.candidaterun): no secret in its
+    environment (the --key-var key only as its sha256, which the server compares), nothing writable, the
+    candidate's folder and venv shown read-only. It shares this machine's network: its port must be reachable
+    on 127.0.0.1 from outside the sandbox."""
+    flags = ["--port", str(args.port), "--seed", str(args.seed), "--latency", str(args.latency),
+             *(f for name in ("429", "500", "hang", "cut") for f in (f"--rate-{name}", str(getattr(args, f"rate_{name}")))),
+             *(["--burst", args.burst] if args.burst else []),
+             *(["--prompt-cache", args.prompt_cache] if args.prompt_cache else []),
+             *(["--list-models", args.list_models] if args.list_models is not None else []),
+             *(["--key-var", args.key_var] if args.key_var else [])]
+    with installed(Path(args.candidate)) as folder:
+        extra = {SERVE_INSIDE: "1", **({SERVE_KEY_DIGEST: key_digest(key)} if key is not None else {})}
+        cmd, env = confined(folder, "autoenv.cli", ["serve", *flags, "--candidate", str(folder)], network=True,
+                            extra_env=extra)
+        return subprocess.run(cmd, env=env, cwd=folder, check=False).returncode
 
 
 def cmd_demo(args) -> int:

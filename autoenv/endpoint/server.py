@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import json
 import random
 import time
@@ -73,11 +74,15 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
 
 
+def key_digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
 class Endpoint:
     """An aiohttp application serving `policies`; `async with Endpoint(...) as ep` binds a port."""
 
     def __init__(self, policies: Policies, faults: Faults = Faults(), port: int = 0, api_key: str | None = None,
-                 prompt_cache: str | None = None, models: list[str] | None = None):
+                 prompt_cache: str | None = None, models: list[str] | None = None, api_key_sha256: str | None = None):
         if prompt_cache not in (None, "included", "separate"):
             raise ValueError("prompt_cache is None, 'included' or 'separate'")
         self.policies = policies
@@ -85,6 +90,9 @@ class Endpoint:
         self.models = models
         self._prefixes: set[str] = set()
         self.api_key = api_key
+        # the key's digest is what the check compares: a server run in the sandbox (`autoenv serve --candidate`,
+        # the candidate's oracle in its process) is given the digest, never the key
+        self.api_key_sha256 = api_key_sha256 or (key_digest(api_key) if api_key is not None else None)
         self.faults = faults
         self.port = port
         self.counts: Counter[str] = Counter()
@@ -150,8 +158,9 @@ class Endpoint:
     @web.middleware
     async def _check_key(self, request: web.Request, handler) -> web.StreamResponse:
         """With an `api_key`, a request without `Authorization: Bearer <key>` is refused, as a provider would."""
-        if self.api_key is not None and request.path != "/health" and \
-                request.headers.get("Authorization") != f"Bearer {self.api_key}":
+        given = request.headers.get("Authorization", "")
+        if self.api_key_sha256 is not None and request.path != "/health" and not (
+                given.startswith("Bearer ") and hmac.compare_digest(key_digest(given[7:]), self.api_key_sha256)):
             self.counts["unauthorized"] += 1
             return error_response(401, "invalid or missing API key")
         return await handler(request)

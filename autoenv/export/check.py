@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -30,6 +28,9 @@ from pathlib import Path
 import yaml
 
 from autoenv.core import display
+from autoenv.sandbox.candidaterun import confined, installed
+from autoenv.sandbox.confine import choose
+from autoenv.sandbox.environ import sandbox_env
 from autoenv.sandbox.serverenv import prepare
 
 REQUIRED_KEYS = ("spec_version", "name", "type", "runtime", "app", "port")
@@ -152,7 +153,8 @@ def separation_runtime(package: Path, python: Path) -> Check:
         code = (f"import sys, {package.name}.client as c; "
                 f"bad = [m for m in sys.modules if m.startswith('{package.name}.server')]; "
                 "print('server modules imported:', bad) if bad else None; sys.exit(1 if bad else 0)")
-        proc = _run([str(python), "-c", code], cwd=tmp)
+        cmd, env = confined_server([str(python), "-c", code], [Path(tmp)], network=False)
+        proc = _run(cmd, cwd=tmp, env=env)
     said = " ".join((proc.stdout + proc.stderr).split())[-300:]
     return Check("separation.runtime", "PASS" if proc.returncode == 0 else "FAIL",
                  f"import {package.name}.client with server/ absent: " + ("ok" if proc.returncode == 0 else said))
@@ -183,8 +185,9 @@ def serve(package: Path, python: Path) -> Iterator[tuple[str, str | None]]:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen([str(python), "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
-                                 "--log-level", "warning"], cwd=cwd, stdout=subprocess.DEVNULL, stderr=errors)
+        cmd, env = confined_server([str(python), "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
+                                    "--log-level", "warning"], [cwd], network=True)
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=errors, env=env)
         try:
             failure: str | None = f"no answer from {url}/health within {READY_SECONDS} s"
             deadline = time.monotonic() + READY_SECONDS
@@ -208,6 +211,13 @@ def serve(package: Path, python: Path) -> Iterator[tuple[str, str | None]]:
                 proc.kill()
 
 
+def confined_server(cmd: list[str], readable: list[Path], network: bool) -> tuple[list[str], dict[str, str]]:
+    """(command, environment) running `cmd` (the package's server code, in its venv) in the sandbox: `readable` and
+    the server venvs shown read-only, nothing writable, the allowlisted environment (no secret); with `network`,
+    this machine's (the server listens on its loopback for openenv's CLI and the episode)."""
+    return choose().wrap(cmd, readable=readable, writable=[], network=network), sandbox_env(network=network)
+
+
 def validate_url(url: str, python: Path) -> Check:
     proc = _run([str(python.parent / "openenv"), "validate", "--url", url, "--json"])
     try:
@@ -227,8 +237,11 @@ def oracle_episode(package: Path, url: str) -> Check:
         return Check("episode.oracle", "SKIP", "not an AutoEnv export (.autoenv/export.json missing): no oracle to play")
     info = json.loads(info_path.read_text())
     candidate = package / info["candidate"]
-    env = {k: v for k, v in os.environ.items() if "API_KEY" not in k}
-    proc = _run([sys.executable, "-m", "autoenv.export.episode", url, str(candidate), info["kind"]], env=env)
+    # the candidate's code in the sandbox, its own venv's Python (autoenv.sandbox.candidaterun); the harness's network
+    # (the server listens on this machine's loopback), no secret, nothing writable
+    with installed(candidate, disposable=True) as folder:
+        cmd, env = confined(folder, "autoenv.export.episode", [url, str(folder), info["kind"]], network=True)
+        proc = _run(cmd, env=env, cwd=folder)
     if proc.returncode != 0:
         return Check("episode.oracle", "FAIL", "the oracle's episode crashed: " + proc.stderr.strip()[-500:])
     result = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from autoenv.core.config import CONFIG_NAME, load_config
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.levels import natural_order
 from autoenv.export.source import Kept, load_kept, reward_table
+from autoenv.sandbox.candidaterun import confined, installed
 
 TEMPLATES = Path(__file__).parent / "templates"
 IGNORE = shutil.ignore_patterns("__pycache__", "*.egg-info", ".venv", "build", "dist")
@@ -69,10 +68,11 @@ def export_grpo(root: Path, trainer: str, out: Path | None = None, commit: str |
 
 
 def dump_tasks(candidate: Path) -> list[dict]:
-    """Every task of the candidate, loaded in a child process (verifiers and the candidate's code)."""
-    env = {k: v for k, v in os.environ.items() if "API_KEY" not in k}
-    proc = subprocess.run([sys.executable, "-m", "autoenv.export.dump", str(candidate)], capture_output=True,
-                          text=True, timeout=600, check=False, env=env)
+    """Every task of the candidate, loaded by its own venv's Python in the sandbox (autoenv.sandbox.candidaterun:
+    verifiers and the candidate's code, no secret, nothing writable; `candidate` is a copy, its venv removed after)."""
+    with installed(candidate, disposable=True) as folder:
+        cmd, env = confined(folder, "autoenv.export.dump", [str(folder)])
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False, env=env, cwd=folder)
     if proc.returncode != 0:
         raise AutoEnvError("loading the candidate's tasks failed:\n" + proc.stderr.strip()[-800:], where=str(candidate),
                            fix="run `autoenv check` on the kept commit to see the candidate's error")

@@ -7,7 +7,9 @@ dependency's build either; a requirement published only as an sdist is built in 
 (network, no secret, a private uv cache, only the target venv writable). `install_confined` then builds
 and installs the package itself in the sandbox with no network, the scrubbed environment and only
 site-packages and a private uv cache writable (`--no-build-isolation`: its backend was fetched into the
-target), and compares site-packages before and after (autoenv.sandbox.sitepackages).
+target), and compares site-packages before and after (autoenv.sandbox.sitepackages). A backend that
+stages its build inside the package folder (pdm-backend's `.pdm-build`) gets an empty folder of the
+build's own mounted there: the package folder stays read-only and nothing written there is kept.
 """
 
 from __future__ import annotations

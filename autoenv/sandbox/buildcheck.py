@@ -5,9 +5,9 @@ network: an in-tree backend (`backend-path = ["_build"]`) read the provider key 
 /proc/<pid>/environ, wrote into .git/ and dropped a .pth into the venv that later forged a `keep`.
 Now the build runs in the sandbox (autoenv.sandbox.install), and before it this module refuses, naming
 the line, what would let the candidate choose the code that builds it: `backend-path`, a `setup.py`, a
-backend outside BACKENDS (the ones the ecosystem uses; pdm's is left out because its editable build
-writes `.pdm-build` into the package folder, which the sandbox keeps read-only), a package folder that
-shadows its backend's module, scripts (the install writes site-packages only, never the venv's bin/)
+backend outside BACKENDS (the ones the ecosystem uses), a package folder that shadows its backend's
+module, a folder the build writes (PRIVATE_WRITES, SOURCE_WRITES) that is a link (the sandbox would mount
+it wherever it points), scripts (the install writes site-packages only, never the venv's bin/)
 and dependencies only a build could tell (`dynamic`: the resolve step reads them, it runs nothing).
 """
 
@@ -28,9 +28,17 @@ BACKENDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "flit_core.buildapi": ("flit_core", ()),
     "uv_build": ("uv_build", ()),
     "poetry.core.masonry.api": ("poetry", ()),
+    "pdm.backend": ("pdm", ()),
 }
 # Folders a backend writes into the package folder while it builds (shown writable in the sandbox).
 SOURCE_WRITES = {"setuptools.build_meta": ("build", "{module}.egg-info")}
+# Folders a backend writes into the package folder that the sandbox covers with a private, empty folder of
+# the build's (autoenv.sandbox.build): pdm-backend stages every build in `<package>/.pdm-build`, a path it
+# does not let one configure; nothing written there outlives the build, and the package folder stays
+# read-only. BUILD_ENV: what the backend needs told (pdm would remove its build folder first, and a mount
+# point cannot be removed).
+PRIVATE_WRITES = {"pdm.backend": (".pdm-build",)}
+BUILD_ENV = {"pdm.backend": (("PDM_BUILD_NO_CLEAN", "1"),)}
 FIX_BACKEND = ('use one of the ecosystem\'s backends, e.g. `requires = ["hatchling"]` and '
                '`build-backend = "hatchling.build"` under [build-system]')
 
@@ -44,6 +52,8 @@ class BuildPlan:
     requires: tuple[str, ...]  # [build-system].requires and the backend's editable needs
     dependencies: tuple[str, ...]  # [project].dependencies
     source_writes: tuple[str, ...]  # folders under the package the build may write
+    private_writes: tuple[str, ...] = ()  # folders under the package the build gets a private folder at
+    build_env: tuple[tuple[str, str], ...] = ()  # variables the backend's build needs
 
     @property
     def module_name(self) -> str:
@@ -120,6 +130,14 @@ def build_plan(package: Path) -> BuildPlan:
     requires = [r for r in system.get("requires") or [] if isinstance(r, str)]
     name = re.sub(r"[-_.]+", "-", project["name"]).lower()
     module = name.replace("-", "_")
+    source_writes = tuple(w.format(module=module) for w in SOURCE_WRITES.get(backend, ()))
+    private_writes = PRIVATE_WRITES.get(backend, ())
+    for folder in (*source_writes, *private_writes):
+        path = package / folder
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            raise AutoEnvError(f"{folder} in the package is {'a link' if path.is_symlink() else 'not a folder'}: the "
+                               f"build of {backend} writes there, and the sandbox would show it wherever it points",
+                               where=str(path), fix=f"remove {folder} from the package (the build makes it)")
     return BuildPlan(name=name, backend=backend, requires=(*requires, *editable_needs),
                      dependencies=tuple(d for d in project.get("dependencies") or [] if isinstance(d, str)),
-                     source_writes=tuple(w.format(module=module) for w in SOURCE_WRITES.get(backend, ())))
+                     source_writes=source_writes, private_writes=private_writes, build_env=BUILD_ENV.get(backend, ()))

@@ -222,7 +222,9 @@ def writable_paths(job: Job) -> list[Path]:
     runtime's share folder and guard. (uv's cache is a private view, `private_views`; verifiers' scripts folder is in
     the private $HOME.)"""
     candidate_dir = Path(job.candidate_dir)
-    return [job.out, *(candidate_dir / d for d in BUILD_DIRS if (candidate_dir / d).is_dir()),
+    # a link is never shown writable: bwrap would mount what it points to (`dist -> ..`: the repository, .git/)
+    return [job.out, *(candidate_dir / d for d in BUILD_DIRS
+                       if (candidate_dir / d).is_dir() and not (candidate_dir / d).is_symlink()),
             *([Path(job.forward_socket).parent] if job.forward_socket else []),
             *([Path(job.share_dir), Path(job.engine_socket).parent] if job.share_dir else [])]
 
