@@ -40,7 +40,7 @@ if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; the
   if [ "$(id -u)" = 0 ]; then
     echo "setup.sh: installing bubblewrap (apt-get) to sandbox candidate code"
     { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } ||
-      echo "setup.sh: apt-get could not install bubblewrap; candidates will run unconfined (see README, 'The sandbox')" >&2
+      echo "setup.sh: apt-get could not install bubblewrap; candidates will run unconfined (see docs/sandbox.md, 'The sandbox')" >&2
   else
     echo "setup.sh: bubblewrap is missing; install it to sandbox candidate code: sudo apt-get install bubblewrap" >&2
   fi

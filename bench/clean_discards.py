@@ -1,4 +1,4 @@
-"""How often is a clean example discarded online by chance? README's training example, with a real model.
+"""How often is a clean example discarded online by chance? docs/training.md's training example, with a real model.
 
 `addition` (a clean example: its reward reads the last equation) is evaluated online with the local
 SmolLM2 as target and the scripted oracle as strong, at the real-model budget (12 tasks x 4 rollouts),

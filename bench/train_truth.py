@@ -5,7 +5,7 @@ Usage: .venv/bin/python bench/train_truth.py [--envs addition addition-style ...
                                              [--learning-rate 5e-5] [--gates-only] [--work DIR] [--plots DIR]
        .venv/bin/python bench/train_truth.py --report-only --work DIR   # the tables of an earlier run again
 
-The defaults are the budget of the table in README (one run per env: 8 GRPO steps of 4 tasks x 8 completions,
+The defaults are the budget of the table in docs/training.md (one run per env: 8 GRPO steps of 4 tasks x 8 completions,
 capped at the 192 tokens the harness measures at, about 10 CPU-minutes each on a 2-core machine).
 
 For each environment (examples/addition and the envs under bench/truth_envs/: a second clean one and

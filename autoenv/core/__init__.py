@@ -3,7 +3,8 @@
 What is here: the one error type (errors), how numbers read (formats), difficulty order
 (levels), chat messages (messages), the worker's event line (events), the protected files
 (protected), where the project's files are (paths, cachedir), the worker job (job), the
-evaluation record and its schema (record, schema/), config.toml (config, runtimes), the one
+evaluation record and its schema (record, schema/), config.toml (config, runtimes, and configdoc,
+which writes docs/config.md from it), the one
 place that prints (display), the untrusted files a child writes (childfiles), verifiers'
 traces read as plain JSON (traces), the cluster bootstrap (resample) and the loopback HTTP
 vocabulary shared by the endpoint and the forwarder (http).

@@ -40,8 +40,11 @@ class Sampling:
     """Sampling parameters sent with every model request."""
 
     temperature: float = 0.7
+    """Sampling temperature, 0 to 2."""
     max_tokens: int = 1024
+    """The most tokens one reply may have (the forwarder clamps a request to it)."""
     top_p: float | None = None
+    """Nucleus sampling, in (0, 1] (unset: the provider's default)."""
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
@@ -59,7 +62,9 @@ class Price:
     """USD per million tokens, for the cost line of the statistics (0 = not priced)."""
 
     input: float = 0.0
+    """USD per million prompt tokens."""
     output: float = 0.0
+    """USD per million completion tokens."""
     cached_input: float | None = None
     """Prompt tokens the provider served from its cache (None: priced as `input`)."""
 
@@ -76,11 +81,15 @@ class ModelConfig:
     """One model behind an OpenAI-compatible endpoint."""
 
     model: str
+    """The model name the endpoint knows (vLLM: its --served-model-name)."""
     base_url: str
+    """The endpoint's OpenAI-compatible base URL (http:// or https://)."""
     api_key_var: str = ""
     """Name of the environment variable holding the key ("" for endpoints with no key)."""
     sampling: Sampling = field(default_factory=Sampling)
+    """Sent with every request to this model."""
     price: Price = field(default_factory=Price)
+    """What this model's tokens cost."""
     max_concurrent: int = 0
     """This model's rollouts in flight at once (0: budget.max_concurrent)."""
     cached_tokens: str = "auto"
@@ -118,11 +127,16 @@ class Budget:
     """How much one evaluation spends."""
 
     examples: int = 40
+    """Tasks per evaluation, drawn by the harness with `seed` (stratified by difficulty)."""
     rollouts_per_example: int = 4
+    """Rollouts per task (the GRPO group size): at least 2, to see disagreement."""
     max_concurrent: int = 8
-    """Rollouts in flight at once per model (a model's own [target]/[strong] max_concurrent overrides it)."""
+    """Rollouts in flight at once per model, so a fast model never waits behind a slow one (a model's own
+    [target]/[strong] max_concurrent overrides it)."""
     rollout_timeout: float = 300.0
+    """Seconds; a rollout past this is recorded as a timeout."""
     max_turns: int = 10
+    """Assistant turns per rollout."""
     max_concurrent_total: int = 0
     """Rollouts in flight at once across both models (0: the sum of the two models' limits)."""
 
@@ -146,14 +160,19 @@ class Bands:
     """The wanted state: where the target and strong models' mean rewards should sit."""
 
     target_min: float = 0.2
+    """The target model's mean reward should be at least this ..."""
     target_max: float = 0.7
+    """... and at most this."""
     strong_min: float = 0.7
+    """The strong model's mean reward should be at least this (the tasks are solvable)."""
     solve_threshold: float = 1.0
     """A rollout whose reward reaches this counts as solved."""
     learnable_min: float = 0.2
     """Share of tasks whose rollouts disagree, below which the target is not RL-ready."""
     max_env_error_rate: float = 0.05
+    """More environment errors than this share of rollouts: discard (the candidate is broken)."""
     max_provider_error_rate: float = 0.2
+    """More provider errors and timeouts than this share: inconclusive."""
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
@@ -184,6 +203,7 @@ class Verdict:
     """How sure the verdict must be before it says keep or discard."""
 
     confidence: float = 0.97
+    """Keep or discard only when this interval of the change excludes 0."""
 
     def problems(self) -> list[tuple[str, str]]:
         return [] if 0.5 <= self.confidence < 1 else [("confidence", "must be in [0.5, 1)")]
@@ -196,9 +216,11 @@ class Checks:
     dataset_size: int = 1000
     """The default dataset must hold at least this many tasks."""
     max_duplicate_share: float = 0.01
+    """Largest share of tasks whose prompt repeats another's exactly."""
     near_duplicate_similarity: float = 0.9
     """Word-shingle Jaccard similarity at which two prompts count as near-duplicates."""
     max_near_duplicate_share: float = 0.05
+    """Largest share of tasks whose prompt is a near-duplicate of another's."""
     max_answer_share: float = 0.25
     """Largest share of tasks allowed to have the same reference answer."""
     max_load_seconds: float = 60.0
@@ -255,13 +277,19 @@ class Judge:
     backend: str = "auto"
     """auto | claude | anthropic | offline (auto: claude CLI with a key, else SDK with a key, else offline)."""
     model: str = "claude-sonnet-4-6"
+    """The judge's model (claude and anthropic backends)."""
     max_turns: int = 30
+    """The most turns one judgement may take."""
     max_budget_usd: float = 1.0
+    """USD per judgement; over it the judge stops and the offline review is used."""
     timeout: float = 600.0
+    """Seconds one judgement may take."""
     claude_bin: str = "claude"
+    """The Claude Code CLI the claude backend runs."""
     input_price: float = 3.0
     """USD per million input tokens, to enforce max_budget_usd with the anthropic backend."""
     output_price: float = 15.0
+    """USD per million output tokens."""
 
     def problems(self) -> list[tuple[str, str]]:
         out = []
@@ -286,9 +314,13 @@ class Runtime:
     docker: dict = field(default_factory=dict)
     """Settings passed to verifiers' runtime of that type, checked against its config model."""
     podman: dict = field(default_factory=dict)
+    """The same, for podman."""
     modal: dict = field(default_factory=dict)
+    """The same, for modal."""
     prime: dict = field(default_factory=dict)
+    """The same, for prime."""
     e2b: dict = field(default_factory=dict)
+    """The same, for e2b."""
     warm_seconds: int = 600
     """How long the warm child (verifiers imported once, a child forked per evaluation) waits for the next
     evaluation before it exits; 0: a fresh interpreter for every evaluation."""
@@ -317,7 +349,9 @@ class Offline:
     """Scripted policies that stand in for the two models under --offline."""
 
     target: str = "noisy-oracle:0.45"
+    """The scripted policy that stands in for the target model (docs/endpoint.md names them)."""
     strong: str = "oracle"
+    """The scripted policy that stands in for the strong model."""
     latency: float = 0.0
     """Seconds the built-in endpoint waits before each reply (a slow provider, for benchmarks)."""
 
@@ -354,8 +388,11 @@ class Agent:
     claude_start: str = CLAUDE_START
     """Launch templates (shell words; {prompt}, {session_id}, {settings}, {root} are filled in)."""
     claude_resume: str = CLAUDE_RESUME
+    """The relaunch of a claude session (the first launch uses claude_start)."""
     codex_start: str = CODEX_START
+    """The first launch of `--agent codex`."""
     codex_resume: str = CODEX_RESUME
+    """A relaunch of the codex session."""
     command_start: str = ""
     """The `command` agent: any program; it gets the prompt as {prompt} and on stdin ("": `autoenv run --command`)."""
     command_resume: str = ""
@@ -365,10 +402,13 @@ class Agent:
     max_evals: int = 100
     """Default budgets of `autoenv run` (its --max-evals, --max-hours, --max-usd override them)."""
     max_hours: float = 12.0
+    """Wall hours of one `autoenv run`."""
     max_usd: float = 50.0
+    """USD of one `autoenv run`: agent, evaluated models ([target.price], [strong.price]) and judge."""
     input_price: float = 3.0
     """USD per million tokens, to price a launch that was ended before it reported its cost."""
     output_price: float = 15.0
+    """USD per million output tokens, likewise."""
 
     def problems(self) -> list[tuple[str, str]]:
         out = [] if self.kind in AGENT_KINDS else [("kind", f"must be one of {', '.join(AGENT_KINDS)}")]
@@ -424,9 +464,13 @@ class Paths:
     """Where things live, relative to the repository root."""
 
     candidate: str = "candidate"
+    """The agent's workspace: the candidate package."""
     outputs: str = "outputs"
+    """Traces, gates, logs and plots, per commit (git-ignored)."""
     feedback: str = "feedback"
+    """The feedback files, `feedback/<commit>.md` (git-ignored)."""
     log_file: str = "feedback_log.jsonl"
+    """The hash-chained ledger (git-ignored)."""
 
 
 @dataclass(frozen=True)
@@ -454,9 +498,14 @@ class Limits:
 
 @dataclass(frozen=True)
 class Config:
+    """The whole of config.toml: the two models, then one table per concern."""
+
     target: ModelConfig
+    """The model to be trained with RL: its mean reward should sit in the band."""
     strong: ModelConfig
+    """A strong model that proves the tasks are solvable."""
     seed: int = 0
+    """Fixes the sampled tasks (same seed, same tasks every iteration)."""
     paths: Paths = field(default_factory=Paths)
     budget: Budget = field(default_factory=Budget)
     bands: Bands = field(default_factory=Bands)
