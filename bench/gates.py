@@ -60,7 +60,8 @@ def side_by_side(examples_: list[str], ref: str, runs: int) -> None:
             best: dict[str, tuple[float, float]] = {}
             for side, path in (("before", before), ("after", None)) * runs:
                 env = dict(os.environ, PYTHONPATH=str(path)) if path else None
-                root = make_run_repo(example, Path(tmp) / f"{example}-{side}", (PROJECT / "config.toml").read_text()) \
+                config = ((path or PROJECT) / "config.toml").read_text()  # each harness with the config it knows
+                root = make_run_repo(example, Path(tmp) / f"{example}-{side}", config) \
                     if not (Path(tmp) / f"{example}-{side}").exists() else Path(tmp) / f"{example}-{side}"
                 timed(["check"], root, env)
                 wall, _ = timed(["probe"], root, env)

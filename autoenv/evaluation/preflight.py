@@ -133,14 +133,14 @@ def require_sealed_venv() -> None:
     found = check_from_outside()
     if found is None:
         display.warn(f"the harness's venv ({sys.prefix}) has no seal, so nothing shows a candidate's install left no "
-                     "code in it: bash setup.sh writes the seal")
+                     "code in it: the person's `bash setup.sh` writes the seal")
     elif found:
         raise AutoEnvError(
             "the harness's venv changed since setup, so this process may be running a candidate's code:\n"
             + "\n".join(f"  {line}" for line in found[:12]),
             where=sys.prefix,
-            fix="the person removes the files named (a candidate's install or a package installed by hand left them; "
-                "`autoenv verify` lists them too), then runs `bash setup.sh`, which seals the venv as it is then")
+            fix="the person removes the files named (left by a candidate's install or a package installed by hand, and "
+                "listed by `autoenv verify` too), then runs `bash setup.sh`, which seals the venv as it is then")
 
 
 def verify_notes(repo: Repo, config: Config) -> str:
