@@ -408,3 +408,15 @@ def test_a_refused_install_into_the_candidates_venv_takes_the_venv_with_it(tmp_p
         install_candidate(pkg)
     assert not candidatevenv.venv_dir(pkg).exists() and candidatevenv.child_python(pkg) == sys.executable
     assert sorted(p.name for p in site_packages(sys.executable).iterdir()) == harness
+
+
+def test_a_candidate_venv_whose_package_folder_is_gone_is_pruned(tmp_path):
+    from autoenv.sandbox.candidatevenv import SOURCE, prune
+
+    kept, gone, making = tmp_path / "venvs" / "kept", tmp_path / "venvs" / "gone", tmp_path / "venvs" / "making"
+    for venv in (kept, gone, making):
+        venv.mkdir(parents=True)
+    (kept / SOURCE).write_text(str(tmp_path))
+    (gone / SOURCE).write_text(str(tmp_path / "deleted-scratch-run" / "candidate"))
+    assert prune(tmp_path / "venvs") == [gone]
+    assert kept.is_dir() and making.is_dir() and not gone.exists()

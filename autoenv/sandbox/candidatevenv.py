@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -28,6 +29,7 @@ from autoenv.core.cachedir import cache_root
 from autoenv.core.errors import AutoEnvError
 
 READY = ".autoenv-ready"
+SOURCE = ".autoenv-source"  # the package folder the venv serves (prune removes the venv once it is gone)
 LAYER = "~autoenv-harness.pth"  # '~' sorts after every name a backend gives its hook: the package's path comes first
 
 
@@ -47,6 +49,7 @@ def ensure(candidate_dir: Path, uv: str) -> str:
     if (venv / READY).is_file() and python.exists():
         return str(python)
     venv.parent.mkdir(parents=True, exist_ok=True)
+    prune(venv.parent)
     proc = subprocess.run([uv, "venv", "-q", "--allow-existing", "--python", sys.executable, str(venv)],
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -56,8 +59,25 @@ def ensure(candidate_dir: Path, uv: str) -> str:
                                capture_output=True, text=True, check=True).stdout.strip())
     harness = sysconfig.get_paths()["purelib"]
     (site / LAYER).write_text(f"import site; site.addsitedir({harness!r})\n")
+    (venv / SOURCE).write_text(str(candidate_dir.resolve()))
     (venv / READY).write_text(f"layered on {harness}\n")
     return str(python)
+
+
+def prune(folder: Path) -> list[Path]:
+    """Remove the candidate venvs whose package folder is gone (a scratch run's, a deleted worktree's): one is
+    made per package path, and they would pile up. A venv still being made has no SOURCE yet and is left."""
+    removed = []
+    for venv in folder.iterdir() if folder.is_dir() else []:
+        source = venv / SOURCE
+        try:
+            gone = source.is_file() and not Path(source.read_text().strip()).exists()
+        except OSError:
+            continue
+        if gone:
+            shutil.rmtree(venv, ignore_errors=True)
+            removed.append(venv)
+    return removed
 
 
 def child_python(candidate_dir: Path) -> str:
