@@ -226,9 +226,12 @@ def test_provider_down_at_smoke_time_is_inconclusive_exit_3(provider, attack_row
                f"'{entry['verdict']['reason'][:90]}', no model spend after the smoke")
 
 
+HANG_TIMEOUT = 2  # seconds: each of the 3 smoke attempts waits it out in full, so a longer one only adds waiting
+
+
 @pytest.mark.attack
 def test_hanging_provider_is_a_timeout_not_a_zero(provider, attack_row):
-    root = provider("--rate-hang", "1", timeout=5)
+    root = provider("--rate-hang", "1", timeout=HANG_TIMEOUT)
     started = time.time()
     result = autoenv("eval", cwd=root)
     assert result.returncode == 3, result.stderr[-3000:]
@@ -240,7 +243,7 @@ def test_hanging_provider_is_a_timeout_not_a_zero(provider, attack_row):
              .read_text().splitlines()]
     assert len(smoke) == 3 and all(s["traces"][0]["is_timeout"] is True for s in smoke)
     assert time.time() - started < slack(120, cap=2.5)
-    attack_row("provider that never answers (rollout_timeout 5 s)",
+    attack_row(f"provider that never answers (rollout_timeout {HANG_TIMEOUT} s)",
                f"exit {result.returncode} after {time.time() - started:.0f} s: 3 smoke attempts timed out, "
                f"{entry['verdict']['verdict']}, not a zero score")
 
@@ -278,21 +281,8 @@ def test_interrupt_records_nothing_and_stops_the_worker(run_repo):
         kill_pids(frozen)  # after the checks: only what the harness failed to end
 
 
-def test_planted_hack_is_discarded_before_any_model_is_called(run_repo):
-    root = run_repo("hack-format")
-    commit = head(root)
-    result = autoenv("eval", "--offline", cwd=root)
-    assert result.returncode == 0, result.stderr
-    assert re.search(r"(?m)^verdict:\s+discard$", result.stdout)
-    (entry,) = ledger(root)
-    assert entry["gates"]["passed"] is False
-    assert any(f.startswith("probe wrong-answer") for f in entry["gates"]["failed"])
-    assert entry["stats"] == {} and "failed gates" in entry["verdict"]["reason"]
-    out = root / "outputs" / commit
-    assert not (out / "smoke").exists() and not (out / "target").exists()  # nothing spent on models
-    report = (root / "feedback" / f"{commit}.md").read_text()
-    assert report.index("## Failed gates") < report.index("## Checks and probes")
-    assert "wrong-answer" in report and "| probe wrong-answer | fail |" in (out / "gates.md").read_text()
+# A planted hack discarded before any model is called: tests/test_links.py, on the evaluation of its
+# `autoenv demo --example hack-format` (one evaluation read by both of its tests).
 
 
 def test_reward_sleeping_forever_is_a_failed_gate_named_not_a_deadline(run_repo):
