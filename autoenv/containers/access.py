@@ -9,10 +9,15 @@
 
 `[runtime.docker]` without an `image` gets the local base image when it is built
 (autoenv.containers.image), else verifiers' default (pulled from Docker Hub).
+
+`AUTOENV_CONTAINER_EGRESS=off` puts the child's containers on a network with no route past the
+host (autoenv.containers.guard.offline_network; with the sandbox only, where the guard can see
+each container's creation).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +32,7 @@ from autoenv.core.errors import AutoEnvError, EngineUnavailable
 from autoenv.core.job import Job
 from autoenv.core.runtimes import CONTAINER_RUNTIMES
 
+EGRESS_VAR = "AUTOENV_CONTAINER_EGRESS"
 DEFAULT_IMAGES = {"docker": "python:3.11-slim", "podman": "docker.io/library/python:3.11-slim"}  # verifiers' own
 
 
@@ -44,6 +50,8 @@ def engine_access(job: Job, sandbox_kind: str) -> Iterator[tuple[Job, dict[str, 
             runtime = job.runtime.model_copy(update={"settings": {**job.runtime.settings, "image": local}})
             job = job.model_copy(update={"runtime": runtime})
     if sandbox_kind != "bwrap":
+        if os.environ.get(EGRESS_VAR, "on").lower() == "off":
+            display.note(f"{EGRESS_VAR}=off applies in the sandbox only: unconfined, containers keep their network")
         yield job, {}, None
         return
     assert kind == "docker", "preflight refuses podman in the sandbox (check_engine_ready)"
@@ -52,7 +60,8 @@ def engine_access(job: Job, sandbox_kind: str) -> Iterator[tuple[Job, dict[str, 
     if problem:
         raise AutoEnvError(problem, where="$DOCKER_HOST or the docker context", fix="serve the engine on a Unix socket "
                            "on this machine (the default), or run with AUTOENV_SANDBOX=none")
-    with guarded(job, point) as (guarded_job, env, guard):
+    offline = os.environ.get(EGRESS_VAR, "on").lower() == "off"
+    with guarded(job, point, offline=offline) as (guarded_job, env, guard):
         yield guarded_job, env, guard
 
 

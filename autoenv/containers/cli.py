@@ -31,7 +31,7 @@ def cmd_image(args: argparse.Namespace) -> int:
     problem = engine_problem("docker")
     if problem is not None:
         raise AutoEnvError(problem[0], fix=problem[1])
-    with display.stage("base image", "Debian minbase + python3, uv, CA store (about a minute, once)"):
+    with display.stage("base image", "Debian minbase + python3, uv, CA store, the chat program's dependencies (about two minutes, once)"):
         built = image.build(rebuild=args.rebuild)
         display.note(_built_line(built))
     display.result_block({"image": built.tag, "network_helper": image.NETWORK_HELPER, "size_mb": f"{built.size_mb:.0f}",

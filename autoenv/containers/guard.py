@@ -15,6 +15,21 @@ the child could have swapped for a link: a bind of a share folder is rewritten t
 the guard's own (outside the sandbox) holding hard links to that folder's sockets, and
 nothing else.
 
+With egress off (`AUTOENV_CONTAINER_EGRESS=off`, autoenv.containers.access), a container the child
+creates on the default bridge joins OFFLINE_NETWORK instead: a bridge whose traffic is not
+masqueraded, so nothing in the container reaches past the host (no DNS, no package index), while
+the port verifiers publishes on 127.0.0.1 and its egress proxy (a listener in the container's own
+network namespace, serviced by the child) still work. verifiers' stock chat program needs nothing
+more with the local base image (autoenv.containers.image), whose dependencies are baked in.
+
+verifiers starts one container per rollout (its rollout provisions a runtime unless the caller
+lends one through `Agent.run(runtime=...)`, which the environment's own `run` never does, and a
+lent box keeps one rollout's state for the next). So the guard starts the next one ahead of
+need instead: after each `create` of a task container (`sleep infinity`, as verifiers' runtime
+makes them) it creates and starts a spare from the same request, and answers the next identical
+`create` with that spare, renamed to the name asked for; the CLI's `start` of a running
+container is a no-op (304). The spare is removed when the evaluation ends unused.
+
 The guard also counts what only the harness can see: requests the engine did not answer
 (`unreachable`), so an engine that goes away mid-evaluation is infrastructure, never the
 candidate's crash (autoenv.evaluation.pipeline).
@@ -34,15 +49,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlencode
 
 from autoenv.containers import policy
 from autoenv.containers.engine import ENGINE_VARS, Endpoint
+from autoenv.core.errors import AutoEnvError
 from autoenv.core.job import Job
 
 LABEL = "autoenv.guarded"  # on every container a guarded child creates
 HEAD_LIMIT = 64 * 1024
 BODY_LIMIT = 1024 * 1024  # a create or exec body: JSON of a few kilobytes
 START_SECONDS = 30
+OFFLINE_NETWORK = "autoenv-offline"
+DEFAULT_NETWORKS = {"", "default", "bridge"}
 
 
 @dataclass
@@ -78,6 +97,7 @@ class Guard:
     share: Path
     mounts: Path
     socket_path: str = ""
+    network: str | None = None  # the network a new container joins in place of the default bridge
     owned: policy.Owned = field(default_factory=policy.Owned)
     refused: list[str] = field(default_factory=list)
     unreachable: list[str] = field(default_factory=list)
@@ -86,6 +106,10 @@ class Guard:
     _thread: threading.Thread | None = None
     _server: asyncio.AbstractServer | None = None
     _mounted: int = 0
+    spares: bool = True  # start the next task container ahead of need
+    started_ahead: int = 0  # creates answered with a spare
+    _spare: tuple[str, asyncio.Task] | None = None  # (the create request it answers, its container's id or None)
+    _dropping: set[asyncio.Task] = field(default_factory=set)
 
     def __enter__(self) -> Guard:
         self.socket_path = str(self.share.parent / "engine" / "engine.sock")
@@ -102,6 +126,8 @@ class Guard:
 
     def __exit__(self, *exc: object) -> None:
         assert self._loop is not None and self._thread is not None
+        with suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self._drop_spare(), self._loop).result(timeout=START_SECONDS * 2)
         if self._server is not None:
             self._loop.call_soon_threadsafe(self._server.close)  # the server is the loop's: closed in its thread
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -132,11 +158,29 @@ class Guard:
         if problem is None and path == "/containers/create" and isinstance(parsed, dict):
             problem = self._mount_shares(parsed)
             parsed["Labels"] = {**(parsed.get("Labels") or {}), LABEL: "1"}  # for sweep()
+            host = parsed.setdefault("HostConfig", {})
+            if self.network and isinstance(host, dict) and host.get("NetworkMode", "") in DEFAULT_NETWORKS:
+                host["NetworkMode"] = self.network
+                parsed.pop("NetworkingConfig", None)  # the CLI's endpoint settings name the bridge
             body = json.dumps(parsed).encode()
         if problem is not None:
             self.refused.append(f"{request.method} {path}: {problem}")
             await respond(writer, 403, f"autoenv sandbox: {problem}")
             return
+        if path == "/containers/create" and isinstance(parsed, dict) and (key := self._spare_key(parsed)) is not None:
+            name = policy.split(request.target)[1].get("name", [""])[0]
+            held, self._spare = self._spare, (key, asyncio.ensure_future(self._make_spare(parsed)))  # one at a time
+            spare = await self._claim(held, key, name)
+            if spare is not None:
+                self.started_ahead += 1
+                self.owned.containers.add(spare)
+                if name:
+                    self.owned.names.add(name)
+                answer = json.dumps({"Id": spare, "Warnings": []}).encode()
+                writer.write(b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: "
+                             + str(len(answer)).encode() + b"\r\nConnection: close\r\n\r\n" + answer)
+                await writer.drain()
+                return
         try:
             up_reader, up_writer = await self.engine.open()
         except OSError as e:
@@ -163,6 +207,79 @@ class Guard:
             self.unreachable.append(f"{request.method} {path}: the engine dropped the connection ({e})")
         finally:
             up_writer.close()
+
+    def _spare_key(self, body: dict) -> str | None:
+        """The request a spare answers: a task container verifiers' runtime creates, else None."""
+        if not self.spares or body.get("Entrypoint") != ["sleep"] or body.get("Cmd") != ["infinity"]:
+            return None
+        return json.dumps(body, sort_keys=True)
+
+    async def _claim(self, held: tuple[str, asyncio.Task] | None, key: str, name: str) -> str | None:
+        """The held spare's id, renamed to `name`, when it was made from the same request and started; else None."""
+        if held is None:
+            return None
+        if held[0] != key:
+            self._dropping.add(asyncio.ensure_future(self._remove(held[1])))
+            return None
+        made = await held[1]
+        if made is None:
+            return None
+        if name:
+            status, _ = await self._call("POST", f"/containers/{made}/rename?{urlencode({'name': name})}")
+            if status != 204:
+                await self._remove(held[1])
+                return None
+        return made
+
+    async def _make_spare(self, body: dict) -> str | None:
+        status, answer = await self._call("POST", "/containers/create", body)
+        made = answer.get("Id") if status == 201 else None
+        if not made:
+            return None
+        status, _ = await self._call("POST", f"/containers/{made}/start")
+        if status not in (204, 304):
+            await self._call("DELETE", f"/containers/{made}?force=1")
+            return None
+        return str(made)
+
+    async def _remove(self, task: asyncio.Task) -> None:
+        with suppress(Exception):
+            made = await task
+            if made:
+                await self._call("DELETE", f"/containers/{made}?force=1")
+
+    async def _drop_spare(self) -> None:
+        held, self._spare = self._spare, None
+        if held is not None:
+            await self._remove(held[1])
+        if self._dropping:
+            await asyncio.gather(*self._dropping, return_exceptions=True)
+
+    async def _call(self, method: str, target: str, body: dict | None = None) -> tuple[int, dict]:
+        """One request of the guard's own to the engine: (status, its JSON answer); (0, {}) when it is not reachable."""
+        try:
+            reader, writer = await self.engine.open()
+        except OSError:
+            return 0, {}
+        try:
+            data = json.dumps(body).encode() if body is not None else b""
+            writer.write(f"{method} {target} HTTP/1.1\r\nHost: docker\r\nContent-Type: application/json\r\n"
+                         f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode() + data)
+            await writer.drain()
+            response = await reader.read()
+        except OSError:
+            return 0, {}
+        finally:
+            writer.close()
+        head, _, raw = response.partition(b"\r\n\r\n")
+        try:
+            status = int(head.split(b" ", 2)[1])
+            if b"transfer-encoding: chunked" in head.lower():
+                raw = dechunk(raw)
+            answer = json.loads(raw) if raw.strip() else {}
+        except (IndexError, ValueError):
+            return 0, {}
+        return status, answer if isinstance(answer, dict) else {}
 
     def _record(self, path: str, target: str, response: bytes) -> None:
         head, _, raw = response.partition(b"\r\n\r\n")
@@ -328,17 +445,32 @@ def sweep(engine: str = "docker") -> list[str]:
     return stale
 
 
+def offline_network(engine: str = "docker") -> str:
+    """OFFLINE_NETWORK, created when missing: a bridge without masquerading (no route past the host)."""
+    if subprocess.run([engine, "network", "inspect", OFFLINE_NETWORK], capture_output=True, timeout=60,
+                      check=False).returncode != 0:
+        made = subprocess.run([engine, "network", "create", "--label", LABEL + "=1", "--opt",
+                               "com.docker.network.bridge.enable_ip_masquerade=false", OFFLINE_NETWORK],
+                              capture_output=True, text=True, timeout=60, check=False)
+        if made.returncode != 0 and "already exists" not in made.stderr:
+            raise AutoEnvError(f"could not create the containers' offline network {OFFLINE_NETWORK}: "
+                               f"{made.stderr.strip()}", where="AUTOENV_CONTAINER_EGRESS=off",
+                               fix=f"check `{engine} network ls`, or unset AUTOENV_CONTAINER_EGRESS")
+    return OFFLINE_NETWORK
+
+
 @contextmanager
-def guarded(job: Job, engine: Endpoint) -> Iterator[tuple[Job, dict[str, str], Guard]]:
+def guarded(job: Job, engine: Endpoint, offline: bool = False) -> Iterator[tuple[Job, dict[str, str], Guard]]:
     """For the block: a guard for `job`'s child, its folders (the share folder the child's temp files go to,
-    bound at the same path in the sandbox), and the variables that point the child's docker CLI at it."""
+    bound at the same path in the sandbox), and the variables that point the child's docker CLI at it. `offline`:
+    the child's containers join OFFLINE_NETWORK."""
     sweep()
     root = Path(tempfile.mkdtemp(prefix="autoenv-ce-"))  # short: a Unix socket path has at most 107 bytes
     try:
         share, mounts = root / "share", root / "mounts"
         share.mkdir()
         mounts.mkdir()
-        with Guard(engine, share, mounts) as guard:
+        with Guard(engine, share, mounts, network=offline_network() if offline else None) as guard:
             env = {var: "" for var in ENGINE_VARS}
             env.update({"DOCKER_HOST": f"unix://{guard.socket_path}", "TMPDIR": str(share)})
             yield job.model_copy(update={"engine_socket": guard.socket_path, "share_dir": str(share)}), env, guard

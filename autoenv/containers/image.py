@@ -6,17 +6,36 @@ builds one here: `mmdebstrap --variant=minbase` of this machine's Debian release
 ca-certificates, iptables and iproute2, plus `uv` (the binary this venv got from its PyPI
 wheel: verifiers' chat program is a uv script) and this machine's CA bundle with SSL_CERT_FILE
 set (where TLS is intercepted, uv in a container trusts only what the host trusts), then
-`docker import`. The tag carries a hash of those inputs, so a rebuild happens only when they
-change. The same image is tagged as verifiers' network helper (`localhost/verifiers-network:1`,
-which verifiers otherwise builds `FROM docker.io/library/alpine` for a restricted network), and
-`[runtime.docker] image` defaults to it when it is present.
+`docker import`.
+
+Each rollout's container runs verifiers' stock chat program, a PEP 723 script that
+`prepare_uv_script` writes to `/tmp/vf-scripts/<sha256 of its text>.py` and prepares with
+`uv sync --script PATH --no-config` then `uv python find --script PATH`: uv keys the script's
+environment by that path (`~/.cache/uv/environments-v2/<name>-<hash>`), and without a lockfile it
+resolves the dependencies against the package index every time, so every fresh container needed
+PyPI (about 3 s, 61 MB, and impossible without egress). The build therefore bakes the script in
+at that very path with its lockfile (`uv lock --script`, next to it as `PATH.lock`) and its
+environment synced in root's uv cache, its bytecode compiled (`docker commit` of a container that
+did it, the only build step with network): in a rollout's container the same commands then find
+the lock and the environment fresh and need no network at all (about 0.3 s), and the program's
+imports read compiled modules instead of compiling openai's in every new container (about 2 s).
+
+The tag carries a hash of those inputs (and of the chat program's source files in the installed
+verifiers), so a rebuild happens only when they change. The same image is tagged as verifiers'
+network helper (`localhost/verifiers-network:1`, which verifiers otherwise builds
+`FROM docker.io/library/alpine` for a restricted network), and `[runtime.docker] image` defaults
+to it when it is present. Whether an image runs python3 (verifiers' egress helper needs it) is
+asked of a container once per image id and kept in PYTHON_CACHE.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -35,7 +54,12 @@ CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 HELPER_FALLBACK = "docker.io/library/python:3.11-alpine"  # verifiers' egress helper for an image without python3
 PULL_SECONDS = 600
 BUILD_SECONDS = 1800
-RECIPE = 1  # bump when the steps below change
+RECIPE = 3  # bump when the steps below change
+SCRIPTS_DIR = "/tmp/vf-scripts"  # verifiers' Runtime.scripts_dir: where prepare_uv_script writes its scripts
+# The files verifiers' stock chat program is bundled from (verifiers.v1.harnesses.utils.launch.CHAT_PROGRAM_SOURCE).
+CHAT_PROGRAM_FILES = ("launch.py", "mcp.py", "compaction.py", "core.py")
+INDEX_VARS = ("UV_DEFAULT_INDEX", "UV_INDEX", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_NATIVE_TLS")
+PYTHON_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "autoenv" / "docker-python3.json"
 
 
 @dataclass(frozen=True)
@@ -64,12 +88,34 @@ def uv_binary() -> Path:
     return Path(found).resolve()
 
 
+def chat_program_files() -> list[Path]:
+    """The installed verifiers' chat program sources, found without importing verifiers (seconds on a loaded
+    machine; preflight asks for the tag every evaluation)."""
+    spec = importlib.util.find_spec("verifiers")
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    if not roots:
+        raise AutoEnvError("verifiers is not installed in this venv", where=sys.executable,
+                           fix="the person's: run bash setup.sh")
+    folder = Path(roots[0]) / "v1" / "harnesses" / "utils"
+    return [folder / name for name in CHAT_PROGRAM_FILES]
+
+
+def chat_program() -> tuple[str, bytes]:
+    """(the path verifiers writes its stock chat program to in a container, the program's text)."""
+    from verifiers.v1.harnesses.utils.launch import CHAT_PROGRAM_SOURCE  # deferred: seconds to import
+
+    data = CHAT_PROGRAM_SOURCE.encode()
+    return f"{SCRIPTS_DIR}/{hashlib.sha256(data).hexdigest()}.py", data
+
+
 @cache
 def tag() -> str:
-    """The image's tag: a hash of the release, the packages, uv's binary and the CA bundle (once a process: preflight
-    and the evaluation's child both ask)."""
+    """The image's tag: a hash of the release, the packages, uv's binary, the CA bundle and the chat program's sources
+    (once a process: preflight and the evaluation's child both ask)."""
     digest = hashlib.sha256(f"{RECIPE} {release()} {platform.machine()} {' '.join(PACKAGES)}".encode())
     digest.update(uv_binary().read_bytes())
+    for source in chat_program_files():
+        digest.update(source.read_bytes() if source.is_file() else b"")
     if CA_BUNDLE.is_file():
         digest.update(CA_BUNDLE.read_bytes())
     return f"{REPOSITORY}:{digest.hexdigest()[:12]}"
@@ -105,12 +151,48 @@ def availability(name: str, engine: str = "docker") -> str | None:
     return None
 
 
-def has_python(name: str, engine: str = "docker") -> bool:
+def image_id(name: str, engine: str = "docker") -> str | None:
     try:
-        return subprocess.run([engine, "run", "--rm", "--network", "none", "--entrypoint", "python3", name, "-c", "pass"],
-                              capture_output=True, timeout=120, check=False).returncode == 0
+        proc = subprocess.run([engine, "image", "inspect", "--format", "{{.Id}}", name], capture_output=True, text=True,
+                              timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
-        return False
+        return None
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def has_python(name: str, engine: str = "docker") -> bool:
+    """Whether the image runs python3, asked of a container once per image id (an id names the image's content, so
+    the answer is kept in PYTHON_CACHE; starting a container to ask costs about a second every evaluation)."""
+    known = image_id(name, engine)
+    cached = _python_cache()
+    if known is not None and known in cached:
+        return cached[known]
+    try:
+        answer = subprocess.run([engine, "run", "--rm", "--network", "none", "--entrypoint", "python3", name, "-c",
+                                 "pass"], capture_output=True, timeout=120, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False  # not an answer about the image: not kept
+    if known is not None:
+        _remember_python(known, answer)
+    return answer
+
+
+def _python_cache() -> dict[str, bool]:
+    try:
+        data = json.loads(PYTHON_CACHE.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {key: value for key, value in data.items() if isinstance(value, bool)} if isinstance(data, dict) else {}
+
+
+def _remember_python(known: str, answer: bool) -> None:
+    try:
+        PYTHON_CACHE.parent.mkdir(parents=True, exist_ok=True)
+        partial = PYTHON_CACHE.with_name(f"{PYTHON_CACHE.name}.{os.getpid()}.tmp")
+        partial.write_text(json.dumps({**_python_cache(), known: answer}, indent=1, sort_keys=True))
+        partial.replace(PYTHON_CACHE)  # atomic: evaluations started together never read half a file
+    except OSError:
+        pass  # a cache that cannot be written costs the check again next time, nothing else
 
 
 def default_image(engine: str = "docker") -> str | None:
@@ -132,6 +214,7 @@ def build(engine: str = "docker", rebuild: bool = False) -> Built:
     if shutil.which("mmdebstrap") is None:
         raise AutoEnvError("building the base image needs mmdebstrap, which is not installed",
                            fix="the person's: apt-get install mmdebstrap (as root), or bash setup.sh --with-docker")
+    stage = f"{REPOSITORY}-stage:{name.rpartition(':')[2]}"
     with tempfile.TemporaryDirectory(prefix="autoenv-image-") as folder:
         tarball = Path(folder) / "base.tar"
         hooks = [f"--customize-hook=copy-in {uv_binary()} /usr/local/bin"]
@@ -143,10 +226,41 @@ def build(engine: str = "docker", rebuild: bool = False) -> Built:
         changes = ["ENV PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin", 'CMD ["/bin/sh"]']
         if CA_BUNDLE.is_file():
             changes.append(f"ENV SSL_CERT_FILE={CA_BUNDLE}")
-        _run([engine, "import", *(arg for change in changes for arg in ("--change", change)), str(tarball), name],
+        _run([engine, "import", *(arg for change in changes for arg in ("--change", change)), str(tarball), stage],
              f"`{engine} import` could not load the image", f"check that the engine answers: {engine} info")
+        tarball.unlink()
+        try:
+            _presync(engine, stage, name, Path(folder))
+        finally:
+            subprocess.run([engine, "rmi", stage], capture_output=True, timeout=60, check=False)
     _tag_helper(engine, name)
     return Built(name, time.monotonic() - started, _size(engine, name), False)
+
+
+def _presync(engine: str, stage: str, name: str, folder: Path) -> None:
+    """`name`: `stage` with verifiers' chat program at its path, its lockfile, and its environment synced."""
+    path, data = chat_program()
+    (folder / "chat.py").write_bytes(data)
+    box = f"autoenv-presync-{name.rpartition(':')[2]}"
+    subprocess.run([engine, "rm", "--force", box], capture_output=True, timeout=60, check=False)
+    env = [arg for var in INDEX_VARS if os.environ.get(var) for arg in ("--env", f"{var}={os.environ[var]}")]
+    quoted = shlex.quote(path)
+    try:
+        _run([engine, "run", "--detach", "--name", box, *env, stage, "sleep", "infinity"],
+             "could not start a container to sync the chat program's dependencies", f"check `{engine} info`")
+        _run([engine, "exec", box, "mkdir", "-p", SCRIPTS_DIR], "could not create the scripts folder", f"check `{engine} info`")
+        _run([engine, "cp", str(folder / "chat.py"), f"{box}:{path}"], "could not copy the chat program in",
+             f"check `{engine} info`")
+        _run([engine, "exec", "--workdir", SCRIPTS_DIR, box, "sh", "-c",
+              f"uv lock --script {quoted} --no-config -q && uv sync --script {quoted} --no-config -q --compile-bytecode "
+              f"&& uv python find --script {quoted} --no-config"],
+             "uv in the image could not lock and sync verifiers' chat program (this build step alone reaches the "
+             "package index)", "check that a container reaches PyPI (or set UV_DEFAULT_INDEX to a mirror it reaches), "
+             "then run `autoenv runtime image` again")
+        _run([engine, "commit", "--change", 'CMD ["/bin/sh"]', box, name], f"`{engine} commit` could not save the image",
+             f"check `{engine} info`")
+    finally:
+        subprocess.run([engine, "rm", "--force", box], capture_output=True, timeout=60, check=False)
 
 
 def _tag_helper(engine: str, name: str) -> None:
