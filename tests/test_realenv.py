@@ -27,6 +27,8 @@ from autoenv.gates.dataset import measure
 from autoenv.gates.rows import Row
 from autoenv.gates.rules import Gates, judge_audit
 from autoenv.gates.seat_rules import constant_sum_game
+from autoenv.sandbox.build import uv_binary
+from autoenv.sandbox.candidatevenv import python_of
 from autoenv.sandbox.install import install_candidate
 from autoenv.sandbox.scripts import script_kind, ships_scripts
 from tests.conftest import autoenv, ledger, small_config
@@ -163,7 +165,8 @@ def test_a_failed_install_leaves_nothing_installed(tmp_path):
     pyproject = package / "pyproject.toml"
     pyproject.write_text('[project]\nname = "throwaway-env-xyz"\nversion = "0.1.0"\n\n[build-system]\n'
                          'requires = ["hatchling"]\nbuild-backend = "hatchling.build"\n')
-    show = [sys.executable, "-m", "pip", "show", "throwaway-env-xyz"]
+    # installed into the package's own venv (autoenv.sandbox.candidatevenv), never the harness's
+    show = [uv_binary(), "pip", "show", "--python", str(python_of(package)), "throwaway-env-xyz"]
     try:
         assert install_candidate(package, force=True)
         assert subprocess.run(show, capture_output=True).returncode == 0
@@ -201,7 +204,8 @@ def test_eval_an_existing_environment_offline_and_replay_it_with_verifiers(run_r
     assert entry["stats"]["strong"]["mean"] == 1.0
     target = root / entry["outputs"] / "target"
     assert (target / "configs" / "resolved" / "eval.json").is_file()
-    replay = subprocess.run([str(Path(sys.executable).parent / "vf-replay"), str(target), "--output-dir",
+    replay_cli = "import sys; from verifiers.v1.cli.replay import main; sys.argv[0] = 'vf-replay'; sys.exit(main())"
+    replay = subprocess.run([str(python_of(GLOSSARY)), "-c", replay_cli, str(target), "--output-dir",  # its own venv
                              str(root.parent / "replayed"), "--rich", "False"], capture_output=True, text=True, timeout=300,
                             cwd=root)
     assert replay.returncode == 0, replay.stdout[-2000:] + replay.stderr[-2000:]

@@ -167,7 +167,9 @@ def _reusable(job: Job) -> bool:
     plan = job.rollouts
     assert plan is not None
     finished = len(read_rollouts(job.out / SEAT)) == plan.examples * plan.rollouts
-    return done == job and finished
+    # the Worker marks the job it writes as confined (a sandbox of its own): not a difference of the job asked for
+    confined = done.resources.model_copy(update={"confined": job.resources.confined})
+    return done.model_copy(update={"resources": confined}) == job and finished
 
 
 def _task_keys(out: Path) -> list[str]:

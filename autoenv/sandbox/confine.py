@@ -176,6 +176,12 @@ def runtime_paths() -> list[Path]:
     return [p.resolve() for p in paths]
 
 
+# uv writes what it learns of an interpreter on every run (`uv run --script` inspects the first python on PATH):
+# left private (empty, writable, thrown away), never the shared cache's. A fresh machine had no entry for the
+# child's interpreter yet, and a read-only one failed every uv script ("Read-only file system ... interpreter-v5").
+PRIVATE_CACHE_FOLDERS = ("interpreter-v",)
+
+
 def private_views() -> list[tuple[Path, list[str]]]:
     """uv's cache as the sandbox sees it: a private, empty root (uv writes its lock files there) with each folder of
     the shared cache shown read-only in it. (verifiers' scripts folder is in the private $HOME, with the locks of
@@ -185,7 +191,8 @@ def private_views() -> list[tuple[Path, list[str]]]:
         return []
     return [(cache, ["--tmpfs", str(cache)]),
             *((folder, ["--ro-bind", str(folder), str(folder)])
-              for folder in sorted(cache.iterdir()) if folder.is_dir() and not folder.is_symlink())]
+              for folder in sorted(cache.iterdir()) if folder.is_dir() and not folder.is_symlink()
+              and not folder.name.startswith(PRIVATE_CACHE_FOLDERS))]
 
 
 def private_folders() -> list[Path]:
