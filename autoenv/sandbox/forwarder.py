@@ -352,10 +352,18 @@ class Forwarder:
                 await response.prepare(request)
                 if answer.status < 300:
                     meter = Meter(stream="event-stream" in answer.headers.get("Content-Type", ""))
-                async for chunk in answer.content.iter_any():
-                    if meter is not None:
+                held = b""  # each chunk goes on when the next arrives: the last waits until the answer's tokens
+                async for chunk in answer.content.iter_any():  # are counted, so a report read once the
+                    if meter is not None:  # caller has its whole answer holds them
                         meter.feed(chunk)
-                    await response.write(chunk)
+                    if held:
+                        await response.write(held)
+                    held = chunk
+                if meter is not None:
+                    self._metered(name, meter)
+                    meter = None
+                if held:
+                    await response.write(held)
                 await response.write_eof()
                 return response
         except (TimeoutError, aiohttp.ClientError, OSError) as e:
@@ -366,12 +374,16 @@ class Forwarder:
             return response
         finally:
             if meter is not None:  # a cut answer's tokens are counted as far as they were reported
-                usage = meter.finish()
-                details = usage.get("prompt_tokens_details") if usage else None
-                self._count(name, answered=1, unmetered=0 if usage else 1,
-                            prompt_tokens=tokens(usage or {}, "prompt_tokens"),
-                            completion_tokens=tokens(usage or {}, "completion_tokens"),
-                            cached_tokens=tokens(details if isinstance(details, dict) else {}, "cached_tokens"))
+                self._metered(name, meter)
+
+    def _metered(self, name: str, meter: Meter) -> None:
+        """Count one answered request's tokens as its meter read them."""
+        usage = meter.finish()
+        details = usage.get("prompt_tokens_details") if usage else None
+        self._count(name, answered=1, unmetered=0 if usage else 1,
+                    prompt_tokens=tokens(usage or {}, "prompt_tokens"),
+                    completion_tokens=tokens(usage or {}, "completion_tokens"),
+                    cached_tokens=tokens(details if isinstance(details, dict) else {}, "cached_tokens"))
 
 
 SERVING: dict[str, Forwarder] = {}
