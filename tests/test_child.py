@@ -102,7 +102,9 @@ def test_the_child_stops_itself_when_the_harness_is_killed(tmp_path):
 
 
 @pytest.mark.e2e
-def test_one_evaluation_imports_the_candidate_in_one_child_process(run_repo, tmp_path):
+def test_one_evaluation_imports_the_candidate_in_two_child_processes_never_the_harness(run_repo, tmp_path):
+    """The audit and the rollouts share one child; the stored rewards and the derived probes run in a fresh one
+    (autoenv.child.reproduce_stage), so nothing the candidate kept in memory carries over."""
     root = run_repo("arithmetic", small_config(examples=2, rollouts_per_example=2))
     init = root / "candidate" / "candidate_env" / "__init__.py"
     init.write_text("import os as _os\n"
@@ -114,8 +116,8 @@ def test_one_evaluation_imports_the_candidate_in_one_child_process(run_repo, tmp
     result = autoenv("eval", "--offline", cwd=root, env={"AUTOENV_TEST_PIDS": str(pids), "AUTOENV_SANDBOX": "none"})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     imported = pids.read_text().split()
-    assert len(imported) == 1, f"the candidate was imported by {len(imported)} processes: {imported}"
+    assert len(imported) == 2 and len(set(imported)) == 2, f"the candidate was imported by: {imported}"
     out = root / "outputs" / head(root)
     assert json.loads((out / "gates" / "audit.json").read_text())["dataset"]["size"] == 1000
     assert (out / "target" / "traces.jsonl").is_file() and leftovers(out / "job.json") == ""
-    assert int(imported[0]) != os.getpid()
+    assert os.getpid() not in map(int, imported)

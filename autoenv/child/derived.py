@@ -21,6 +21,7 @@ import os
 import random
 import re
 import time
+import traceback
 from pathlib import Path
 
 from autoenv.child.replay import assistant_messages, replay_mutations
@@ -29,15 +30,16 @@ from autoenv.core.events import emit
 from autoenv.core.job import Job
 from autoenv.core.messages import Reply
 from autoenv.core.record import ROLES
-from autoenv.core.traces import iter_traces, to_rollout
+from autoenv.core.traces import iter_traces, said, to_rollout
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.gates.derived_record import DerivedRecord
 from autoenv.gates.oracle import OracleBook
-from autoenv.gates.probes import DERIVED_FILE, FEW_REFERENCES, FILLER, _with_answer, wrong_answers
+from autoenv.gates.families import family_reply
+from autoenv.gates.probes import BLIND_PER_ROLE, BLIND_PROBES, DERIVED_FILE, FEW_REFERENCES, FILLER, REFUSAL, _with_answer, wrong_answers
 from autoenv.gates.probes import DERIVED_RESAMPLED as RESAMPLED
 from autoenv.gates.probes import DERIVED_MUTATIONS as MUTATIONS
-from autoenv.gates.scoring import reward_record, score_in_process, total_reward
+from autoenv.gates.scoring import reward_record, score_in_process, task_messages, total_reward
 
 SINK_SIZE = 20
 REPLAY_LIMIT = 6
@@ -70,8 +72,77 @@ def reference_replies(directory: Path, limit: int, multi_turn: list | None = Non
             old = best.get(rollout.task_key)
             if old is None or rollout.reward > old["reward"]:
                 best[rollout.task_key] = {"key": rollout.task_key, "idx": rollout.idx, "role": role,
-                                          "reward": rollout.reward, "reply": reply}
+                                          "reward": rollout.reward, "reply": reply, "trace": trace}
     return dict(list(best.items())[:limit])
+
+
+def stored_rollouts(directory: Path, per_role: int) -> list[dict]:
+    """Up to `per_role` finished single-turn rollouts of each model (distinct tasks, in file order, whatever they
+    earned), with their stored traces: what the blind probes are played on."""
+    out: list[dict] = []
+    for role in ROLES:
+        keys: set[str] = set()
+        for trace, episode in iter_traces(directory / role):
+            if len(keys) >= per_role:
+                break
+            if trace is None:
+                continue
+            rollout = to_rollout(trace, episode)
+            if rollout.outcome != "ok" or rollout.reward is None or rollout.task_key in keys or rollout.turns > 1 \
+                    or any(m.get("tool_calls") for m in _assistant(trace)) or _final_text(trace) is None:
+                continue
+            keys.add(rollout.task_key)
+            out.append({"key": rollout.task_key, "idx": rollout.idx, "role": role, "reward": rollout.reward,
+                        "reply": _final_text(trace), "trace": trace})
+    return out
+
+
+def on_stored(vf, task, stored: dict, content: str):
+    """The stored rollout's trace with its final reply replaced by `content` and its rewards cleared: its calls,
+    usage, timing, runtime, model and sampling are the rollout's own, so a reward sees a rollout, not a probe."""
+    data = {k: v for k, v in stored.items() if k not in ("rewards", "metrics")}
+    trace = vf.Trace.model_validate(data)
+    trace.task = vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash)
+    last = max(i for i, node in enumerate(trace.nodes) if getattr(node.message, "role", None) == "assistant")
+    trace.nodes[last] = trace.nodes[last].model_copy(update={"message": vf.AssistantMessage(content=content)})
+    return trace
+
+
+async def score_on_stored(vf, task, stored: dict | None, content: str) -> tuple[object, str | None]:
+    """`content` scored as the final reply of the stored rollout `stored` (its own trace), else of a fresh scaffold
+    (a stored trace verifiers cannot read back is scored the old way)."""
+    if stored is not None:
+        try:
+            trace = on_stored(vf, task, stored, content)
+        except (ValueError, TypeError, AttributeError):
+            trace = None
+        if trace is not None:
+            try:
+                await task.score(trace)
+            except Exception as e:
+                cause = e.__cause__ or e
+                return trace, said(type(cause).__name__, str(cause), "".join(traceback.format_exception(cause)))
+            return trace, None
+    return await score_in_process(vf, task, Reply(content=content))
+
+
+async def score_blind(vf, job: Job, tasks: list, stored: list[dict], out: dict) -> None:
+    """The blind probes (autoenv.gates.probes.BLIND_PROBES) on each stored rollout, into out["records"]."""
+    by_key = {t.key: t for t in tasks}
+    for rollout in stored:
+        task = by_key.get(rollout["key"])
+        if task is None:
+            continue
+        abstain = family_reply("abstain", messages=task_messages(task), answers=[])
+        replies = {"empty": "", "refusal": REFUSAL,
+                   "abstain": abstain.content if abstain is not None and abstain.content else "I don't know."}
+        for name in BLIND_PROBES:
+            text = replies[name]
+            trace, error = await score_on_stored(vf, task, rollout["trace"], text)
+            record = reward_record(trace, f"blind {name}", task, text, error)
+            record.update(role=rollout["role"])
+            out["records"].append(record)
+            emit("probe", probe=f"blind {name}")
 
 
 def _assistant(trace: dict) -> list[dict]:
@@ -143,17 +214,19 @@ async def derive(job: Job) -> None:
     multi_turn: list[dict] = []
     references = reference_replies(source, limit, multi_turn)
     multi_turn = multi_turn[:REPLAY_LIMIT]
+    stored = stored_rollouts(source, BLIND_PER_ROLE)
     out = {"source": str(source), "references": len(references), "records": [], "mutations": MUTATIONS,
-           "replayed": len(multi_turn)}
+           "replayed": len(multi_turn), "blind": len(stored)}
     if not references and not multi_turn:
         out["reason"] = ("no rollout of the strong or target model earned reward: there is no reference "
                          "behaviour to mutate")
-    else:
+    if references or multi_turn or stored:
         env, tasks = await load_tasks(vf, job, "derive")
         # the rollouts stage's endpoint has stopped: a model-graded reward needs its grader again
         grader = await Endpoint(Policies(OracleBook(tasks), seed=job.seed)).start()
         os.environ[GRADER_URL_VAR] = grader.base_url
         try:
+            await score_blind(vf, job, tasks, stored, out)
             await score_mutations(vf, job, tasks, references, out)
             seats = seat_names(vf, job.taskset_id, job.env_id)
             if multi_turn and len(seats) > 1:  # one seat's transcript cannot be replayed at every seat
@@ -184,7 +257,7 @@ async def score_mutations(vf, job: Job, tasks: list, references: dict[str, dict]
         rng = random.Random(f"{job.seed}:{ref['key']}")
         others = [r for r in replies if r != ref["reply"]]
         rng.shuffle(others)
-        trace, error = await score_in_process(vf, task, Reply(content=ref["reply"]))
+        trace, error = await score_on_stored(vf, task, ref.get("trace"), ref["reply"])
         record = reward_record(trace, "reference", task, ref["reply"], error)
         record.update(role=ref["role"], stored_reward=ref["reward"])
         out["records"].append(record)
@@ -197,7 +270,7 @@ async def score_mutations(vf, job: Job, tasks: list, references: dict[str, dict]
                 out["records"].append({"probe": name, "key": task.key, "idx": task.data.idx, "skipped": True,
                                        "reason": "does not apply to this reply", "sample": sample})
                 continue
-            trace, error = await score_in_process(vf, task, Reply(content=text))
+            trace, error = await score_on_stored(vf, task, ref.get("trace"), text)
             record = reward_record(trace, name, task, text, error)
             record.update(reference_reward=base, sample=sample)
             out["records"].append(record)

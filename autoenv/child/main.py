@@ -2,7 +2,8 @@
 
 Run as `python -m autoenv.child.main JOB.json EVENTS_FD`. It imports verifiers once, says `ready`, then
 runs the stages the parent sends on stdin, one JSON line each (`{"stage": "inspect"}`,
-`"audit"`, `"rollouts"`), in one event loop, answering each with its events and a
+`"audit"`, `"rollouts"`; after the rollouts the parent starts a fresh child for `"reproduce"` and
+`"derive"`), in one event loop, answering each with its events and a
 `stage-done` (or an `error`, after which it exits). End of stdin ends it. The stages
 share the process, so the install check, the gates and the rollouts pay for one
 interpreter and one verifiers import instead of three, while the candidate stays out of
@@ -32,7 +33,9 @@ from autoenv.child.audit import audit
 from autoenv.child.derived import derive
 from autoenv.child.exports import inspect_module
 from autoenv.child.judge_routing import GraderPolicies, route_judges
+from autoenv.child.reproduce_stage import reproduce
 from autoenv.child.rescore_stage import rescore
+from autoenv.child.tripwire import Tripwire
 from autoenv.child.worker import run as rollouts
 from autoenv.core.events import emit, open_channel
 from autoenv.core.job import Job
@@ -57,9 +60,9 @@ async def inspect(job: Job) -> None:
 
 
 STAGES: dict[str, Callable[[Job], Awaitable[None]]] = {"inspect": inspect, "audit": audit, "rollouts": rollouts,
-                                                        "derive": derive, "rescore": rescore}
+                                                        "derive": derive, "rescore": rescore, "reproduce": reproduce}
 LOGS = {"inspect": "inspect.log", "audit": "gates/audit.log", "rollouts": None, "derive": "gates/derive.log",
-        "rescore": "rescore.log"}  # None: the job's log_name
+        "rescore": "rescore.log", "reproduce": "gates/reproduce.log"}  # None: the job's log_name
 
 
 def log_to(path: Path) -> None:
@@ -90,6 +93,9 @@ async def serve(job: Job) -> int:
     if offline(job):  # a vf.Judge inside the candidate reaches the built-in grader (autoenv.child.judge_routing)
         grader = await Endpoint(GraderPolicies(seed=job.seed)).start()
         route_judges(grader.base_url)
+    # bound and recorded before the first stage imports the candidate (autoenv.child.tripwire)
+    stages, emitted = dict(STAGES), emit
+    wire = Tripwire({"autoenv.child.main.STAGES": STAGES})
     while True:
         line = await loop.run_in_executor(None, sys.stdin.readline)
         if not line:
@@ -98,11 +104,26 @@ async def serve(job: Job) -> int:
         log_to(job.out / (LOGS.get(stage) or job.log_name))
         started = time.time()
         try:
-            await STAGES[stage](job)
+            patched(wire, stage, "before", emitted)
+            await stages[stage](job)
+            patched(wire, stage, "after", emitted)
         except BaseException as e:  # every failure is reported as an event; the parent decides
-            emit("error", stage=stage, type=type(e).__name__, message=str(e), traceback=traceback.format_exc())
+            emitted("error", stage=stage, type=type(e).__name__, message=str(e), traceback=traceback.format_exc())
             return 1
-        emit("stage-done", stage=stage, seconds=round(time.time() - started, 3))
+        emitted("stage-done", stage=stage, seconds=round(time.time() - started, 3))
+
+
+class HarnessPatched(Exception):
+    """The candidate's code changed AutoEnv's code in the child (autoenv.child.tripwire)."""
+
+
+def patched(wire: Tripwire, stage: str, when: str, emitted: Callable[..., None]) -> None:
+    """Report and stop when the tripwire finds AutoEnv's code changed."""
+    names = wire.changed()
+    if names:
+        emitted("patched", stage=stage, when=when, names=names[:50])
+        raise HarnessPatched(f"the candidate's code patched AutoEnv's code in the child ({when} the {stage} stage): "
+                             + ", ".join(names[:10]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,4 +159,7 @@ def prepare(job_path: Path) -> Job:
 
 
 if __name__ == "__main__":
+    # one module, whichever way it is reached: `import autoenv.child.main` in the candidate finds this one (the
+    # stage table the child runs), not a fresh copy the tripwire has not seen
+    sys.modules.setdefault("autoenv.child.main", sys.modules[__name__])
     sys.exit(main())

@@ -35,6 +35,7 @@ from autoenv.evaluation.stats import route_usd
 from autoenv.gates.audit_record import AUDIT_FILE, read_audit
 from autoenv.gates.derived_rules import run_derived
 from autoenv.gates.rules import audit_plan, run_gates
+from autoenv.gates.telltales import telltale_finding
 from autoenv.run.archive import archive_previous
 from autoenv.sandbox.confine import choose
 from autoenv.sandbox.forwarder import SpendCap, forwarding
@@ -151,6 +152,9 @@ def inspect(ctx: Context, worker: Worker) -> None:
 
 def gates(ctx: Context, worker: Worker) -> GateReport:
     report = run_gates(ctx.config, worker)
+    telltales = telltale_finding(ctx.config.path("candidate"))
+    if telltales is not None:  # a warning that points at the blind probes, never a failure by itself
+        report = report.model_copy(update={"findings": [*report.findings, telltales]})
     try:
         declared = list(read_audit(worker.job.audit_dir / AUDIT_FILE).reward_range or []) or None
     except AutoEnvError:  # run_gates read it already: only a file changed since then lands here
@@ -169,9 +173,12 @@ def gates(ctx: Context, worker: Worker) -> GateReport:
 
 
 def derived_gates(ctx: Context, worker: Worker) -> GateReport:
-    """Exploit probes derived from the rollouts just stored (autoenv.child.derived); a failure discards."""
+    """In a fresh child: the stored rollouts scored again (autoenv.child.reproduce_stage), then the exploit probes
+    derived from them (autoenv.child.derived); a failure discards."""
     assert ctx.gates is not None, "the derive stage runs after the gates"
     before = set(ctx.gates.failed)
+    worker.restart()  # a fresh child: nothing the candidate kept in memory while audited and rolled out
+    worker.run("reproduce")
     report = run_derived(ctx.config, worker, ctx.gates)
     new = [f for f in report.failed if f not in before]
     if new:

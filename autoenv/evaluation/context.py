@@ -68,6 +68,8 @@ class Context:
     engine_guard: Any = None
     """The container engine's guard for a sandboxed child under the docker runtime (autoenv.containers.guard)."""
     forwarded: Forwarded | None = None
+    patched: list[str] = field(default_factory=list)
+    """What the child's tripwire found the candidate changed of AutoEnv's code (autoenv.child.tripwire)."""
     """What the forwarder passed to the real models and refused (autoenv.sandbox.forwarder), once it has stopped."""
     environment: Environment | None = None
     """`autoenv eval --env`: the environment evaluated instead of the run's candidate (recorded apart)."""

@@ -125,6 +125,8 @@ def verdict(ctx: Context, outcome: Outcome) -> Entry:
     )
     if entry.forwarded is not None and entry.forwarded.misused:
         entry = forwarder_misused(ctx, entry, entry.forwarded)
+    if ctx.patched:
+        entry = harness_patched(ctx, entry)
     return ledger_written(ctx, entry, written) if written else entry
 
 
@@ -154,6 +156,19 @@ def forwarder_misused(ctx: Context, entry: Entry, report: Forwarded) -> Entry:
                      why="the candidate's code misused the model forwarder")
     return entry.model_copy(update={"verdict": Verdict(verdict="tampered", reason=reason), "tampered": [
         *entry.tampered, f"forwarder: {report.refused} request(s) refused, {report.clamped} clamped ({where})"]})
+
+
+def harness_patched(ctx: Context, entry: Entry) -> Entry:
+    """The candidate's code changed AutoEnv's code in the child (the stage table, a probe's scoring, a function's
+    code: autoenv.child.tripwire): what the gates measured may be what the candidate chose to show them, so the
+    commit is recorded as tampered (never kept, never a baseline), naming what was changed."""
+    names = ", ".join(ctx.patched[:8]) + (f" and {len(ctx.patched) - 8} more" if len(ctx.patched) > 8 else "")
+    reason = (f"the candidate's code changed AutoEnv's own code in the evaluation's child process: {names}. A reward "
+              "that knows when it is audited can pay differently then, so nothing measured in that process counts. "
+              "Remove the code that replaces, wraps or traces AutoEnv's functions and evaluate again.")
+    display.tampered(ctx.patched[:5], why="the candidate's code patched AutoEnv's code in the child")
+    return entry.model_copy(update={"verdict": Verdict(verdict="tampered", reason=reason), "tampered": [
+        *entry.tampered, f"child: patched {names}"]})
 
 
 def environment_baseline(entries: list[Entry], stats: Stats, environment: Environment, offline: bool) -> Entry | None:

@@ -59,6 +59,7 @@ from autoenv.review import figures
 from autoenv.run.cache import cached
 from autoenv.run.gitrepo import Repo
 from autoenv.run.ledger import read_entries
+from autoenv.sandbox.rollouts import HarnessPatched
 
 
 def evaluate(options: EvalOptions) -> Entry:
@@ -179,6 +180,8 @@ def run_stages(ctx: Context) -> Outcome:
             with timed(ctx, "derived"), display.stage("derived probes", "the models' best replies, mutated; no model"):
                 ctx.gates = derived_gates(ctx, worker)
         except AutoEnvError as error:
+            if isinstance(error, HarnessPatched):
+                ctx.patched = error.names
             fault = error if isinstance(error, EngineUnavailable) else \
                 engine_failure(ctx.config.runtime.type, ctx.engine_guard)
             return Outcome(error=fault or error, failed_stage=stage_name)
@@ -189,77 +192,3 @@ def run_stages(ctx: Context) -> Outcome:
         stats = compute_stats(ctx)
         display.console.print(display.summary_table(stats, ctx.config.bands))
     return Outcome(stats=stats)
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -19,14 +19,16 @@ from pydantic import Field, field_validator
 
 from autoenv.core.childfiles import load_json, validated
 from autoenv.gates.audit_record import AuditPart, ProbeRecord
-from autoenv.gates.probes import DERIVED_FILE, DERIVED_MUTATIONS
+from autoenv.gates.probes import BLIND_PROBES, DERIVED_FILE, DERIVED_MUTATIONS
 from autoenv.gates.replay_rules import REPLAY_MUTATIONS
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 """A reward the rules compare against a limit: a NaN would make every comparison false, a silent pass."""
 
-PROBES = ("reference", *DERIVED_MUTATIONS, *(f"replay {name}" for name in ("reference", *REPLAY_MUTATIONS)))
-"""Every probe name the derive stage writes: the rescored reference and its mutations, then the replayed ones."""
+PROBES = ("reference", *DERIVED_MUTATIONS, *(f"replay {name}" for name in ("reference", *REPLAY_MUTATIONS)),
+          *(f"blind {name}" for name in BLIND_PROBES))
+"""Every probe name the derive stage writes: the rescored reference and its mutations, the replayed ones, and the
+blind probes played on the rollouts' own traces."""
 
 
 class DerivedProbeRecord(ProbeRecord):
@@ -55,6 +57,7 @@ class DerivedRecord(AuditPart):
     references: int = Field(0, description="Single-turn reference replies rescored.")
     mutations: dict[str, str] = Field(default_factory=dict, description="The mutations played, with what they do.")
     replayed: int = Field(0, description="Multi-turn or tool transcripts replayed through real rollouts.")
+    blind: int = Field(0, description="Stored single-turn rollouts the blind probes were played on.")
     reason: str | None = Field(None, description="Why there is no reference at all.")
     replay_reason: str | None = Field(None, description="Why the multi-turn transcripts were not replayed.")
     seconds: float | None = Field(None, description="How long the stage took.")

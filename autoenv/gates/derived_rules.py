@@ -17,6 +17,8 @@ from typing import Any
 from autoenv.core.config import Config
 from autoenv.core.formats import quoted
 from autoenv.core.record import GateReport
+from autoenv.gates.blind_record import REPRODUCE_FILE, read_reproduced
+from autoenv.gates.blind_rules import judge_blind, judge_reproduced
 from autoenv.gates.derived_record import DerivedProbeRecord, DerivedRecord, parse_derived, read_derived
 from autoenv.gates.findings import Gates
 from autoenv.gates.matrix import Matrix
@@ -39,6 +41,9 @@ from autoenv.sandbox.rollouts import Worker
 def judge_derived(derived: DerivedRecord | dict[str, Any], config: Config, report: Gates) -> None:
     """Gate findings from the derive stage's derived.json (a dict is parsed and validated first)."""
     derived = derived if isinstance(derived, DerivedRecord) else parse_derived(derived)
+    blind = [r for r in derived.records if r.probe.startswith("blind ")]
+    judge_blind(blind, judged_rows(blind), config, report)
+    derived = derived.model_copy(update={"records": [r for r in derived.records if not r.probe.startswith("blind ")]})
     replayed = [r for r in derived.records if r.probe.startswith("replay ")]
     if replayed:  # multi-turn and tool transcripts, replayed
         judge_replay(judged_rows(replayed), config.probes.exploit_max, report, add_matrix)
@@ -147,6 +152,8 @@ def run_derived(config: Config, worker: Worker, gates: GateReport) -> GateReport
     report = Gates(findings=list(gates.findings), probes=dict(gates.probes),
                    mode=gates.mode, matrix=Matrix.thaw(gates.matrix, config.probes.exploit_max))
     judge_derived(derived, config, report)
+    reproduced = worker.job.audit_dir / REPRODUCE_FILE
+    judge_reproduced(read_reproduced(reproduced) if reproduced.is_file() else None, report)
     report.seconds = round((gates.seconds or 0) + time.time() - started, 2)
     out = report.report()
     (worker.job.audit_dir / "gates.json").write_text(out.model_dump_json(indent=1))

@@ -109,6 +109,16 @@ its in-process counterpart failing too, or (where that did not run) a second dra
 DERIVED_COUNTERPARTS = {"swap-answer": "wrong-answer", "kitchen-sink": "kitchen-sink", "format-only": "wrong-answer",
                         "padding": "padding"}
 """The in-process probe that tests the same thing on the oracle's reply."""
+BLIND_PROBES = {
+    "empty": "an empty reply in place of the model's, on the rollout's own trace (its calls, usage, timing, model "
+             "and sampling kept)",
+    "refusal": "a polite refusal in place of the model's reply, on the rollout's own trace",
+    "abstain": "an abstention (I don't know) in place of the model's reply, on the rollout's own trace",
+}
+"""The blind probes (autoenv.child.derived): played on the models' own stored rollout traces, so a reward cannot tell
+them from a rollout by the trace; the content-free ones are judged like the in-process probes of the same name."""
+BLIND_PER_ROLE = 8
+"""Stored single-turn rollouts of each model the blind probes are played on (distinct tasks, file order)."""
 DERIVED_FILE = "derived.json"
 """What the derive stage (autoenv.child.derived) writes into the gates directory."""
 REFUSAL = "I'm sorry, but I can't help with that request."

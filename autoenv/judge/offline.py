@@ -157,6 +157,14 @@ CHECK_FIXES: dict[str, Callable[[GateFinding], str]] = {
                                   + (f"; it raised: {f.data['errors'][0]}" if f.data.get("errors") else "")),
     "content-free": lambda f: ("make every reward pay for the task's content only: "
                                + "; ".join(f"{n}: {DEFENCES[n]}" for n in (f.data.get("failed") or []) if n in DEFENCES)),
+    "blind probes": lambda f: ("make every reward pay for the task's content only, whatever the trace around the "
+                               "reply: a content-free reply on a real rollout's trace (its model calls, usage, model "
+                               "and sampling) must earn what it earns as a probe"
+                               + ("; the reward pays differently when audited: remove what reads the trace's calls, "
+                                  "usage, timing, model, sampling or the call stack" if f.data.get("differs") else "")),
+    "stored rewards": lambda f: ("make the reward a pure function of the reply and the task: the same reply on the "
+                                 "same trace must earn what the rollout was paid"
+                                 + (f" (task idx {f.data['tasks']})" if f.data.get("tasks") else "")),
     "load time": lambda f: ("make load() return within checks.max_load_seconds: build the dataset lazily or "
                             "from a file shipped with the candidate, never from the network"),
 }

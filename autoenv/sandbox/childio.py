@@ -32,15 +32,15 @@ COUNT_SECONDS = 0.1
 class CappedLog:
     """A pipe whose read end a thread copies into `path`, at most `limit` bytes, then a note, then nothing."""
 
-    def __init__(self, path: Path, limit: int = LOG_BYTES):
-        self.path, self.limit = path, limit
+    def __init__(self, path: Path, limit: int = LOG_BYTES, append: bool = False):
+        self.path, self.limit, self.mode = path, limit, "ab" if append else "wb"
         self.read_fd, self.write_fd = os.pipe()
         self.written = self.dropped = 0
         self._thread = threading.Thread(target=self._copy, name=f"autoenv-log-{path.name}", daemon=True)
         self._thread.start()
 
     def _copy(self) -> None:
-        with open(self.path, "wb") as log, os.fdopen(self.read_fd, "rb", buffering=0) as pipe:
+        with open(self.path, self.mode) as log, os.fdopen(self.read_fd, "rb", buffering=0) as pipe:
             while chunk := pipe.read(CHUNK):
                 keep = chunk[:max(0, self.limit - self.written)]
                 if keep:
@@ -69,9 +69,9 @@ class CappedLog:
 class ChildPipes:
     """The three pipes of one child: events (read here), stdout and stderr (capped logs in `out`)."""
 
-    def __init__(self, out: Path):
-        self.stdout = CappedLog(out / "worker.stdout")
-        self.stderr = CappedLog(out / "worker.stderr")
+    def __init__(self, out: Path, append: bool = False):
+        self.stdout = CappedLog(out / "worker.stdout", append=append)
+        self.stderr = CappedLog(out / "worker.stderr", append=append)
         read_fd, self.events_fd = os.pipe()
         self.events: IO[str] = os.fdopen(read_fd, "r", encoding="utf-8", errors="replace")
 

@@ -27,7 +27,7 @@ from autoenv.core.job import CANDIDATE_MODULE, Job
 from autoenv.sandbox import candidatevenv
 from autoenv.sandbox.build import install_confined, site_packages, uv_binary
 from autoenv.sandbox.buildcheck import build_plan
-from autoenv.sandbox.rollouts import Worker, WorkerFailed
+from autoenv.sandbox.rollouts import HarnessPatched, Worker, WorkerFailed
 from autoenv.sandbox.serverenv import prepare_all
 
 __all__ = ["inspect_candidate", "install_candidate", "site_packages", "uv_binary"]
@@ -110,6 +110,8 @@ def inspect_candidate(candidate_dir: Path, worker: Worker | None = None, module:
     module, env_module = worker.job.module, worker.job.env_module  # what the child imports
     try:
         out = worker.run("inspect").inspected or {}
+    except HarnessPatched:
+        raise
     except WorkerFailed as e:
         raise AutoEnvError(f"the import check of {module} did not finish: {e.what}", where=str(candidate_dir),
                            fix=f"the person reproduces it with `python -c 'import {module}'` in the venv") from e

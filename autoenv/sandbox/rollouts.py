@@ -61,10 +61,24 @@ class WorkerResult:
     load_seconds: float | None = None
     seconds: float | None = None
     events: list[dict] = field(default_factory=list)
+    patched: list[str] | None = None
+    """What the child's tripwire found changed of AutoEnv's code (autoenv.child.tripwire)."""
 
 
 class WorkerFailed(AutoEnvError):
     pass
+
+
+class HarnessPatched(WorkerFailed):
+    """The candidate's code patched AutoEnv's code in the child: the commit is recorded as tampered."""
+
+    def __init__(self, stage: str, names: list[str], log: Path) -> None:
+        self.names = names
+        super().__init__(f"the candidate's code changed AutoEnv's own code in the child process, found in the "
+                         f"{stage} stage: {', '.join(names[:8])}" + (f" and {len(names) - 8} more" if len(names) > 8
+                                                                     else ""),
+                         where=str(log), fix="remove the code that replaces, wraps or traces AutoEnv's functions "
+                         "(a reward is scored the same whether it is audited or rolled out) and evaluate again")
 
 
 def child_env(candidate_dir: Path, hide: Iterable[str] = (), runtime: str = "subprocess", network: bool = False
@@ -153,6 +167,19 @@ class Worker:
                 self._watch = ProcessWatch(self.proc.pid, self.job.resources.processes, self._too_many)
         pipes.started()
 
+    def restart(self) -> None:
+        """End this child and start a fresh one for the same job (its logs appended to): the stages run next see
+        nothing the candidate's code kept in memory in the stages before (autoenv.child.reproduce_stage)."""
+        self.close()
+        self.expired = self.exceeded = None
+        self.pipes = ChildPipes(self.job.out, append=True)
+        try:
+            self._start(self.job.out / "job.json", self.pipes)
+        except BaseException:
+            self.pipes.close()
+            self.pipes = None
+            raise
+
     @property
     def warm(self) -> bool:
         """Whether the child was forked by the warm server (autoenv.sandbox.warmchild)."""
@@ -183,6 +210,9 @@ class Worker:
             timer.cancel()
             if isinstance(proc, warmchild.WarmChild):
                 proc.publish()  # what the stage wrote, into the output folder the harness reads
+        if result.patched:
+            raise HarnessPatched(stage, result.patched, self.job.out / (
+                "gates/audit.log" if stage == "audit" else "gates/derive.log" if stage == "derive" else "worker.log"))
         if last is not None and last["event"] == "error":
             raise _worker_error(last, self.job, self.sandbox.kind == "bwrap" and not needs_network(self.job))
         if last is None:
@@ -328,6 +358,8 @@ class _Shown:
             self.start({"probes": int(event["total"])}, status=str(event.get("mode", "")))
         elif kind == "note":
             display.note(f"child process: {event.get('message')}")
+        elif kind == "patched":
+            result.patched = [str(name)[:300] for name in event["names"]][:50]
 
     def start(self, totals: dict[str, int], status: str) -> None:
         self.stop()

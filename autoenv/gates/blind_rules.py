@@ -1,0 +1,116 @@
+"""The rules of the blind probes (content-free replies placed in the models' own rollout traces) and of the stored
+rewards scored again in a fresh child.
+
+The in-process probes hand a reward a trace no rollout has: no model call, no usage, no timing,
+no seat's model or sampling. A reward can tell them apart and pay honestly only then. The
+blind probes (autoenv.child.derived.score_blind) take stored rollouts of each model and put a
+content-free reply (empty, a refusal, an abstention) in place of the model's, on the rollout's
+own trace, so nothing in the trace says it is a probe. Two findings:
+
+- `blind probes`: each content-free reply's mean as a share of the reward's range, per model,
+  allowed probes.free_max above the floor (the in-process rule, with its noise rule). Where the
+  in-process probe of the same name stayed within it, the failure says the reward pays
+  differently when audited.
+- `stored rewards` (from the reproduce stage, autoenv.child.reproduce_stage): every stored rollout
+  scored again in a fresh child must earn what it was paid. A reward that does not reproduce fails
+  where scoring was found deterministic (the `deterministic scoring` check), and is a warning
+  where it was not.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from autoenv.core.config import Config
+from autoenv.core.formats import idx_list
+from autoenv.core.record import ROLES
+from autoenv.gates import noise
+from autoenv.gates.blind_record import ReproduceRecord
+from autoenv.gates.derived_record import DerivedProbeRecord
+from autoenv.gates.findings import Gates
+from autoenv.gates.ranges import max_reward
+from autoenv.gates.rows import Row
+
+FREE = ("empty", "refusal", "abstain")
+"""The blind probes, each judged as content-free."""
+
+
+def judge_blind(records: list[DerivedProbeRecord], rows: list[Row], config: Config, report: Gates) -> None:
+    """Add `blind probes` from the derive stage's blind records (`rows`: the same, judged)."""
+    if not rows:
+        return
+    weights: dict[str, float] = {}
+    for r in records:
+        weights.update(r.weights)
+    played = [row for row in rows if not row.skipped and not row.env_error and row.total is not None]
+    floor = min([0.0, *(row.total for row in played if row.total is not None)])
+    top = max([max_reward(weights), *(row.total for row in played if row.total is not None)])
+    if top - floor <= 1e-9:
+        report.add("blind probes", "pass", f"{len(played)} replies on the models' own rollout traces all scored the "
+                   f"floor ({floor:g})", shares={}, failed=[])
+        return
+    limit = config.probes.free_max
+    failures: list[str] = []
+    shares: dict[str, float] = {}
+    for name in FREE:
+        by_role: dict[str, list[float]] = defaultdict(list)
+        for row in played:
+            if row.probe == f"blind {name}":
+                by_role[row.role or "?"].append(((row.total or 0.0) - floor) / (top - floor))
+        for role in [*ROLES, *sorted(set(by_role) - set(ROLES))]:
+            values = by_role.get(role)
+            if not values:
+                continue
+            share = sum(values) / len(values)
+            shares[f"{name} {role}"] = round(share, 4)
+            if noise.beyond(share, limit, len(values), 1.0, values):
+                failures.append(f"{name} on the {role} model's traces reaches {share:.0%} of the range "
+                                f"(over {len(values)} rollouts){_audited(report, name, limit)}")
+    span = f"[{floor:g}, {top:.3g}]"
+    if failures:
+        report.add("blind probes", "fail", "content-free replies put in place of the models' own replies, on their "
+                   "rollouts' traces (calls, usage, timing, model and sampling kept), earn reward: "
+                   + "; ".join(failures) + f". The reward's range is {span}; allowed {limit:.0%} above its floor "
+                   "(probes.free_max)", shares=shares, failed=sorted({f.split(" ")[0] for f in failures}),
+                   differs=any("when audited" in f for f in failures))
+    else:
+        report.add("blind probes", "pass", f"content-free replies on {len({r.key for r in played})} of the models' own "
+                   f"rollout traces stay within {limit:.0%} of the reward's range {span}",
+                   shares=shares, failed=[])
+
+
+def _audited(report: Gates, name: str, limit: float) -> str:
+    """`; the reward pays differently when audited: ...` where the in-process probe of the same name passed."""
+    free = next((f for f in report.findings if f.name == "content-free"), None)
+    share = (free.data.get("shares") or {}).get(name) if free is not None else None
+    if share is None or share > limit + 1e-9:
+        return ""
+    return (f"; the reward pays differently when audited: the same reply scored as an in-process probe (a trace "
+            f"with no model call) reached {share:.0%}")
+
+
+def judge_reproduced(record: ReproduceRecord | None, report: Gates) -> None:
+    """The `stored rewards` finding from the reproduce stage's record (None: the stage did not run)."""
+    if record is None:
+        return
+    if record.reason:
+        report.add("stored rewards", "skip", f"n/a, not tested: {record.reason}", differ=[])
+        return
+    scored = record.checked - record.errors
+    partial = "; stopped at its limit before the last rollout" if record.partial else ""
+    errors = f"; {record.errors} raised when scored again" if record.errors else ""
+    if not record.differ:
+        status = "pass" if scored else "skip"
+        report.add("stored rewards", status, (f"{scored} stored rollouts' rewards reproduced, each scored again in a "
+                   f"fresh child process on its own trace" if scored else "n/a, not tested: no finished rollout "
+                   "to score again") + errors + partial, differ=[])
+        return
+    deterministic = next((f.status == "pass" for f in report.findings if f.name == "deterministic scoring"), None)
+    shown = "; ".join(f"{d.role} task idx {d.idx}: paid {d.stored:.3g}, scored again "
+                      + (f"{d.again:.3g}" if d.again is not None else "no number") for d in record.differ[:4])
+    report.add("stored rewards", "fail" if deterministic else "warn",
+               f"{len(record.differ)} of {scored} stored rollouts were paid what the same reply on the same trace does "
+               f"not earn when scored again in a fresh child process ({shown}): the reward paid the rollouts "
+               "differently from how it scores the same transcript" + errors + partial
+               + ("" if deterministic else " (scoring was not found deterministic, so this is a warning)"),
+               differ=[d.model_dump() for d in record.differ[:50]], tasks=idx_list([d.idx for d in record.differ]))
