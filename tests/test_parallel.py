@@ -79,3 +79,22 @@ def test_evaluate_sh_in_a_run_worktree_uses_the_main_checkouts_venv(tmp_path):
     (main / ".venv").unlink()
     result = subprocess.run(["bash", "evaluate.sh", "--help"], cwd=run, capture_output=True, text=True, check=False)
     assert result.returncode == 2 and "run: bash setup.sh" in result.stderr
+
+
+@pytest.mark.e2e
+def test_a_new_worktree_run_sees_no_lost_ledger_in_another_runs_notes_but_a_deleted_own_ledger_is_named(tmp_path):
+    """The notes are the repository's, shared by its worktrees: another run's evaluated commits in them are not this
+    run's lost ledger (the first evaluation of every `--worktree` run warned so once)."""
+    from autoenv.evaluation.commands import verify
+
+    main = make_run_repo("arithmetic", tmp_path / "repo", small_config(), run_base=False)
+    subprocess.run(["git", "branch", "-qm", "main"], cwd=main, check=True)
+    a = new_run(main, "a", example="arithmetic", worktree=tmp_path / "run-a")
+    result = subprocess.run([sys.executable, "-m", "autoenv.cli", "eval", "--offline"], cwd=a, capture_output=True,
+                            text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:]
+    c = new_run(main, "c", example="arithmetic", worktree=tmp_path / "run-c")
+    assert verify(c) == ([], 0)
+    (a / "feedback_log.jsonl").unlink()
+    problems, _ = verify(a)
+    assert len(problems) == 1 and "feedback_log.jsonl is missing or empty but 1 evaluated commit(s)" in problems[0]

@@ -35,6 +35,7 @@ from autoenv.gates.rules import audit_plan, run_gates
 from autoenv.judge.render import render as judge_render
 from autoenv.run.gitrepo import Repo
 from autoenv.run.integrity import check as check_integrity
+from autoenv.run.integrity import own_commits
 from autoenv.run.integrity import rebuild
 from autoenv.run.ledger import read_entries
 from autoenv.run.ledger import verify as verify_ledger
@@ -181,7 +182,7 @@ def verify(cwd: Path, config: Path | None = None, restore: bool = False) -> tupl
     if restore:
         count = rebuild(log, cfg.path("outputs"), notes)
         display.note(f"rebuilt {log.name}: {count} entries from {cfg.path('outputs')} and the git notes")
-    problems = check_integrity(log, notes)
+    problems = check_integrity(log, notes, own_commits(cfg.path("outputs"), repo.ancestors("HEAD")))
     if not problems:
         problems = forged(read_entries(log), cfg, show=config_at(repo, cfg))
     venv = check_from_outside()

@@ -36,6 +36,7 @@ from autoenv.run.cleantree import require_clean_candidate, undo_fix
 from autoenv.run.envref import environment_ref
 from autoenv.run.gitrepo import Repo
 from autoenv.run.integrity import check as check_integrity
+from autoenv.run.integrity import own_commits
 from autoenv.run.integrity import summary as integrity_summary
 from autoenv.run.ledger import raw_lines, read_entries
 from autoenv.run.ledger import verify as verify_ledger
@@ -147,7 +148,7 @@ def verify_notes(repo: Repo, config: Config) -> str:
     """`autoenv verify` before any work: the ledger against the git notes; what it found, for the entry."""
     log = config.path("log_file")
     notes = repo.notes()
-    problems = check_integrity(log, notes)
+    problems = check_integrity(log, notes, own_commits(config.path("outputs"), repo.ancestors("HEAD")))
     for problem in problems:
         display.warn(f"ledger: {problem}")
     if not problems:  # an entry recorded with a valid chain whose verdict the rules would not give

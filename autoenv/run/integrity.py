@@ -49,8 +49,17 @@ def parse_notes(notes: dict[str, str]) -> list[Noted]:
     return out
 
 
-def check(path: Path, notes: dict[str, str]) -> list[str]:
-    """Every problem found, each naming the line or commit (empty when ledger and notes agree)."""
+def own_commits(outputs: Path, ancestors: list[str]) -> set[str]:
+    """The commits whose notes a missing ledger here would have written: HEAD's ancestors, and the commits this
+    checkout's outputs folder holds an entry for (notes are shared by every worktree of the repository; another
+    worktree's evaluations are neither)."""
+    stored = {p.parent.name for p in outputs.glob(f"*/{STORED}")} if outputs.is_dir() else set()
+    return set(ancestors) | stored
+
+
+def check(path: Path, notes: dict[str, str], ours: set[str] | None = None) -> list[str]:
+    """Every problem found, each naming the line or commit (empty when ledger and notes agree). `ours`
+    (own_commits): with the ledger missing, only these commits' notes say it was lost."""
     lines = raw_lines(path)
     hashes = [line_hash(line) for line in lines]
     where = {h: i + 1 for i, h in enumerate(hashes)}
@@ -60,6 +69,7 @@ def check(path: Path, notes: dict[str, str]) -> list[str]:
     by_hash = {n.entry: n for n in noted}
     problems: list[str] = []
     if not lines:
+        noted = [n for n in noted if ours is None or n.commit in ours]
         if noted:
             problems.append(f"{path.name} is missing or empty but {len(noted)} evaluated commit(s) have git notes: "
                             "the ledger was lost or deleted (autoenv verify --rebuild restores it)")
