@@ -226,7 +226,9 @@ async def derive(job: Job) -> None:
         grader = await Endpoint(Policies(OracleBook(tasks), seed=job.seed)).start()
         os.environ[GRADER_URL_VAR] = grader.base_url
         try:
+            blind_started = time.time()
             await score_blind(vf, job, tasks, stored, out)
+            out["blind_seconds"] = round(time.time() - blind_started, 3)
             await score_mutations(vf, job, tasks, references, out)
             seats = seat_names(vf, job.taskset_id, job.env_id)
             if multi_turn and len(seats) > 1:  # one seat's transcript cannot be replayed at every seat

@@ -177,8 +177,10 @@ def derived_gates(ctx: Context, worker: Worker) -> GateReport:
     derived from them (autoenv.child.derived); a failure discards."""
     assert ctx.gates is not None, "the derive stage runs after the gates"
     before = set(ctx.gates.failed)
-    worker.restart()  # a fresh child: nothing the candidate kept in memory while audited and rolled out
-    worker.run("reproduce")
+    with timed(ctx, "restart"):  # a fresh child: nothing the candidate kept in memory while audited and rolled out
+        worker.restart()
+    with timed(ctx, "reproduce"):
+        worker.run("reproduce")
     report = run_derived(ctx.config, worker, ctx.gates)
     new = [f for f in report.failed if f not in before]
     if new:

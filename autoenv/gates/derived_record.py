@@ -58,6 +58,7 @@ class DerivedRecord(AuditPart):
     mutations: dict[str, str] = Field(default_factory=dict, description="The mutations played, with what they do.")
     replayed: int = Field(0, description="Multi-turn or tool transcripts replayed through real rollouts.")
     blind: int = Field(0, description="Stored single-turn rollouts the blind probes were played on.")
+    blind_seconds: float | None = Field(None, description="How long the blind probes took.")
     reason: str | None = Field(None, description="Why there is no reference at all.")
     replay_reason: str | None = Field(None, description="Why the multi-turn transcripts were not replayed.")
     seconds: float | None = Field(None, description="How long the stage took.")
