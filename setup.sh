@@ -36,10 +36,22 @@ echo "setup.sh: installing AutoEnv and its dependencies into .venv (pip)"
 
 # bubblewrap sandboxes the candidate's code (autoenv/sandbox/confine.py); without it the candidate
 # runs unconfined and every evaluation says so.
+apt_get() {  # apt-get "$@", waiting up to 300 s while another apt-get or unattended-upgrades holds a package lock
+  waited=0
+  while ! err=$(DEBIAN_FRONTEND=noninteractive apt-get "$@" 2>&1 >/dev/null); do
+    case "$err" in
+      *"Could not get lock"* | *"dpkg frontend lock"*)
+        if [ "$waited" -ge 300 ]; then echo "$err" >&2; echo "setup.sh: a package lock was still held after 300 s (another apt-get or unattended-upgrades): wait for it to end, then run setup again" >&2; return 1; fi
+        [ "$waited" = 0 ] && echo "setup.sh: waiting for the package lock (another apt-get or unattended-upgrades is running; up to 300 s)"
+        sleep 5; waited=$((waited + 5)) ;;
+      *) echo "$err" >&2; return 1 ;;
+    esac
+  done
+}
 if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup.sh: installing bubblewrap (apt-get) to sandbox candidate code"
-    { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } ||
+    { apt_get update -qq && apt_get install -y -qq bubblewrap; } ||
       echo "setup.sh: apt-get could not install bubblewrap; candidates will run unconfined (see docs/sandbox.md, 'The sandbox')" >&2
   else
     echo "setup.sh: bubblewrap is missing; install it to sandbox candidate code: sudo apt-get install bubblewrap" >&2

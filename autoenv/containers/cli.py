@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 from typing import Any
 
 from autoenv.containers import daemon, image
 from autoenv.core.runtimes import engine_problem
 from autoenv.core import display
+from autoenv.core.apt import apt_get
 from autoenv.core.errors import AutoEnvError
 
 
@@ -72,12 +72,8 @@ def setup_docker() -> str:
             raise AutoEnvError(f"{', '.join(missing)} missing and cannot be installed here (apt-get as root)",
                                fix=f"install {' '.join(missing)} with your package manager, then run setup again")
         display.note(f"installing {' '.join(missing)} (apt-get)")
-        for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *missing]):
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                                  env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-            if proc.returncode != 0:
-                raise AutoEnvError(f"{' '.join(cmd)} failed:\n{proc.stderr.strip()[-800:]}",
-                                   fix="check that Debian's packages are reachable, then run setup again")
+        apt_get("update", "-qq", note=display.note)
+        apt_get("install", "-y", "-qq", *missing, note=display.note)
     started = engine_problem("docker") is not None
     if started:
         display.note(daemon.start())
