@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from autoenv.model import trainplots
@@ -189,3 +191,22 @@ def test_the_watch_fires_at_the_first_step_most_completions_carry_reward_elsewhe
     assert result["first_step"] == 3 and "from step 3" in result["call"] and "`style`" in result["call"]
     clean = [{"step": i, "reward": 0.1 * i, "hack_fraction": 0.0, "content_free_fraction": 0.0} for i in range(1, 8)]
     assert watch(clean) == {"start": 0.0, "end": 0.0, "call": "no", "first_step": None}
+
+
+def test_train_prints_a_line_at_least_every_progress_period_between_the_trainers_steps(tmp_path, monkeypatch, capsys):
+    """`autoenv train` was silent for minutes between steps: a heartbeat fills every silence (AUTOENV_PROGRESS_SECONDS
+    shortened here from 30 s); the trainer's own step lines are echoed and restart its count."""
+    import sys
+
+    from autoenv.model import train as train_module
+
+    monkeypatch.setenv("AUTOENV_PROGRESS_SECONDS", "0.2")
+    script = tmp_path / "trainer.py"
+    script.write_text("import time\nprint('train: step 1/2', flush=True)\ntime.sleep(1.2)\n"
+                      "print('train: step 2/2', flush=True)\nprint('{\"steps\": 2}')\n")
+    assert train_module._trainer(Path(sys.executable), [str(script)]) == {"steps": 2}
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    first, second = lines.index("train: step 1/2"), lines.index("train: step 2/2")
+    between = [line for line in lines[first + 1:second] if "train: GRPO steps" in line and "s elapsed" in line]
+    assert between, out

@@ -193,6 +193,11 @@ class Waiting:
             elif time.time() - self.last >= self.every:
                 self._line()
 
+    def said(self) -> None:
+        """A line about the wait was just printed elsewhere (a step's own line): the next heartbeat counts from now."""
+        with self.lock:
+            self.last = time.time()
+
     def __enter__(self) -> Waiting:
         return self.start()
 

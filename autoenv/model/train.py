@@ -383,7 +383,8 @@ def _replies(directory: Path) -> dict[str, tuple[str, str]]:
 
 def _run(cmd: list[str], what: str) -> None:
     display.console.print(f"train: {what}")
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    with display.Waiting("train", what):  # minutes with nothing else to show: a line at least every 30 s
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise AutoEnvError(f"{what} failed (exit {done.returncode}): {(done.stderr or done.stdout).strip()[-800:]}",
                            where=" ".join(cmd[:3]), fix="read the error above; the trainer venv is under "
@@ -397,10 +398,12 @@ def _trainer(python: Path, args: list[str]) -> dict[str, Any]:
                                  "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
     tail: list[str] = []
     assert proc.stdout is not None
-    for line in proc.stdout:
-        tail = (tail + [line.rstrip()])[-40:]
-        if line.startswith("train:"):
-            display.console.print(line.rstrip())
+    with display.Waiting("train", "GRPO steps (a step takes minutes on a CPU)") as waiting:
+        for line in proc.stdout:  # the trainer's own lines, and a heartbeat between them at least every 30 s
+            tail = (tail + [line.rstrip()])[-40:]
+            if line.startswith("train:"):
+                display.console.print(line.rstrip())
+                waiting.said()
     if proc.wait() != 0 or not tail or not tail[-1].startswith("{"):
         raise AutoEnvError(f"the GRPO trainer failed (exit {proc.returncode}):\n" + "\n".join(tail[-25:]),
                            where=args[0], fix="read the trainer's output above")
