@@ -590,7 +590,7 @@ def test_every_check_that_can_fail_and_every_probe_has_a_fix():
     # every fix is tested (content-free's own: test_a_content_free_failure_names_its_own_fix_where_no_...; the
     # blind probes' and stored rewards': tests/test_audit_blind.py)
     assert set(CHECK_FIXES) == set(BROKEN) | {"pyproject", "readme", "load time", "content-free", "blind probes",
-                                              "stored rewards"}
+                                              "stored rewards", "canaries"}
     assert set(EXPLOITS) <= set(DEFENCES)
 
 

@@ -14,6 +14,7 @@ import asyncio
 import itertools
 import json
 import os
+import random
 import time
 from collections import Counter
 from pathlib import Path
@@ -27,6 +28,7 @@ from autoenv.child.tasks import load_tasks, task_row, write_run_config
 from autoenv.core.events import emit
 from autoenv.core.job import Job
 from autoenv.core.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, to_rollout
+from autoenv.core.canaries import CANARY_FILE, Canaries
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint, Faults
 from autoenv.gates.answer_oracle import inferred
@@ -76,14 +78,20 @@ async def run(job: Job) -> None:
             sampling=vf.SamplingConfig(**sampling),
         )
 
+    extra = extra_slots(plan.canaries, chosen, job.seed)  # one more rollout on that many tasks: the canaries
+    if endpoint is not None and (planned := sum(n for role, n in plan.canaries.items() if plan.roles[role].embedded)):
+        sessions = sum(len(chosen) * plan.rollouts + plan.canaries.get(role, 0)
+                       for role, seat in plan.roles.items() if seat.embedded)
+        endpoint.canaries = Canaries(planned, sessions, record=out / CANARY_FILE)
     limits = {role: seat.max_concurrent or job.max_concurrent for role, seat in plan.roles.items()}
     permits = role_permits(limits, job.max_concurrent_total or sum(limits.values()))
     lock = asyncio.Lock()
     rollouts = plan.rollouts
-    total = {role: len(chosen) * rollouts for role in contexts}
+    total = {role: len(chosen) * rollouts + sum(extra.get(role, {}).values()) for role in contexts}
     # a resumed evaluation keeps the episodes stored by the interrupted one: same tasks (same seed), fewer slots
     have = {role: finished_episodes(out / role) if plan.reuse else Counter() for role in contexts}
-    wanted = {role: {t.key: max(0, rollouts - have[role][t.key]) for t in chosen} for role in contexts}
+    wanted = {role: {t.key: max(0, rollouts + extra.get(role, {}).get(t.key, 0) - have[role][t.key]) for t in chosen}
+              for role in contexts}
     done = {role: total[role] - sum(wanted[role].values()) for role in contexts}
 
     async def play(role: str, slot, directory: Path) -> None:
@@ -122,6 +130,8 @@ async def run(job: Job) -> None:
             for role in contexts:
                 (out / role).mkdir(parents=True, exist_ok=True)
                 write_run_config(out / role, env, plan.roles[role].model)
+            if endpoint is not None and endpoint.canaries is not None:
+                endpoint.canaries.arm()  # after the smoke rollout: never a canary
             emit("planned", total=total)
             # Interleave the models so both progress together and share the machine fairly.
             slots = []
@@ -136,6 +146,19 @@ async def run(job: Job) -> None:
         if choose_harness(job.runtime)[0] == HARNESS_ID:  # the stock harness's client runs in a process of its own
             (out / RETRIES_FILE).write_text(json.dumps({role: client_retries[role] for role in contexts}))
     emit("finished", seconds=round(time.time() - started, 3), done=done)
+
+
+def extra_slots(canaries: dict[str, int], chosen: list, seed: int) -> dict[str, Counter[str]]:
+    """Per role, the tasks (by key) that get one more rollout for the canaries, drawn with the seed; which of a
+    role's rollouts are the canaries is not this: whoever answers the seat picks them as they start."""
+    out: dict[str, Counter[str]] = {}
+    for role, n in canaries.items():
+        rng = random.Random(f"{seed}:canary-slots:{role}")
+        keys = [t.key for t in chosen]
+        picks = rng.sample(keys, min(n, len(keys))) + [rng.choice(keys) for _ in range(max(0, n - len(keys)))] \
+            if keys else []
+        out[role] = Counter(picks)
+    return out
 
 
 def smoke_outcome(episode) -> dict:

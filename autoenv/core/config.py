@@ -263,10 +263,16 @@ class Probes:
     range above its floor (the range declared, else the highest total observed on any probe)."""
     continue_on_failure: bool = False
     """Run the model evaluation even when a check or probe failed."""
+    canaries: float = 0.1
+    """Canary rollouts, as a share of each model's rollouts, played on top of them in the rollouts stage: a
+    content-free reply (empty, a refusal, an abstention) served as the model's own on rollouts picked at random
+    as they start, by the built-in endpoint offline or the forwarder online (no provider call). Judged like the
+    content-free probes; statistics and the verdict never see them. 0 turns them off; at most 0.5."""
 
     def problems(self) -> list[tuple[str, str]]:
         out = [(n, "must be at least 1") for n in ("sample", "rollout_sample") if getattr(self, n) < 1]
         out += [(n, "must be between 0 and 1") for n in ("oracle_min", "exploit_max", "free_max") if not 0 <= getattr(self, n) <= 1]
+        out += [("canaries", "must be between 0 and 0.5")] if not 0 <= self.canaries <= 0.5 else []
         return out
 
 

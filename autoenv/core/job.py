@@ -66,6 +66,10 @@ class RolloutPlan(_Part):
     reuse: bool = Field(False, description="Resume: keep the episodes already in out_dir and run only the missing "
                                            "rollouts of each task and role (a stored smoke rollout is not rerun).")
     smoke_attempts: int = Field(3, description="Tries of the smoke rollout while it fails at the provider.")
+    canaries: dict[str, int] = Field(default_factory=dict, description="Canary rollouts per role, played on top of "
+                                     "the role's rollouts (autoenv.endpoint.canaries): that many tasks, drawn with the "
+                                     "seed, get one more rollout; which rollouts are canaries is picked as they start, "
+                                     "by whoever answers the seat.")
 
 
 class AuditPlan(_Part):
@@ -152,6 +156,7 @@ class Job(_Part):
         total = 0
         if self.rollouts is not None and stage in (None, "rollouts"):
             total += len(self.rollouts.roles) * self.rollouts.examples * self.rollouts.rollouts
+            total += sum(self.rollouts.canaries.values())
         if self.audit is not None and self.audit.probes and stage in (None, "audit"):
             total += self.audit.rollout_sample * (self.audit.exploits + 1)
         return max(total, 1)

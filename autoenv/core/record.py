@@ -187,6 +187,8 @@ class ForwardedRoute(Part):
     completion_tokens: int = Field(0, description="Completion tokens it reported.")
     unmetered: int = Field(0, description="Answers (2xx) whose usage the forwarder could not read.")
     local: int = Field(0, description="Requests answered by the forwarder itself (GET models), never forwarded.")
+    canaries: int = Field(0, description="Of `requests`, canary rollouts' requests the forwarder answered itself with "
+                          "a content-free reply (autoenv.endpoint.canaries), never forwarded.")
     limit: int | None = Field(None, description="Requests the plan allows this route (beyond: refused).")
     max_tokens: int | None = Field(None, description="The seat's max_tokens every request was clamped to.")
     cost_usd: float | None = Field(None, description="The tokens priced with the model's price (None: unpriced).")

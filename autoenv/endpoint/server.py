@@ -35,13 +35,12 @@ from typing import Any
 
 from aiohttp import web
 
-from autoenv.core.http import HOST, error_response
+from autoenv.core.http import HOST, SESSION_HEADER, completion, error_response, stream_reply
 from autoenv.core.messages import message_text
+from autoenv.core.canaries import Canaries, canary_text
 from autoenv.endpoint.policies import ChatRequest, Policies, PolicyError, Reply
 
 FAULT_KINDS = ("429", "500", "hang", "cut")
-SESSION_HEADER = "X-Session-ID"
-"""The rollout's id: verifiers sends its trace id on every request of the rollout."""
 TASK_HEADER = "X-AutoEnv-Task"
 """The key of the task a request's rollout plays, for a client the harness cannot `assign` (autoenv serve)."""
 
@@ -103,6 +102,8 @@ class Endpoint:
         self._ordinals: Counter[tuple[str, str]] = Counter()
         self._fault_rng = random.Random(faults.seed)
         self._runner: web.AppRunner | None = None
+        self.canaries: Canaries | None = None
+        """Offline rollouts: which of them are canaries (autoenv.endpoint.canaries), set by the rollouts stage."""
 
     def assign(self, session: str, task_key: str) -> None:
         """The rollout whose requests carry `X-Session-ID: session` plays the task keyed `task_key`."""
@@ -213,8 +214,9 @@ class Endpoint:
         task = request.headers.get(TASK_HEADER) or self.sessions.get(session)
         chat = ChatRequest(model=model, messages=body["messages"], tools=body.get("tools") or [], session=session,
                            task=task, rollout=self.replay_id(session, model, task))
+        probe = self.canaries.probe(session, chat.messages) if self.canaries is not None else None
         try:
-            reply = self.policies.reply(chat)
+            reply = Reply(content=canary_text(probe)) if probe else self.policies.reply(chat)
         except PolicyError as e:
             return error_response(e.status, str(e))
         except Exception as e:  # a candidate's oracle hook raised: report it, keep serving
@@ -227,8 +229,8 @@ class Endpoint:
             return web.Response(status=500)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return await self._stream(request, model, reply, usage if include_usage else None, cut=fault == "cut")
-        return web.json_response(_completion(model, reply, usage))
+            return await stream_reply(request, model, reply, usage if include_usage else None, cut=fault == "cut")
+        return web.json_response(completion(model, reply, usage))
 
     def _usage(self, model: str, messages: list[dict], reply: Reply) -> dict:
         """OpenAI-style usage; with a prompt cache, the tokens of the longest prefix of `messages` sent
@@ -244,74 +246,13 @@ class Endpoint:
                 if key in self._prefixes:
                     cached = sum(counts[: i + 1])
                 self._prefixes.add(key)
-        completion = _tokens(reply.content) + sum(_tokens(c.arguments) for c in reply.tool_calls)
+        completion_tokens = _tokens(reply.content) + sum(_tokens(c.arguments) for c in reply.tool_calls)
         reported = prompt - cached if self.prompt_cache == "separate" else prompt
-        usage: dict = {"prompt_tokens": reported, "completion_tokens": completion,
-                       "total_tokens": reported + completion}
+        usage: dict = {"prompt_tokens": reported, "completion_tokens": completion_tokens,
+                       "total_tokens": reported + completion_tokens}
         if self.prompt_cache:
             usage["prompt_tokens_details"] = {"cached_tokens": cached}
         return usage
-
-    async def _stream(self, request, model: str, reply: Reply, usage: dict | None, cut: bool):
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        await response.prepare(request)
-        ident, created = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())
-
-        async def send(delta: dict, finish: str | None = None, **extra) -> None:
-            chunk = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
-                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
-            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
-
-        await send({"role": "assistant", "content": ""})
-        pieces = _split(reply.content, 3)
-        for i, piece in enumerate(pieces):
-            await send({"content": piece})
-            if cut and i == 0:
-                # A provider dropping the connection mid-answer: no finish, no [DONE].
-                request.transport.close()
-                return response
-        for i, call in enumerate(reply.tool_calls):
-            await send({"tool_calls": [{"index": i, "id": call.id or f"call_{i}", "type": "function",
-                                        "function": {"name": call.name, "arguments": call.arguments}}]})
-        if cut and not pieces:
-            request.transport.close()
-            return response
-        await send({}, finish="tool_calls" if reply.tool_calls else "stop")
-        if usage is not None:
-            chunk = {"id": ident, "object": "chat.completion.chunk", "created": created,
-                     "model": model, "choices": [], "usage": usage}
-            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        await response.write(b"data: [DONE]\n\n")
-        await response.write_eof()
-        return response
-
-
-def _split(text: str, parts: int) -> list[str]:
-    if not text:
-        return []
-    size = max(1, -(-len(text) // parts))
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def _completion(model: str, reply: Reply, usage: dict) -> dict:
-    message: dict = {"role": "assistant", "content": reply.content}
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {"id": c.id or f"call_{i}", "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for i, c in enumerate(reply.tool_calls)
-        ]
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-        "usage": usage,
-    }
-
-
-
-
 
 
 async def serve_forever(endpoint: Endpoint, ready) -> None:

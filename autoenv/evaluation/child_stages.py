@@ -8,6 +8,7 @@ wrote. The gates' rules live in autoenv.gates, the probes they play in autoenv.c
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +30,7 @@ from autoenv.core.traces import (
     trim_partial_line,
 )
 from autoenv.driver.gate import usd_left
+from autoenv.evaluation.canary_split import split_canaries
 from autoenv.evaluation.context import Context, timed
 from autoenv.evaluation.rescore import run_rescore
 from autoenv.evaluation.stats import route_usd
@@ -138,7 +140,7 @@ def plan_signature(plan: RolloutPlan | None) -> object:
     if plan is None:
         return None
     seats = {role: (s.model, s.sampling, s.embedded) for role, s in plan.roles.items()}
-    return (plan.model_copy(update={"roles": {}}), seats)
+    return (plan.model_copy(update={"roles": {}, "canaries": {}}), seats)  # a resumed stage plays no new canary
 
 
 def inspect(ctx: Context, worker: Worker) -> None:
@@ -177,11 +179,15 @@ def derived_gates(ctx: Context, worker: Worker) -> GateReport:
     derived from them (autoenv.child.derived); a failure discards."""
     assert ctx.gates is not None, "the derive stage runs after the gates"
     before = set(ctx.gates.failed)
+    plan = worker.job.rollouts
+    planned = sum(plan.canaries.values()) if plan is not None and not ctx.rescored_from else 0
+    split = split_canaries(ctx.out, planned)  # before anything reads the models' traces
+    canaries = ([(r.role, r.probe, r.total, r.weights) for r in split.rows], planned, split.unmatched)
     with timed(ctx, "restart"):  # a fresh child: nothing the candidate kept in memory while audited and rolled out
         worker.restart()
     with timed(ctx, "reproduce"):
         worker.run("reproduce")
-    report = run_derived(ctx.config, worker, ctx.gates)
+    report = run_derived(ctx.config, worker, ctx.gates, canaries)
     new = [f for f in report.failed if f not in before]
     if new:
         display.warn(f"{len(new)} derived probe(s) failed: " + "; ".join(new))
@@ -231,9 +237,11 @@ def worker_job(ctx: Context) -> Job:
         else:
             roles[role] = Seat(model=model.model, base_url=model.base_url, api_key_var=model.api_key_var,
                                sampling=sampling, max_concurrent=limits[role])
+    canaries = {} if ctx.resuming else {  # a resumed stage plays no new canary (those stored are in the record)
+        role: math.ceil(c.probes.canaries * examples_run(ctx) * b.rollouts_per_example) for role in roles}
     job = config_job(c, ctx.out, audit=audit_plan(c),
                      rollouts=RolloutPlan(examples=b.examples, rollouts=b.rollouts_per_example, roles=roles, smoke=True,
-                                          reuse=ctx.resuming))
+                                          reuse=ctx.resuming, canaries={r: n for r, n in canaries.items() if n > 0}))
     return job.model_copy(update={"rescore_from": str(ctx.rescore.out)}) if ctx.rescore else job
 
 

@@ -114,3 +114,55 @@ def judge_reproduced(record: ReproduceRecord | None, report: Gates) -> None:
                "differently from how it scores the same transcript" + errors + partial
                + ("" if deterministic else " (scoring was not found deterministic, so this is a warning)"),
                differ=[d.model_dump() for d in record.differ[:50]], tasks=idx_list([d.idx for d in record.differ]))
+
+
+def judge_canaries(rows: list[tuple[str, str, float | None, dict[str, float]]], planned: int, unmatched: int,
+                   config: Config, report: Gates) -> None:
+    """The `canaries` finding: (role, probe, total, weights) of each canary rollout taken out of the models' traces
+    (autoenv.evaluation.canary_split), judged per probe and model like the content-free probes."""
+    if not planned:
+        return
+    note = (f"; {unmatched} recorded canary rollout(s) did not hold the canary's reply and stayed with the model's"
+            if unmatched else "")
+    scored = [(role, probe, total, weights) for role, probe, total, weights in rows if total is not None]
+    if not scored:
+        report.add("canaries", "skip", f"n/a, not tested: none of the {planned} planned canary rollouts was scored "
+                   "(served as the rollouts started; a rollout that sent no request, or an error, plays none)" + note,
+                   planned=planned, served=len(rows), shares={}, failed=[])
+        return
+    weights: dict[str, float] = {}
+    for _, _, _, w in scored:
+        weights.update(w)
+    totals = [total for _, _, total, _ in scored if total is not None]
+    floor, top = min([0.0, *totals]), max([max_reward(weights), *totals])
+    limit = config.probes.free_max
+    failures: list[str] = []
+    shares: dict[str, float] = {}
+    paid_all: set[str] = set()
+    if top - floor > 1e-9:
+        for role in ROLES:  # every canary reply is content-free: judged together per model, named per reply
+            mine = [(probe, ((total or 0.0) - floor) / (top - floor)) for r, probe, total, _ in scored if r == role]
+            if not mine:
+                continue
+            values = [value for _, value in mine]
+            share = sum(values) / len(values)
+            shares[role] = round(share, 4)
+            if noise.beyond(share, limit, len(values), 1.0, values):
+                paid = sorted({probe for probe, value in mine if value > limit + 1e-9}, key=FREE.index)
+                paid_all.update(paid)
+                audited = next((words for name in paid if (words := _audited(report, name, limit))), "")
+                failures.append(f"{', '.join(paid)} as the {role} model's reply reach {share:.0%} of the range "
+                                f"(over {len(values)} canary rollouts){audited}")
+    counts = f"{len(rows)} of {planned} planned canary rollouts served"
+    if failures:
+        report.add("canaries", "fail", f"content-free replies served in the rollouts stage as the models' own (the "
+                   f"seats' model, sampling, runtime and trace, picked at random as rollouts started) earn reward: "
+                   + "; ".join(failures) + f". The reward's range is [{floor:g}, {top:.3g}]; allowed {limit:.0%} "
+                   f"above its floor (probes.free_max); {counts}" + note, planned=planned, served=len(rows),
+                   shares=shares, failed=sorted(paid_all, key=FREE.index),
+                   differs=any("when audited" in f for f in failures))
+    else:
+        report.add("canaries", "warn" if unmatched else "pass",
+                   f"{counts}; their content-free replies stay within {limit:.0%} of the reward's range above its "
+                   f"floor; the statistics leave them out" + note, planned=planned, served=len(rows), shares=shares,
+                   failed=[])

@@ -18,7 +18,7 @@ from autoenv.core.config import Config
 from autoenv.core.formats import quoted
 from autoenv.core.record import GateReport
 from autoenv.gates.blind_record import REPRODUCE_FILE, read_reproduced
-from autoenv.gates.blind_rules import judge_blind, judge_reproduced
+from autoenv.gates.blind_rules import judge_blind, judge_canaries, judge_reproduced
 from autoenv.gates.derived_record import DerivedProbeRecord, DerivedRecord, parse_derived, read_derived
 from autoenv.gates.findings import Gates
 from autoenv.gates.matrix import Matrix
@@ -144,8 +144,11 @@ def judged_rows(records: list[DerivedProbeRecord]) -> list[Row]:
     return rows
 
 
-def run_derived(config: Config, worker: Worker, gates: GateReport) -> GateReport:
-    """The derive stage in the evaluation's child, judged and added to the gate report."""
+def run_derived(config: Config, worker: Worker, gates: GateReport,
+                canaries: tuple[list[tuple[str, str, float | None, dict[str, float]]], int, int] | None = None
+                ) -> GateReport:
+    """The derive stage in the evaluation's child, judged and added to the gate report; `canaries` (the canary
+    rollouts' rows, planned, unmatched: autoenv.evaluation.canary_split) judged with it."""
     started = time.time()
     worker.run("derive")
     derived = read_derived(worker.job.audit_dir / DERIVED_FILE)
@@ -154,6 +157,8 @@ def run_derived(config: Config, worker: Worker, gates: GateReport) -> GateReport
     judge_derived(derived, config, report)
     reproduced = worker.job.audit_dir / REPRODUCE_FILE
     judge_reproduced(read_reproduced(reproduced) if reproduced.is_file() else None, report)
+    if canaries is not None:
+        judge_canaries(*canaries, config, report)
     report.seconds = round((gates.seconds or 0) + time.time() - started, 2)
     out = report.report()
     (worker.job.audit_dir / "gates.json").write_text(out.model_dump_json(indent=1))

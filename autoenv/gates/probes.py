@@ -15,6 +15,7 @@ import re
 from collections.abc import Collection
 from typing import Any
 
+from autoenv.core.canaries import REFUSAL as CANARY_REFUSAL
 from autoenv.core.messages import Reply, ToolCall, seeded_rng, tool_names
 from autoenv.gates.families import FAMILIES, FAMILY_DEFENCES, NOT_APPLICABLE, family_replies, family_reply
 
@@ -121,7 +122,8 @@ BLIND_PER_ROLE = 8
 """Stored single-turn rollouts of each model the blind probes are played on (distinct tasks, file order)."""
 DERIVED_FILE = "derived.json"
 """What the derive stage (autoenv.child.derived) writes into the gates directory."""
-REFUSAL = "I'm sorry, but I can't help with that request."
+REFUSAL = CANARY_REFUSAL
+"""The refusal probe's reply (the canaries give the same: autoenv.core.canaries)."""
 FILLER = ("Furthermore, it is worth carefully considering every relevant aspect of the question "
           "in thorough detail before concluding anything definitive about the matter at hand. ")
 

@@ -162,6 +162,11 @@ CHECK_FIXES: dict[str, Callable[[GateFinding], str]] = {
                                "and sampling) must earn what it earns as a probe"
                                + ("; the reward pays differently when audited: remove what reads the trace's calls, "
                                   "usage, timing, model, sampling or the call stack" if f.data.get("differs") else "")),
+    "canaries": lambda f: ("make every reward pay for the task's content only, in every rollout: a content-free "
+                           "reply served as the model's own in the rollouts stage must earn what it earns as a probe"
+                           + ("; the reward pays differently when audited: remove what tells a rollout from a probe "
+                              "(the trace's calls, usage, timing, model, sampling, the call stack, state kept "
+                              "between calls)" if f.data.get("differs") else "")),
     "stored rewards": lambda f: ("make the reward a pure function of the reply and the task: the same reply on the "
                                  "same trace must earn what the rollout was paid"
                                  + (f" (task idx {f.data['tasks']})" if f.data.get("tasks") else "")),

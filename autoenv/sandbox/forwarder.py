@@ -45,6 +45,7 @@ import socket
 import stat
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,8 +55,10 @@ from urllib.parse import urlsplit
 import aiohttp
 from aiohttp import web
 
-from autoenv.core.http import HOST, error_response
+from autoenv.core.canaries import CANARY_FILE, Canaries, canary_text
+from autoenv.core.http import HOST, SESSION_HEADER, completion, error_response, stream_reply
 from autoenv.core.job import Job, RolloutPlan
+from autoenv.core.messages import Reply, message_text
 from autoenv.core.record import Forwarded, ForwardedRequest, ForwardedRoute
 
 TOKEN_VAR = "AUTOENV_FORWARD_TOKEN"
@@ -140,9 +143,14 @@ def tokens(usage: dict, name: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
+LATENCY_KEPT = 50
+"""Provider answer times kept per route: a canary is answered after their median."""
+
+
 def request_bound(plan: RolloutPlan, role: str, max_turns: int) -> int:
     """The requests a route may pass: its rollouts (the smoke's attempts included) times a turn's worth of them."""
-    rollouts = plan.examples * plan.rollouts + (plan.smoke_attempts if plan.smoke and role == "target" else 0)
+    rollouts = plan.examples * plan.rollouts + plan.canaries.get(role, 0) + \
+        (plan.smoke_attempts if plan.smoke and role == "target" else 0)
     return rollouts * (max_turns + 1) * RETRY_FACTOR + SLACK_REQUESTS
 
 
@@ -168,9 +176,13 @@ class Forwarder:
     Use it as a context manager: the server runs in its own thread for the block.
     """
 
-    def __init__(self, upstreams: dict[str, Upstream], cap: SpendCap | None = None):
+    def __init__(self, upstreams: dict[str, Upstream], cap: SpendCap | None = None, canaries: Canaries | None = None):
         self.upstreams = upstreams
         self.cap = cap
+        self.canaries = canaries
+        """Online rollouts: which of them are canaries, answered here and never forwarded (autoenv.endpoint.canaries)."""
+        self.latencies: dict[str, list[float]] = {name: [] for name in upstreams}
+        """Seconds each route's provider took to answer (the latest LATENCY_KEPT): a canary takes as long."""
         self.token = secrets.token_urlsafe(32)
         self.port = 0
         self.refused = 0  # requests without the token
@@ -292,8 +304,30 @@ class Forwarder:
             self._note(refusal.action, request, name, model, refusal.reason)
             return error_response(refusal.status, f"the forwarder refused {request.method} {request.path}: "
                                                   f"{refusal.reason}")
+        probe = self.canaries.probe(request.headers.get(SESSION_HEADER), body.get("messages") or []) \
+            if self.canaries is not None else None
+        if probe is not None:
+            self._count(name, requests=1, canaries=1)
+            return await self._canary(request, name, upstream, body, probe)
         self._count(name, requests=1)
         return await self._pass(request, name, upstream, body)
+
+    async def _canary(self, request: web.Request, name: str, upstream: Upstream, body: dict,
+                      probe: str) -> web.StreamResponse:
+        """A canary rollout's request answered here, as the provider answers: after its typical latency, the seat's
+        model, usage, JSON or server-sent events as asked."""
+        seen = sorted(self.latencies[name])
+        if seen:
+            await asyncio.sleep(seen[len(seen) // 2])
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        reply = Reply(content=canary_text(probe))
+        prompt = sum(max(1, len(message_text(m.get("content"))) // 4) for m in messages)
+        done = max(1, len(reply.content) // 4) if reply.content else 0
+        usage = {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
+        model = upstream.model or str(body.get("model") or "")
+        if body.get("stream"):
+            return await stream_reply(request, model, reply, usage)
+        return web.json_response(completion(model, reply, usage))
 
     def _rollout_body(self, request: web.Request, name: str, upstream: Upstream, body: dict) -> dict:
         """The body as it leaves: the seat's model, max_tokens clamped, a stream's usage asked for; or Refused."""
@@ -344,6 +378,7 @@ class Forwarder:
         assert self._session is not None
         response: web.StreamResponse | None = None
         meter: Meter | None = None
+        asked = time.monotonic()
         try:
             async with self._session.request("POST", url, params=request.query, headers=headers,
                                              data=json.dumps(body).encode()) as answer:
@@ -362,6 +397,9 @@ class Forwarder:
                 if meter is not None:
                     self._metered(name, meter)
                     meter = None
+                    kept = self.latencies[name]
+                    kept.append(time.monotonic() - asked)
+                    del kept[:-LATENCY_KEPT]
                 if held:
                     await response.write(held)
                 await response.write_eof()
@@ -424,7 +462,9 @@ def forwarding(job: Job, recorded: Callable[[Forwarded], None] | None = None,
         return
     upstreams = {role: Upstream(seat.base_url, seat.api_key_var, model=seat.model, max_tokens=seat.sampling.max_tokens,
                                 max_requests=request_bound(plan, role, job.max_turns)) for role, seat in real.items()}
-    forwarder = Forwarder(upstreams, cap)
+    planned = sum(plan.canaries.get(role, 0) for role in real)
+    sessions = sum(plan.examples * plan.rollouts + plan.canaries.get(role, 0) for role in real)
+    forwarder = Forwarder(upstreams, cap, Canaries(planned, sessions, record=job.out / CANARY_FILE) if planned else None)
     try:
         with forwarder:
             roles = {**plan.roles, **{role: seat.model_copy(update={"base_url": forwarder.url(role),

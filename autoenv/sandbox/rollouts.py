@@ -201,8 +201,10 @@ class Worker:
         limit = deadline_seconds(self.job, stage)
         timer = threading.Timer(limit, self._expire, args=(stage, limit))
         timer.start()
+        fw = forwarder.serving(self.env.get(forwarder.TOKEN_VAR, ""))
         try:
-            last = _follow(pipes.events, result, proc.publish if isinstance(proc, warmchild.WarmChild) else None)
+            last = _follow(pipes.events, result, proc.publish if isinstance(proc, warmchild.WarmChild) else None,
+                           canaries_armed(fw, self.job) if stage == "rollouts" else None)
         except BaseException:
             self.kill()
             raise
@@ -297,7 +299,27 @@ PUBLISH_SECONDS = 1.0  # a warm child's files reach the output folder at least t
 MAX_KEPT_EVENTS = 200_000  # a stage's events kept in its result; past this they are acted on, not kept
 
 
-def _follow(events: IO[str], result: WorkerResult, publish: Callable[[], None] | None = None) -> dict | None:
+def canaries_armed(fw: forwarder.Forwarder | None, job: Job) -> Callable[[str, dict], None] | None:
+    """The forwarder's canaries follow the rollouts stage: armed once the smoke rollout is over, told how many
+    rollouts of the forwarded seats the child planned (autoenv.core.canaries)."""
+    canaries = fw.canaries if fw is not None else None
+    if canaries is None or job.rollouts is None:
+        return None
+    real = [role for role, seat in job.rollouts.roles.items() if not seat.embedded]
+
+    def listen(kind: str, event: dict) -> None:
+        if kind == "smoke":
+            canaries.arm()
+        elif kind == "planned":
+            canaries.arm()  # (no smoke when resumed)
+            total = event.get("total")
+            if isinstance(total, dict):
+                canaries.expect(sum(int(total.get(role, 0)) for role in real))
+    return listen
+
+
+def _follow(events: IO[str], result: WorkerResult, publish: Callable[[], None] | None = None,
+            listen: Callable[[str, dict], None] | None = None) -> dict | None:
     """Follow one stage's events (the child's event pipe) up to its `stage-done` or `error` (returned), or None at
     the pipe's end. What the child says is shown as the child's, never as the harness's own lines; an event the
     harness cannot read (the candidate's code can write on the pipe) is the candidate's crash, never the harness's."""
@@ -317,6 +339,8 @@ def _follow(events: IO[str], result: WorkerResult, publish: Callable[[], None] |
                 return event
             try:
                 shown.event(kind, event, result)
+                if listen is not None:
+                    listen(kind, event)
             except (KeyError, TypeError, ValueError, AttributeError) as e:
                 raise WorkerFailed(f"the child sent an event the harness cannot read ({type(e).__name__}: {e}): "
                                    f"{excerpt(json.dumps(event), 300)}", where="the child's event pipe",
