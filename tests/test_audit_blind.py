@@ -444,3 +444,22 @@ def test_online_the_forwarder_answers_the_canaries_itself_and_the_reward_is_caug
     assert sum(r["canaries"] for r in routes.values()) == 6
     for route in routes.values():  # the provider answered the model's requests only
         assert route["answered"] == route["requests"] - route["canaries"]
+
+
+def test_a_canary_seat_of_a_multi_seat_game_takes_its_whole_episode_out_and_is_judged_alone(tmp_path):
+    from autoenv.core.canaries import CANARY_FILE
+    from autoenv.evaluation.canary_split import split_canaries
+
+    def trace(trace_id: str, reply: str, reward: float) -> dict:
+        return {"id": trace_id, "task": {"key": "game", "data": {"idx": 3}},
+                "nodes": [{"message": {"role": "user", "content": "your move"}},
+                          {"message": {"role": "assistant", "content": reply}}],
+                "rewards": {"win": {"score": reward, "weight": 1.0}}, "ok": True}
+
+    (tmp_path / "strong").mkdir()
+    game = {"ok": True, "traces": [trace("seat-a", "I don't know", 0.0), trace("seat-b", "rock", 1.0)]}
+    (tmp_path / "strong" / "traces.jsonl").write_text(json.dumps(game) + "\n")
+    (tmp_path / CANARY_FILE).write_text('{"session": "seat-a", "probe": "abstain"}\n')
+    split = split_canaries(tmp_path, 1)
+    assert [(r.role, r.probe, r.total) for r in split.rows] == [("strong", "abstain", 0.0)]
+    assert (tmp_path / "strong" / "traces.jsonl").read_text() == "" and split.unmatched == 0

@@ -74,14 +74,15 @@ def split_canaries(out: Path, planned: int) -> CanarySplit:
             if not ids:
                 keep.append(line)
                 continue
-            probe = served[ids[0]]
-            texts = [text for t in traces for text in _assistant_texts(t)]
-            if not texts or any(text != canary_text(probe) for text in texts):
+            canary = [t for t in traces if str(t.get("id")) in served]
+            if any(not (texts := _assistant_texts(t)) or any(text != canary_text(served[str(t.get("id"))])
+                                                             for text in texts) for t in canary):
                 keep.append(line)
                 continue
-            moved.append(line)
+            moved.append(line)  # the whole episode (a multi-seat game's other seats played against a canary)
             matched.update(ids)
-            for trace in traces:
+            for trace in canary:
+                probe = served[str(trace.get("id"))]
                 rollout = to_rollout(trace, episode)
                 weights = {name: float(value.get("weight", 1.0)) for name, value in (trace.get("rewards") or {}).items()
                            if isinstance(value, dict)}

@@ -120,7 +120,7 @@ def judge_canaries(rows: list[tuple[str, str, float | None, dict[str, float]]], 
                    config: Config, report: Gates) -> None:
     """The `canaries` finding: (role, probe, total, weights) of each canary rollout taken out of the models' traces
     (autoenv.evaluation.canary_split), judged per probe and model like the content-free probes."""
-    if not planned:
+    if not planned and not rows:
         return
     note = (f"; {unmatched} recorded canary rollout(s) did not hold the canary's reply and stayed with the model's"
             if unmatched else "")
