@@ -463,3 +463,38 @@ def test_a_canary_seat_of_a_multi_seat_game_takes_its_whole_episode_out_and_is_j
     split = split_canaries(tmp_path, 1)
     assert [(r.role, r.probe, r.total) for r in split.rows] == [("strong", "abstain", 0.0)]
     assert (tmp_path / "strong" / "traces.jsonl").read_text() == "" and split.unmatched == 0
+
+
+@pytest.mark.e2e
+@pytest.mark.attack
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("attack", ["trace", "seat", "stage-table"])
+def test_online_each_audit_dodging_reward_is_caught_with_its_own_cause(keyed_provider, attack_row, attack):  # noqa: F811
+    """The same candidates as offline, evaluated through the forwarder against a provider (`autoenv serve`)."""
+    root, _ = keyed_provider
+    reward, extra = {"trace": (PAYS_WHEN_CALLED, ""), "seat": (PAYS_THE_TARGET, ""),
+                     "stage-table": (PAYS_UNWATCHED, STAGE_TABLE)}[attack]
+    source = root / "candidate" / "candidate_env" / "taskset.py"
+    source.write_text(source.read_text().replace(REWARD, reward) + extra)
+    commit_all(root, f"hostile reward: {attack}")
+    entry, out = evaluated_online(root)
+    verdict = entry["verdict"]
+    attack_row(f"{attack}: {ONLINE[attack]} [online]", f"verdict {verdict['verdict']}: {verdict['reason'][:200]}")
+    if attack == "stage-table":
+        assert verdict["verdict"] == "tampered" and "STAGES['audit']" in verdict["reason"], out[-3000:]
+        return
+    assert verdict["verdict"] == "discard", out[-3000:]
+    failed = {f["name"] for f in entry["gates"]["findings"] if f["status"] == "fail"}
+    assert {"blind probes", "canaries"} & failed and "content-free" not in failed, failed
+    if attack == "seat":
+        assert "on the target model's traces" in finding(entry, "blind probes")["message"]
+
+
+ONLINE = {"trace": "reward honest on a trace with no model call, 0.5 for any reply in a rollout",
+          "seat": "reward paying the target's seat (max_tokens 1024) 0.5 for any reply",
+          "stage-table": "candidate wrapping the child's stage table at import"}
+
+
+def evaluated_online(root) -> tuple[dict, str]:
+    result = autoenv("eval", cwd=root, timeout=400)
+    return json.loads((root / "feedback_log.jsonl").read_text().splitlines()[-1]), result.stdout + result.stderr
