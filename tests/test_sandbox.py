@@ -233,7 +233,9 @@ def test_unconfined_the_evaluation_says_so_and_the_key_still_stays_out(keyed_pro
     assert "feedback_log.jsonl (written during the evaluation)" in entry["tampered"]
     assert "ran unconfined" in entry["verdict"]["reason"] and "line 1 is not a ledger entry" in entry["verdict"]["reason"]
     found = (root / "outputs" / entry["commit"] / FOUND).read_text().splitlines()
-    assert [json.loads(line).get("forged") for line in found] == [True, True]
+    # forged at import and in a reward, in each child process that imported it (the second runs the stored rewards
+    # and the derived probes)
+    assert len(found) in (2, 4) and all(json.loads(line).get("forged") for line in found), found
     assert "✗ tampered: feedback_log.jsonl was written during the evaluation" in result.stdout
     table_rows(attack_row, seen, "no sandbox", root, tmp_path / "home")
     attack_row("the evaluation of that candidate [no sandbox]",

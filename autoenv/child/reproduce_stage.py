@@ -52,7 +52,7 @@ async def reproduce(job: Job) -> None:
     import verifiers.v1 as vf  # deferred: verifiers is imported only inside the child
 
     started = time.time()
-    out: dict[str, Any] = {"checked": 0, "errors": 0, "differ": [], "reason": None, "partial": False}
+    out: dict[str, Any] = {"checked": 0, "errors": 0, "unscored": 0, "differ": [], "reason": None, "partial": False}
     roles = list(job.rollouts.roles) if job.rollouts else []
     env, tasks = await load_tasks(vf, job, "reproduce")
     by_key = {t.key: t for t in tasks}
@@ -77,6 +77,13 @@ async def reproduce(job: Job) -> None:
     job.audit_dir.mkdir(parents=True, exist_ok=True)
     (job.audit_dir / REPRODUCE_FILE).write_text(ReproduceRecord.model_validate(out).model_dump_json(indent=1))
     emit("finished", seconds=out["seconds"], done={})
+
+
+def single_turn(trace: dict) -> bool:
+    """One assistant turn and no tool call: a transcript that holds everything a reward of it can read."""
+    turns = [n.get("message") or {} for n in trace.get("nodes") or []
+             if (n.get("message") or {}).get("role") == "assistant"]
+    return len(turns) == 1 and not turns[0].get("tool_calls")
 
 
 async def check_file(vf: Any, by_key: dict, role: str, path: Any, out: dict[str, Any], started: float) -> None:
@@ -106,7 +113,9 @@ async def check_file(vf: Any, by_key: dict, role: str, path: Any, out: dict[str,
                     out["errors"] += 1
                     continue
                 again = total(again_trace.get("rewards"))
-                if again is None or abs(again - stored) > 1e-6:
+                if again is None:  # scored to no number from the transcript alone (a custom Env's own state)
+                    out["unscored"] += 1
+                elif abs(again - stored) > 1e-6:
                     out["differ"].append({"role": role, "idx": getattr(task.data, "idx", None), "key": task.key,
-                                          "stored": stored, "again": again})
+                                          "stored": stored, "again": again, "single_turn": single_turn(trace)})
                 emit("probe", probe="reproduce")

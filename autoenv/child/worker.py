@@ -28,7 +28,7 @@ from autoenv.child.tasks import load_tasks, task_row, write_run_config
 from autoenv.core.events import emit
 from autoenv.core.job import Job
 from autoenv.core.traces import PROVIDER_OUTCOMES, RETRIES_FILE, finished_episodes, to_rollout
-from autoenv.core.canaries import CANARY_FILE, Canaries
+from autoenv.core.canaries import CANARY_FILE, Canaries, served_before
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint, Faults
 from autoenv.gates.answer_oracle import inferred
@@ -69,7 +69,7 @@ async def run(job: Job) -> None:
     follow = endpoint.follow if endpoint is not None else None
     contexts = {}
     for role, seat in plan.roles.items():
-        base_url = endpoint.base_url if endpoint is not None and seat.embedded else seat.base_url
+        base_url = endpoint.seat_url(role) if endpoint is not None and seat.embedded else seat.base_url
         key_var = LOCAL_KEY_VAR if seat.embedded else (seat.api_key_var or NO_KEY_VAR)
         sampling = seat.sampling.model_dump(exclude_none=True)
         contexts[role] = vf.ModelContext(
@@ -79,10 +79,7 @@ async def run(job: Job) -> None:
         )
 
     extra = extra_slots(plan.canaries, chosen, job.seed)  # one more rollout on that many tasks: the canaries
-    if endpoint is not None and (planned := sum(n for role, n in plan.canaries.items() if plan.roles[role].embedded)):
-        sessions = sum(len(chosen) * plan.rollouts + plan.canaries.get(role, 0)
-                       for role, seat in plan.roles.items() if seat.embedded)
-        endpoint.canaries = Canaries(planned, sessions, record=out / CANARY_FILE)
+    canary_roles = [role for role, n in plan.canaries.items() if n and plan.roles[role].embedded]
     limits = {role: seat.max_concurrent or job.max_concurrent for role, seat in plan.roles.items()}
     permits = role_permits(limits, job.max_concurrent_total or sum(limits.values()))
     lock = asyncio.Lock()
@@ -93,6 +90,10 @@ async def run(job: Job) -> None:
     wanted = {role: {t.key: max(0, rollouts + extra.get(role, {}).get(t.key, 0) - have[role][t.key]) for t in chosen}
               for role in contexts}
     done = {role: total[role] - sum(wanted[role].values()) for role in contexts}
+    left = {role: sum(wanted[role].values()) for role in contexts}
+    if endpoint is not None:  # resumed: the canaries the interrupted stage served count
+        endpoint.canaries = {role: Canaries(plan.canaries[role] - served_before(out / CANARY_FILE, role), left[role],
+                                            record=out / CANARY_FILE, role=role) for role in canary_roles}
 
     async def play(role: str, slot, directory: Path) -> None:
         async def saved(episode) -> None:
@@ -130,9 +131,9 @@ async def run(job: Job) -> None:
             for role in contexts:
                 (out / role).mkdir(parents=True, exist_ok=True)
                 write_run_config(out / role, env, plan.roles[role].model)
-            if endpoint is not None and endpoint.canaries is not None:
-                endpoint.canaries.arm()  # after the smoke rollout: never a canary
-            emit("planned", total=total)
+            for canaries in endpoint.canaries.values() if endpoint is not None else ():
+                canaries.arm()  # after the smoke rollout: never a canary
+            emit("planned", total=total, left=left)
             # Interleave the models so both progress together and share the machine fairly.
             slots = []
             for task in chosen:

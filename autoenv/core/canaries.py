@@ -49,10 +49,10 @@ class Canaries:
     """Which rollouts are canaries: `planned` of the next `sessions` rollouts once armed, picked as they arrive."""
 
     def __init__(self, planned: int, sessions: int, record: Path | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, role: str = "") -> None:
         self.left, self.sessions_left = max(0, planned), max(0, sessions)
         self.planned = self.left
-        self.record = record
+        self.record, self.role = record, role
         self.rng = rng or random.SystemRandom()
         self.armed = False
         self.started = 0
@@ -92,8 +92,21 @@ class Canaries:
         self.left -= 1
         if self.record is not None:
             with self.record.open("a", encoding="utf-8") as f:
-                f.write(json.dumps({"session": session, "probe": probe}) + "\n")
+                f.write(json.dumps({"session": session, "probe": probe, "role": self.role}) + "\n")
         return probe
+
+
+def served_before(path: Path, role: str) -> int:
+    """Canaries of `role` already in the record (an interrupted evaluation's, when it is resumed)."""
+    if not path.is_file():
+        return 0
+    count = 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            count += json.loads(line).get("role") == role
+        except (ValueError, AttributeError):
+            continue
+    return count
 
 
 def read_record(path: Path) -> dict[str, str]:

@@ -102,8 +102,9 @@ class Endpoint:
         self._ordinals: Counter[tuple[str, str]] = Counter()
         self._fault_rng = random.Random(faults.seed)
         self._runner: web.AppRunner | None = None
-        self.canaries: Canaries | None = None
-        """Offline rollouts: which of them are canaries (autoenv.endpoint.canaries), set by the rollouts stage."""
+        self.canaries: dict[str, Canaries] = {}
+        """Offline rollouts: which of each seat's are canaries (autoenv.core.canaries), set by the rollouts stage;
+        a seat's requests come under /<role>/v1 (`seat_url`)."""
 
     def assign(self, session: str, task_key: str) -> None:
         """The rollout whose requests carry `X-Session-ID: session` plays the task keyed `task_key`."""
@@ -130,10 +131,16 @@ class Endpoint:
     def base_url(self) -> str:
         return f"http://{HOST}:{self.port}/v1"
 
+    def seat_url(self, role: str) -> str:
+        """The base URL of one seat (its requests are told apart by it: the seat's canaries)."""
+        return f"http://{HOST}:{self.port}/{role}/v1"
+
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024**2, middlewares=[self._check_key])
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/{role}/v1/chat/completions", self._chat)
+        app.router.add_get("/{role}/v1/models", self._models)
         app.router.add_get("/health", self._health)
         return app
 
@@ -214,7 +221,8 @@ class Endpoint:
         task = request.headers.get(TASK_HEADER) or self.sessions.get(session)
         chat = ChatRequest(model=model, messages=body["messages"], tools=body.get("tools") or [], session=session,
                            task=task, rollout=self.replay_id(session, model, task))
-        probe = self.canaries.probe(session, chat.messages) if self.canaries is not None else None
+        canaries = self.canaries.get(request.match_info.get("role", ""))
+        probe = canaries.probe(session, chat.messages) if canaries is not None else None
         try:
             reply = Reply(content=canary_text(probe)) if probe else self.policies.reply(chat)
         except PolicyError as e:

@@ -140,7 +140,7 @@ def plan_signature(plan: RolloutPlan | None) -> object:
     if plan is None:
         return None
     seats = {role: (s.model, s.sampling, s.embedded) for role, s in plan.roles.items()}
-    return (plan.model_copy(update={"roles": {}, "canaries": {}}), seats)  # a resumed stage plays no new canary
+    return (plan.model_copy(update={"roles": {}}), seats)
 
 
 def inspect(ctx: Context, worker: Worker) -> None:
@@ -237,8 +237,7 @@ def worker_job(ctx: Context) -> Job:
         else:
             roles[role] = Seat(model=model.model, base_url=model.base_url, api_key_var=model.api_key_var,
                                sampling=sampling, max_concurrent=limits[role])
-    canaries = {} if ctx.resuming else {  # a resumed stage plays no new canary (those stored are in the record)
-        role: math.ceil(c.probes.canaries * examples_run(ctx) * b.rollouts_per_example) for role in roles}
+    canaries = {role: math.ceil(c.probes.canaries * examples_run(ctx) * b.rollouts_per_example) for role in roles}
     job = config_job(c, ctx.out, audit=audit_plan(c),
                      rollouts=RolloutPlan(examples=b.examples, rollouts=b.rollouts_per_example, roles=roles, smoke=True,
                                           reuse=ctx.resuming, canaries={r: n for r, n in canaries.items() if n > 0}))

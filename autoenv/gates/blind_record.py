@@ -27,7 +27,9 @@ class Differ(AuditPart):
     idx: int | None = Field(None, description="The task's idx.")
     key: str = Field(description="The task's key.")
     stored: Finite = Field(description="The total reward the rollout was paid.")
-    again: Finite | None = Field(description="The total the same trace earned scored again (None: no number).")
+    again: Finite = Field(description="The total the same trace earned scored again.")
+    single_turn: bool = Field(True, description="One assistant turn, no tool call: the transcript holds all the "
+                              "reward can read (a multi-turn or tool rollout's reward may read state kept outside it).")
 
 
 class ReproduceRecord(AuditPart):
@@ -35,6 +37,7 @@ class ReproduceRecord(AuditPart):
 
     checked: int = Field(0, ge=0, description="Stored traces scored again.")
     errors: int = Field(0, ge=0, description="Of those, scorings that raised.")
+    unscored: int = Field(0, ge=0, description="Of those, scorings that gave no number from the transcript alone.")
     differ: list[Differ] = Field(default_factory=list, description="The rollouts whose reward was not reproduced.")
     reason: str | None = Field(None, description="Why no trace was scored again.")
     partial: bool = Field(False, description="The stage stopped at its limit before the last trace.")

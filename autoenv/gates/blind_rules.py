@@ -12,9 +12,9 @@ own trace, so nothing in the trace says it is a probe. Two findings:
   in-process probe of the same name stayed within it, the failure says the reward pays
   differently when audited.
 - `stored rewards` (from the reproduce stage, autoenv.child.reproduce_stage): every stored rollout
-  scored again in a fresh child must earn what it was paid. A reward that does not reproduce fails
-  where scoring was found deterministic (the `deterministic scoring` check), and is a warning
-  where it was not.
+  scored again in a fresh child must earn what it was paid. A reward that does not reproduce on a
+  single-turn rollout fails where scoring was found deterministic (the `deterministic scoring`
+  check); otherwise, and on multi-turn or tool rollouts alone, it is a warning.
 """
 
 from __future__ import annotations
@@ -96,9 +96,11 @@ def judge_reproduced(record: ReproduceRecord | None, report: Gates) -> None:
     if record.reason:
         report.add("stored rewards", "skip", f"n/a, not tested: {record.reason}", differ=[])
         return
-    scored = record.checked - record.errors
+    scored = record.checked - record.errors - record.unscored
     partial = "; stopped at its limit before the last rollout" if record.partial else ""
-    errors = f"; {record.errors} raised when scored again" if record.errors else ""
+    errors = (f"; {record.errors} raised when scored again" if record.errors else "") + \
+        (f"; {record.unscored} gave no number from the transcript alone (rewards that read state the rollout kept "
+         "outside it)" if record.unscored else "")
     if not record.differ:
         status = "pass" if scored else "skip"
         report.add("stored rewards", status, (f"{scored} stored rollouts' rewards reproduced, each scored again in a "
@@ -106,13 +108,16 @@ def judge_reproduced(record: ReproduceRecord | None, report: Gates) -> None:
                    "to score again") + errors + partial, differ=[])
         return
     deterministic = next((f.status == "pass" for f in report.findings if f.name == "deterministic scoring"), None)
-    shown = "; ".join(f"{d.role} task idx {d.idx}: paid {d.stored:.3g}, scored again "
-                      + (f"{d.again:.3g}" if d.again is not None else "no number") for d in record.differ[:4])
-    report.add("stored rewards", "fail" if deterministic else "warn",
+    shown = "; ".join(f"{d.role} task idx {d.idx}: paid {d.stored:.3g}, scored again {d.again:.3g}"
+                      for d in record.differ[:4])
+    plain = any(d.single_turn for d in record.differ)  # a multi-turn or tool rollout may keep state outside
+    report.add("stored rewards", "fail" if deterministic and plain else "warn",
                f"{len(record.differ)} of {scored} stored rollouts were paid what the same reply on the same trace does "
                f"not earn when scored again in a fresh child process ({shown}): the reward paid the rollouts "
                "differently from how it scores the same transcript" + errors + partial
-               + ("" if deterministic else " (scoring was not found deterministic, so this is a warning)"),
+               + ("" if deterministic else " (scoring was not found deterministic, so this is a warning)")
+               + ("" if plain else " (multi-turn or tool rollouts only, whose rewards may read state the rollout "
+                  "kept outside the transcript, so this is a warning)"),
                differ=[d.model_dump() for d in record.differ[:50]], tasks=idx_list([d.idx for d in record.differ]))
 
 

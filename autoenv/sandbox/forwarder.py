@@ -55,7 +55,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from aiohttp import web
 
-from autoenv.core.canaries import CANARY_FILE, Canaries, canary_text
+from autoenv.core.canaries import CANARY_FILE, Canaries, canary_text, served_before
 from autoenv.core.http import HOST, SESSION_HEADER, completion, error_response, stream_reply
 from autoenv.core.job import Job, RolloutPlan
 from autoenv.core.messages import Reply, message_text
@@ -176,10 +176,11 @@ class Forwarder:
     Use it as a context manager: the server runs in its own thread for the block.
     """
 
-    def __init__(self, upstreams: dict[str, Upstream], cap: SpendCap | None = None, canaries: Canaries | None = None):
+    def __init__(self, upstreams: dict[str, Upstream], cap: SpendCap | None = None,
+                 canaries: dict[str, Canaries] | None = None):
         self.upstreams = upstreams
         self.cap = cap
-        self.canaries = canaries
+        self.canaries = canaries or {}
         """Online rollouts: which of them are canaries, answered here and never forwarded (autoenv.endpoint.canaries)."""
         self.latencies: dict[str, list[float]] = {name: [] for name in upstreams}
         """Seconds each route's provider took to answer (the latest LATENCY_KEPT): a canary takes as long."""
@@ -304,8 +305,9 @@ class Forwarder:
             self._note(refusal.action, request, name, model, refusal.reason)
             return error_response(refusal.status, f"the forwarder refused {request.method} {request.path}: "
                                                   f"{refusal.reason}")
-        probe = self.canaries.probe(request.headers.get(SESSION_HEADER), body.get("messages") or []) \
-            if self.canaries is not None else None
+        canaries = self.canaries.get(name)
+        probe = canaries.probe(request.headers.get(SESSION_HEADER), body.get("messages") or []) \
+            if canaries is not None else None
         if probe is not None:
             self._count(name, requests=1, canaries=1)
             return await self._canary(request, name, upstream, body, probe)
@@ -462,9 +464,10 @@ def forwarding(job: Job, recorded: Callable[[Forwarded], None] | None = None,
         return
     upstreams = {role: Upstream(seat.base_url, seat.api_key_var, model=seat.model, max_tokens=seat.sampling.max_tokens,
                                 max_requests=request_bound(plan, role, job.max_turns)) for role, seat in real.items()}
-    planned = sum(plan.canaries.get(role, 0) for role in real)
-    sessions = sum(plan.examples * plan.rollouts + plan.canaries.get(role, 0) for role in real)
-    forwarder = Forwarder(upstreams, cap, Canaries(planned, sessions, record=job.out / CANARY_FILE) if planned else None)
+    canaries = {role: Canaries(n - served_before(job.out / CANARY_FILE, role), plan.examples * plan.rollouts + n,
+                               record=job.out / CANARY_FILE, role=role)
+                for role in real if (n := plan.canaries.get(role, 0))}  # (resumed: those served before count)
+    forwarder = Forwarder(upstreams, cap, canaries)
     try:
         with forwarder:
             roles = {**plan.roles, **{role: seat.model_copy(update={"base_url": forwarder.url(role),

@@ -302,19 +302,17 @@ MAX_KEPT_EVENTS = 200_000  # a stage's events kept in its result; past this they
 def canaries_armed(fw: forwarder.Forwarder | None, job: Job) -> Callable[[str, dict], None] | None:
     """The forwarder's canaries follow the rollouts stage: armed once the smoke rollout is over, told how many
     rollouts of the forwarded seats the child planned (autoenv.core.canaries)."""
-    canaries = fw.canaries if fw is not None else None
-    if canaries is None or job.rollouts is None:
+    canaries = fw.canaries if fw is not None else {}
+    if not canaries:
         return None
-    real = [role for role, seat in job.rollouts.roles.items() if not seat.embedded]
 
     def listen(kind: str, event: dict) -> None:
-        if kind == "smoke":
-            canaries.arm()
-        elif kind == "planned":
-            canaries.arm()  # (no smoke when resumed)
-            total = event.get("total")
-            if isinstance(total, dict):
-                canaries.expect(sum(int(total.get(role, 0)) for role in real))
+        if kind in ("smoke", "planned"):  # (no smoke when resumed)
+            for seat in canaries.values():
+                seat.arm()
+        if kind == "planned" and isinstance(left := event.get("left", event.get("total")), dict):
+            for role, seat in canaries.items():  # the rollouts the stage still plays (resumed: fewer)
+                seat.expect(int(left.get(role, 0)))
     return listen
 
 
