@@ -172,9 +172,11 @@ def test_a_candidate_that_wraps_the_childs_stage_table_is_recorded_tampered_nami
     finally:
         warmchild.stop_all()
     verdict = entry["verdict"]
+    forked = "warm child: forked by the warm server" in out  # (a run's first evaluation may find the server not up)
     attack_row(f"candidate wrapping the child's stage table (STAGES['audit'], ['derive']) at import to know when it "
-               f"is audited [{child}]", f"verdict {verdict['verdict']}: {verdict['reason'][:200]}")
-    assert ("warm child: forked by the warm server" in out) == (child == "warm")
+               f"is audited [{child}{', forked' if forked else ''}]",
+               f"verdict {verdict['verdict']}: {verdict['reason'][:200]}")
+    assert not forked or child == "warm"
     assert verdict["verdict"] == "tampered", out[-3000:]
     assert "autoenv.child.main.STAGES['audit']" in verdict["reason"]
     assert any(t.startswith("child: patched") for t in entry["tampered"])
