@@ -21,7 +21,6 @@ import os
 import random
 import re
 import time
-import traceback
 from pathlib import Path
 
 from autoenv.child.replay import assistant_messages, replay_mutations
@@ -30,7 +29,7 @@ from autoenv.core.events import emit
 from autoenv.core.job import Job
 from autoenv.core.messages import Reply
 from autoenv.core.record import ROLES
-from autoenv.core.traces import iter_traces, said, to_rollout
+from autoenv.core.traces import iter_traces, to_rollout
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
 from autoenv.gates.derived_record import DerivedRecord
@@ -39,7 +38,7 @@ from autoenv.gates.families import family_reply
 from autoenv.gates.probes import BLIND_PER_ROLE, BLIND_PROBES, DERIVED_FILE, FEW_REFERENCES, FILLER, REFUSAL, _with_answer, wrong_answers
 from autoenv.gates.probes import DERIVED_RESAMPLED as RESAMPLED
 from autoenv.gates.probes import DERIVED_MUTATIONS as MUTATIONS
-from autoenv.gates.scoring import reward_record, score_in_process, task_messages, total_reward
+from autoenv.gates.scoring import reward_record, score_in_process, score_trace, task_messages, total_reward
 
 SINK_SIZE = 20
 REPLAY_LIMIT = 6
@@ -117,12 +116,7 @@ async def score_on_stored(vf, task, stored: dict | None, content: str) -> tuple[
         except (ValueError, TypeError, AttributeError):
             trace = None
         if trace is not None:
-            try:
-                await task.score(trace)
-            except Exception as e:
-                cause = e.__cause__ or e
-                return trace, said(type(cause).__name__, str(cause), "".join(traceback.format_exception(cause)))
-            return trace, None
+            return await score_trace(task, trace)
     return await score_in_process(vf, task, Reply(content=content))
 
 

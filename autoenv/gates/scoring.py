@@ -66,7 +66,11 @@ class Scaffold:
 async def score_in_process(vf: Any, task: Any, reply: Any, scaffold: Scaffold | None = None) -> tuple[Any, str | None]:
     """Score `reply` as the single assistant turn of `task`; returns (trace, error). `scaffold` (the task's, built
     once) saves rebuilding the prompt's part of the trace for each of a task's replies."""
-    trace = (scaffold or Scaffold(vf, task)).trace(vf, reply)
+    return await score_trace(task, (scaffold or Scaffold(vf, task)).trace(vf, reply))
+
+
+async def score_trace(task: Any, trace: Any) -> tuple[Any, str | None]:
+    """Score `trace` by the task's own rewards; returns (trace, the error a reward raised, or None)."""
     try:
         await task.score(trace)
     except Exception as e:
