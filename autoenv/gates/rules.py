@@ -34,9 +34,10 @@ from autoenv.core.job import AuditPlan
 from autoenv.core.messages import AMBIGUOUS
 from autoenv.core.paths import shown
 from autoenv.core.record import GateReport
-from autoenv.gates import coverage, free, noise, ranges, rejections
+from autoenv.gates import coverage, free, noise, ranges, rejections, shapes
 from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord, ProbeRecord, parse_audit, read_audit
 from autoenv.gates.ceiling import judge_ceiling
+from autoenv.gates.earnable import judge_earnable
 from autoenv.gates.families import FAMILIES, NOT_APPLICABLE
 from autoenv.gates.findings import Gates
 from autoenv.gates.network import cut_off, judge_network, needs_network
@@ -205,6 +206,9 @@ def judge_audit(audit: AuditRecord | dict[str, Any], config: Config, report: Gat
         judge_probes(audit, config, report)
 
 
+SHAPE_FULL = 0.9
+"""The share of the oracle's reward a degenerate filling of the answer's shape may earn (autoenv.gates.shapes): a reward
+with partial credit pays a superset of twice the answer's size about two thirds; one that accepts it pays it in full."""
 HELD_CONSTANT = "the constant is this task's own data value (right by the data, the constant probe's concern)"
 """Why a surface probe's task is left out of its judgement: its constant is an answer or label in the task's data."""
 
@@ -416,11 +420,12 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
         elif name in FAMILIES:  # content-free families: judged against the reward's range (autoenv.gates.free)
             bad, limit = content_free.get(name, (False, "not judged: the reward's range is unobserved"))
         else:
-            allowed = p.exploit_max * (reference or 0)
+            cap = SHAPE_FULL if name == "shape-fill" else p.exploit_max  # partial credit for a superset is a design
+            allowed = cap * (reference or 0)
             values = totals(by_probe[name])
             mean = sum(values) / len(values) if values else summary.mean  # unrounded: rounding is for display
             bad = noise.beyond(mean, allowed, summary.scored, maximum, values)
-            limit = f"allowed {p.exploit_max:.0%} of the oracle"
+            limit = f"allowed {cap:.0%} of the oracle"
             if not bad and mean > allowed + 1e-9:
                 limit += "; " + noise.within(mean, allowed, summary.scored, maximum, values)
         if not bad and "within noise" in limit:
@@ -432,6 +437,7 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
         if strategy:
             limit += (f"; best strategy: {quoted(strategy)}" if name in FAMILIES else
                       f"; best change: the answer's {strategy}" if name == "near-miss" else
+                      f"; best filling: {strategy} ({shapes.STRATEGIES.get(strategy, '')})" if name == "shape-fill" else
                       f"; best copying strategy: the prompt's {strategy}")
         report.add(f"probe {name}", "fail" if bad else "warn" if name in noisy else "pass",
                    f"mean {summary.mean:.3f} ({limit})" + partly
@@ -441,6 +447,11 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
                    harvested=summary.harvested if bad else {},
                    **({"search": audit.search.model_dump(exclude_unset=True)} if name == "search" and audit.search
                       else {}))
+    if not per_seat and constant_sum is None and oracle is None and rng.source != "declared" \
+            and not (gold and gold.valid):
+        floor = None if rng.source == "observed" else sum(w * (low if w > 0 else high) for w in weights.values())
+        judge_earnable(report, audit, by_probe, floor, "no reference reply was scored (no oracle hook, and no "
+                       "answer field the reward accepted" + tried_text(audit.oracle_formats_tried) + ")")
     if not per_seat and constant_sum is None:
         judge_ceiling(report, by_probe, weights, free.CONTENT_FREE, audit.search.focus if audit.search else [])
     if per_seat and constant_sum is not None and share:
