@@ -548,6 +548,8 @@ def test_the_platform_checks_name_their_files(tmp_path):
 def test_each_harvesting_probe_names_the_component_and_the_defence(probe):
     oracle = [rec("oracle", i, {"correct": 1.0, "format": 0.96}, TWO_PARTS) for i in range(10)]
     cheat = {"correct": 1.0 if probe == "padding" else 0.0, "format": 1.0}  # padding must beat the oracle
+    if probe == "shape-fill":  # partial credit is a design for a filled shape (rules.SHAPE_FULL): it earns it all
+        cheat = {"correct": 1.0, "format": 1.0}
     report = judged(audit(records=oracle + [rec(probe, i, cheat, TWO_PARTS) for i in range(10)]))
     content_free = ["content-free"] if probe in CONTENT_FREE else []  # no task content: over the range's 20% too
     assert [f.name for f in report.findings if f.status == "fail"] == [*content_free, f"probe {probe}"]

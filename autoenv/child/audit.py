@@ -73,6 +73,7 @@ from autoenv.gates.families import (
 from autoenv.gates.gold import defines_gold, gold_check
 from autoenv.gates.oracle import HOOK, OracleBook, has_hook
 from autoenv.gates.probes import (
+    ANSWER_VARIANTS,
     EXPLOITS,
     MULTI_STRATEGY,
     NEEDS_ANSWER,
@@ -222,8 +223,8 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
                     emit("probe", probe=probe)
                     continue
             if not replies:
-                numeric_miss = (probe == "near-miss" and oracle is not None and answer not in (None, "")
-                                and str(answer) in (oracle.content or ""))  # an answer that is no number
+                numeric_miss = (probe in ANSWER_VARIANTS and oracle is not None and answer not in (None, "")
+                                and str(answer) in (oracle.content or ""))  # an answer of no form it changes
                 reason = (NO_ORACLE if oracle is None and probe in NEEDS_ORACLE | {"oracle"} and not oracle_error
                           else NOT_APPLICABLE[probe] if numeric_miss
                           else "the task has no `answer` in the oracle's reply" if probe in NEEDS_ANSWER

@@ -1,0 +1,160 @@
+"""Degenerate fillings of the right answer's own shape: the `shape-fill` probe's replies.
+
+The content-free probes and the reward search build replies from nothing of the task; the near-miss
+probe changes a numeric answer the way a careless comparison still accepts. What neither tries is the
+answer's *shape* filled wrongly: a list answer given as a superset of itself, as the whole domain the
+tasks draw from, as one item repeated to the right length, or as unknown items of the right count; a
+number given by its leading digits or a tenth of itself. A reward that accepts one of those checks the
+form of the answer and not its content (recall without precision, length without membership, a prefix
+or a substring for equality).
+
+Every filling is one a correct reward refuses on any reading of the task: a set does not care for order
+or repeated items, so neither a reordering nor the answer written twice is tried; a superset adds as many
+items as the answer has (precision 1/2), so a reward with partial credit (F1) earns at most two thirds
+of the reference, which the gate allows (autoenv.gates.rules: SHAPE_FULL of the reference).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+MAX_DOMAIN = 200
+"""Items in the `whole domain` filling at most."""
+ITEM = re.compile(r"[^\s,;\[\]{}()\"'<>|]+(?: [^\s,;\[\]{}()\"'<>|]+){0,3}")
+INTEGER = re.compile(r"-?\d+")
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+SEPARATORS = (", ", ",", "; ", ";", "\n", " > ", " | ", " ")
+STRATEGIES = {
+    "superset": "the answer's items and as many other items of the domain",
+    "whole domain": "every item the tasks' answers and the prompt's range hold (up to 200)",
+    "repeated item": "the answer's first item, repeated to the answer's length",
+    "unknown items": "items of the answer's type that no task holds, as many as the answer has",
+    "leading digits": "the number without its last digit (what a prefix or `in` comparison accepts)",
+    "a tenth": "the number divided by ten (a scale slip a loose tolerance accepts)",
+}
+
+
+def items_of(answer: str) -> tuple[list[str], str] | None:
+    """A list-shaped answer's items and the separator it is written with, or None for a scalar: a JSON or Python
+    list, or at least two short items joined by one of SEPARATORS (a space only between numbers)."""
+    text = answer.strip()
+    if text.startswith("[") and text.endswith("]"):
+        for parse in (json.loads, ast.literal_eval):
+            try:
+                value = parse(text)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+            if isinstance(value, list) and value and all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                                                         for v in value):
+                return [str(v) for v in value], "json"
+        return None
+    for sep in SEPARATORS:
+        parts = [p.strip() for p in text.split(sep)]
+        if len(parts) < 2 or not all(parts) or any(len(p) > 40 for p in parts):
+            continue
+        if sep == " " and not all(NUMBER.fullmatch(p) for p in parts):
+            continue  # words joined by spaces are a phrase, not a list
+        if all(ITEM.fullmatch(p) for p in parts):
+            return parts, sep
+    return None
+
+
+def render(items: Sequence[str], style: str) -> str:
+    """`items` written the way the answer was (`json`: a JSON list, numbers unquoted)."""
+    if style == "json":
+        return json.dumps([_number(i) if NUMBER.fullmatch(i) else i for i in items])
+    return style.join(items)
+
+
+def _number(text: str) -> int | float:
+    return int(text) if INTEGER.fullmatch(text) else float(text)
+
+
+def domain(answers: Sequence[str], prompt: str) -> list[str]:
+    """The items the tasks draw their answers from: every item of every task's answer (in order of first sight),
+    and where they are integers, every integer from the least to the greatest of them and of the prompt's numbers
+    (a range the prompt states, "between 1 and 60"), all bounded by MAX_DOMAIN."""
+    seen: dict[str, None] = {}
+    for answer in answers:
+        parsed = items_of(answer)
+        for item in parsed[0] if parsed else [answer.strip()]:
+            if item and len(seen) < 4 * MAX_DOMAIN:
+                seen[item] = None
+    items = list(seen)
+    if items and all(INTEGER.fullmatch(i) for i in items):
+        numbers = [int(i) for i in items] + [int(n) for n in INTEGER.findall(prompt) if len(n) < 7]
+        low, high = min(numbers), max(numbers)
+        if high - low < MAX_DOMAIN:
+            return [str(i) for i in range(low, high + 1)]
+    return items[:MAX_DOMAIN]
+
+
+def fillings(answer: str, answers: Sequence[str], prompt: str) -> dict[str, str]:
+    """The degenerate fillings of `answer`'s shape, by strategy (STRATEGIES); {} for an answer of no shape the probe
+    knows (a word, a sentence)."""
+    parsed = items_of(answer)
+    if parsed is None:
+        return _numeric(answer.strip())
+    items, style = parsed
+    wanted = set(items)
+    pool = [i for i in domain(answers, prompt) if i not in wanted]
+    out: dict[str, str] = {}
+    if pool:
+        out["superset"] = render([*items, *pool[:len(items)]], style)
+        whole = list(dict.fromkeys([*items, *pool]))[:MAX_DOMAIN]
+        if len(whole) > len(items) + 1:
+            whole = sorted(whole, key=lambda i: (float(i), i)) if all(NUMBER.fullmatch(i) for i in whole) else whole
+            out["whole domain"] = render(whole, style)
+    if len(wanted) > 1:
+        out["repeated item"] = render([items[0]] * len(items), style)
+    known = set(domain(answers, prompt)) | wanted
+    if all(INTEGER.fullmatch(i) for i in items):
+        top = max(int(i) for i in known if INTEGER.fullmatch(i))
+        out["unknown items"] = render([str(top + 1000 + k) for k in range(len(items))], style)
+    else:
+        out["unknown items"] = render([f"{_stem(items[k % len(items)])}-unknown-{k + 1}" for k in range(len(items))],
+                                      style)
+    return out
+
+
+def _stem(item: str) -> str:
+    return re.sub(r"\W+", "-", item)[:12].strip("-") or "item"
+
+
+def _numeric(text: str) -> dict[str, str]:
+    """A number's fillings: its leading digits (two or more digits), a tenth of it (never zero)."""
+    if not NUMBER.fullmatch(text) or float(text) == 0:
+        return {}
+    out = {}
+    digits = text.lstrip("-").replace(".", "")
+    if len(digits.lstrip("0")) >= 2 and "." not in text:
+        out["leading digits"] = text[:-1]
+    value = float(text) / 10
+    out["a tenth"] = f"{value:g}" if "e" not in f"{value:g}" else repr(value)
+    return out
+
+
+def located(answer: str, content: str) -> str | None:
+    """How `answer` is written in the reply `content`: as itself, or, for a list answer (a data field's list), as its
+    items written in one of the usual ways; None when the reply holds it in none of them."""
+    if answer and answer in content:
+        return answer
+    parsed = items_of(answer)
+    if parsed is None:
+        return None
+    items = parsed[0]
+    for style in ("json", *SEPARATORS):
+        written = render(items, style)
+        if style != " " and written in content:
+            return written
+    bare = "[" + ", ".join(items) + "]"
+    return bare if bare in content else None
+
+
+def applies(answer: Any) -> bool:
+    """Whether the probe has fillings for an answer of this kind."""
+    return answer is not None and bool(fillings(str(answer), [str(answer)], ""))
