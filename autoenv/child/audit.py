@@ -216,7 +216,8 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
                 try:
                     replies = bounded_replies(probe, task, oracle=oracle, answer=None if answer is None else str(answer),
                                               answers=answers, messages=messages, tools=[], key=task.key,
-                                              seed=job.seed, constant=constant, surface=surface)
+                                              seed=job.seed, constant=constant, surface=surface,
+                                              fields=other_fields(task, answer_field))
                 except TimeLimitExceeded as e:  # a harness-side probe ran away: named, the rest untested
                     stalled[probe] = f"{e}; the probe was skipped on the remaining tasks (untested)"
                     records.append(skipped(probe, task, stalled[probe]))
@@ -324,6 +325,12 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
             record.update(copied=copied, answer_is_copy=copied is not None and str(answer) == copied)
         records.append(record)
     return records
+
+
+def other_fields(task, answer_field: str | None) -> dict:
+    """The task's data fields but the answer (`answer_field`, else `answer`), for the field-copy probe."""
+    data = task.data.model_dump() if hasattr(task.data, "model_dump") else {}
+    return {k: v for k, v in data.items() if k != (answer_field or "answer")}
 
 
 def bounded_replies(probe: str, task, **kw) -> dict[str, Reply]:

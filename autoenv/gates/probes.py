@@ -40,6 +40,8 @@ EXPLOITS = {
     "shape-fill": "the oracle's reply with its answer's shape filled wrongly: a list answer as a superset of itself, "
                   "the whole domain, one item repeated or unknown items of the right count; a number as its leading "
                   "digits or a tenth (the best of them counts)",
+    "field-copy": "the oracle's reply with its answer replaced by another field of the task's data (as written, "
+                  "and a whole number in words), one field for all tasks; the best field counts",
 }
 DEFENCES = {
     "empty": "score 0 when the reply holds no answer: every weighted component must need a parsed answer, "
@@ -68,6 +70,8 @@ DEFENCES = {
     "shape-fill": "compare the parsed answer with the task's item by item: a list must hold exactly the answer's "
                   "items (score precision as well as recall: extra or unknown items cost), a ranking distinct known "
                   "items in order, a number its whole value (never a prefix, a substring or a loose scale)",
+    "field-copy": "compare the reply's answer with the answer field alone: no other field of the task's data (an id, "
+                  "a difficulty, a category, a count) may earn reward when written where the answer goes",
 }
 DEFENCES.update({
     "derived swap-answer": DEFENCES["wrong-answer"],
@@ -79,18 +83,19 @@ DEFENCES.update({
 """The change that defeats each probe, for the judge's advice (one per entry of EXPLOITS, and
 the derived probes that can fail or warn)."""
 NEEDS_ANSWER = {"wrong-answer", "kitchen-sink", "first-number", "last-line", "injection", "constant", "prompt-copy",
-                "near-miss", "shape-fill"}
+                "near-miss", "shape-fill", "field-copy"}
 NEEDS_TOOLS = {"tool-spam", "valid-tool-spam"}
 NEEDS_ORACLE = {"wrong-answer", "kitchen-sink", "padding", "first-number", "last-line", "injection", "constant",
-                "prompt-copy", "near-miss", "shape-fill"}
-IN_PROCESS_ONLY = {"prompt-copy"}
+                "prompt-copy", "near-miss", "shape-fill", "field-copy"}
+IN_PROCESS_ONLY = {"prompt-copy", "field-copy"}
 """Probes that score many replies per task: played only where replies are scored in-process."""
 EXPLOITS.update(FAMILIES)
 DEFENCES.update(FAMILY_DEFENCES)
 NOT_APPLICABLE["near-miss"] = "the task's answer is not a number"
 NOT_APPLICABLE["shape-fill"] = "the task's answer is neither a list nor a number"
+NOT_APPLICABLE["field-copy"] = "the task's data has no field but its answer, prompt and index"
 MULTI_STRATEGY = IN_PROCESS_ONLY | set(FAMILIES) | {"near-miss", "shape-fill"}
-ANSWER_VARIANTS = {"near-miss", "shape-fill"}
+ANSWER_VARIANTS = {"near-miss", "shape-fill", "field-copy"}
 """Probes that change the task's own answer in the oracle's reply, one strategy per change; not applicable where the
 answer has no form they change (NOT_APPLICABLE)."""
 """Probes that try several strategies per task in-process, the best strategy over all tasks counting
@@ -251,8 +256,10 @@ def prompt_spans(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) ->
 
 def probe_replies(name: str, *, oracle: Reply | None, answer: str | None, answers: list[str],
                   messages: list[dict[str, Any]], tools: list[dict[str, Any]], key: str, seed: int = 0,
-                  constant: str | None = None, surface: Collection[str] | None = None) -> dict[str, Reply]:
-    """Every reply the probe tries on one task, by strategy ({} when it does not apply). Only
+                  constant: str | None = None, surface: Collection[str] | None = None,
+                  fields: dict[str, Any] | None = None) -> dict[str, Reply]:
+    """Every reply the probe tries on one task, by strategy ({} when it does not apply; `fields`: the task's data,
+    for field-copy). Only
     prompt-copy tries several; the gates keep the one strategy that does best over all tasks
     (a policy cannot pick per task without knowing the answer)."""
     if name in FAMILIES:
@@ -264,7 +271,8 @@ def probe_replies(name: str, *, oracle: Reply | None, answer: str | None, answer
         if not answer or answer not in oracle.content:
             return {}
         prompt = " ".join(str(m.get("content") or "") for m in messages if m.get("role") in ("system", "user"))
-        variants = near_misses(answer) if name == "near-miss" else shapes.fillings(answer, answers, prompt)
+        variants = (near_misses(answer) if name == "near-miss" else shapes.fillings(answer, answers, prompt)
+                    if name == "shape-fill" else shapes.written_back(fields or {}, answer))
         return {strategy: Reply(content=replaced) for strategy, value in variants.items()
                 if (replaced := _with_answer(oracle.content, answer, value))}
     if name != "prompt-copy":

@@ -438,6 +438,7 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
             limit += (f"; best strategy: {quoted(strategy)}" if name in FAMILIES else
                       f"; best change: the answer's {strategy}" if name == "near-miss" else
                       f"; best filling: {strategy} ({shapes.STRATEGIES.get(strategy, '')})" if name == "shape-fill" else
+                      f"; best field: {strategy} written where the answer goes" if name == "field-copy" else
                       f"; best copying strategy: the prompt's {strategy}")
         report.add(f"probe {name}", "fail" if bad else "warn" if name in noisy else "pass",
                    f"mean {summary.mean:.3f} ({limit})" + partly

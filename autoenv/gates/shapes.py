@@ -158,3 +158,43 @@ def located(answer: str, content: str) -> str | None:
 def applies(answer: Any) -> bool:
     """Whether the probe has fillings for an answer of this kind."""
     return answer is not None and bool(fillings(str(answer), [str(answer)], ""))
+
+
+ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen").split()
+TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+SKIPPED_FIELDS = {"idx", "prompt", "system_prompt"}
+"""Task data fields the `field-copy` probe never writes back: the index, and the prompt (prompt-copy's)."""
+
+
+def in_words(n: int) -> str | None:
+    """An integer under a thousand in English words (`forty-two`), None beyond."""
+    if n < 0:
+        inner = in_words(-n)
+        return None if inner is None else "minus " + inner
+    if n < 20:
+        return ONES[n]
+    if n < 100:
+        return TENS[n // 10 - 2] + ("" if n % 10 == 0 else "-" + ONES[n % 10])
+    if n < 1000:
+        rest = in_words(n % 100) if n % 100 else None
+        return ONES[n // 100] + " hundred" + (" and " + rest if rest else "")
+    return None
+
+
+def written_back(fields: dict[str, Any], answer: str) -> dict[str, str]:
+    """The `field-copy` probe's replies' answers, by strategy: each task data field other than the answer, the
+    prompt and the index, as the reply would state it (`` `difficulty` ``), and a whole number in words as well
+    (`` `steps` in words ``); a field whose value is this task's answer is left out on this task."""
+    out: dict[str, str] = {}
+    wanted = answer.strip().lower()
+    for name, value in fields.items():
+        if name in SKIPPED_FIELDS or isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            continue
+        text = str(value).strip()
+        if not text or len(text) > 60 or "\n" in text or text.lower() == wanted:
+            continue
+        out[f"`{name}`"] = text
+        if INTEGER.fullmatch(text) and (words := in_words(int(text))) and words != wanted:
+            out[f"`{name}` in words"] = words
+    return out

@@ -24,7 +24,7 @@ from autoenv.gates.probes import DEFENCES
 CAUSE_ORDER = ("padding", "empty", "refusal", "garbage", "echo", "tool-spam", "wrong-answer", "format-only",
                "swap-answer", "abstain", "stub", "stall", "valid-tool-spam", "structural", "typical-value",
                "kitchen-sink", "first-number", "last-line", "injection", "self-report", "prompt-copy", "constant",
-               "surface", "near-miss", "shape-fill", "whitespace", "search")
+               "surface", "near-miss", "shape-fill", "field-copy", "whitespace", "search")
 """Which probe names a component's cause when several harvest it: the most basic first."""
 CAUSE_TITLES = {
     "padding": "grows with the reply's length: filler text earns it",
@@ -56,6 +56,8 @@ CAUSE_TITLES = {
                  "count off by one",
     "shape-fill": "accepts the answer's shape filled wrongly: a superset of the answer, the whole domain, one item "
                   "repeated or unknown items of the right count, or a number's leading digits or a tenth of it",
+    "field-copy": "pays another field of the task's data written where the answer goes: it compares with the wrong "
+                  "field, or with more than the answer",
 }
 BLOCKING_FIRST = ("modules", "reward errors", "time limits", "load time", "deterministic load", "deterministic scoring",
                   "oracle", "gold validation", "pyproject", "readme")
