@@ -163,6 +163,8 @@ def applies(answer: Any) -> bool:
 ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
         "seventeen eighteen nineteen").split()
 TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+MAX_FIELDS = 8
+"""Data fields the `field-copy` probe writes back at most (in the data's order): two strategies each, on every task."""
 SKIPPED_FIELDS = {"idx", "prompt", "system_prompt"}
 """Task data fields the `field-copy` probe never writes back: the index, and the prompt (prompt-copy's)."""
 
@@ -194,6 +196,8 @@ def written_back(fields: dict[str, Any], answer: str) -> dict[str, str]:
         text = str(value).strip()
         if not text or len(text) > 60 or "\n" in text or text.lower() == wanted:
             continue
+        if len(out) >= 2 * MAX_FIELDS:
+            break
         out[f"`{name}`"] = text
         if INTEGER.fullmatch(text) and (words := in_words(int(text))) and words != wanted:
             out[f"`{name}` in words"] = words
