@@ -22,7 +22,7 @@ from autoenv.gates import noise
 from autoenv.gates.probes import DEFENCES
 
 CAUSE_ORDER = ("padding", "empty", "refusal", "garbage", "echo", "tool-spam", "wrong-answer", "format-only",
-               "swap-answer", "abstain", "stub", "stall", "valid-tool-spam", "structural", "typical-value",
+               "swap-answer", "abstain", "stub", "grader-attack", "stall", "valid-tool-spam", "structural", "typical-value",
                "kitchen-sink", "first-number", "last-line", "injection", "self-report", "prompt-copy", "constant",
                "surface", "near-miss", "shape-fill", "field-copy", "whitespace", "search")
 """Which probe names a component's cause when several harvest it: the most basic first."""
@@ -45,6 +45,8 @@ CAUSE_TITLES = {
     "whitespace": "changes with whitespace alone",
     "abstain": "pays a reply that declines to answer (\"I don't know\", unsure, an empty answer)",
     "stub": "pays code that defines the requested names and does nothing: its tests cannot fail",
+    "grader-attack": "pays a program that acts on its grader (an object equal to everything, an early exit with status "
+                     "0, the test framework disabled, a printed report of success) instead of solving the task",
     "stall": "pays turns survived: repeating one valid move until the turn limit earns it",
     "valid-tool-spam": "pays valid tool calls whatever they lead to: a wrong answer after them earns it",
     "structural": "can be earned from the options' structure alone (a position, the median or longest option)",
