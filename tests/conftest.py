@@ -9,17 +9,25 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
+import tomllib
 from pathlib import Path
 
 import pytest
 
 # A terminal's COLUMNS would switch `log`/`show` to their narrow layout; tests ask for it explicitly.
 os.environ.pop("COLUMNS", None)
-# Each test's run is a new candidate folder, so a warm child's server (autoenv.sandbox.warmchild) would outlive the test
-# for its idle time: off unless a test turns it on (tests/test_warmchild.py); AUTOENV_WARM=1 runs the suite warm.
+# Each test's run is a new candidate folder, so a warm child's server (autoenv.sandbox.warmchild) would outlive the
+# test for its idle time: off unless a test module turns it on (`WARM = True` in the module: files whose tests
+# evaluate one run several times, where every evaluation after the first forks its children instead of importing
+# verifiers twice; measured in docs/development.md) or AUTOENV_WARM=1 runs the whole suite warm. `stop_warm_servers`
+# stops the servers a test started when it ends, and each worker's at the end of the session.
 os.environ.setdefault("AUTOENV_WARM", "0")
+SUITE_WARM = os.environ["AUTOENV_WARM"]
 
+from autoenv.core.cachedir import cache_root
 from autoenv.core.paths import PROJECT
+from autoenv.sandbox import warmchild
 from autoenv.run.demo import make_run_repo
 
 TESTS = Path(__file__).resolve().parent
@@ -147,6 +155,50 @@ def attack_row(request):
     return add
 
 
+def warm_servers_of(root: Path, since: float | None = None, outside: Path | None = None) -> list[Path]:
+    """The warm servers' folders (autoenv.sandbox.warmchild) in the default cache whose candidate lies under `root`;
+    with `since`, also those started since then for a candidate outside `outside` (`autoenv probe --env
+    tests/data/...`: a folder of no test's own)."""
+    found = []
+    warm = cache_root() / "warm"
+    for folder in warm.iterdir() if warm.is_dir() else ():
+        try:
+            log = folder / "server.log"
+            text = log.read_text(errors="replace")
+            started = re.findall(r"starting the warm server for (\S+)", text)
+            fresh = since is not None and log.stat().st_mtime >= since and started \
+                and outside is not None and not started[-1].startswith(str(outside))
+            if str(root) in text or fresh:
+                found.append(folder)
+        except OSError:
+            pass
+    return found
+
+
+@pytest.fixture(autouse=True)
+def stop_warm_servers(tmp_path_factory, request):
+    """After each test, the warm servers it started asked to exit (one serving an evaluation exits after it)."""
+    root = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None  # torn down after
+    since = time.time()
+    if getattr(request.module, "WARM", False) and SUITE_WARM == "0" and not request.node.get_closest_marker("cold"):
+        os.environ["AUTOENV_WARM"] = "1"
+    yield
+    os.environ["AUTOENV_WARM"] = SUITE_WARM
+    if root is not None:
+        base = tmp_path_factory.getbasetemp()
+        every_worker = base.parent if base.name.startswith("popen-gw") else base  # xdist: one folder per worker
+        for folder in warm_servers_of(root, since, every_worker):
+            warmchild.stop(folder)
+
+
+def pytest_sessionfinish(session):
+    """This worker's remaining servers (session fixtures' runs) asked to exit."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is not None and factory._basetemp is not None:
+        for folder in warm_servers_of(factory.getbasetemp()):
+            warmchild.stop(folder)
+
+
 def pytest_addoption(parser):
     parser.addoption("--cpu-hog", action="store_true",
                      help="run the suite beside a CPU hog: one busy loop per core for the whole session (the load check)")
@@ -217,8 +269,46 @@ def kill_pids(pids: list[int]) -> None:
             pass
 
 
+BUDGETS = TESTS / "budgets.toml"
+"""Each test file's budget in worker-seconds (setup, call and teardown of all its tests), measured on the project's
+2-core machine with headroom; a file without one gets DEFAULT_BUDGET."""
+DEFAULT_BUDGET = 30.0
+SHOWN_FILES = 12
+
+
+def file_times(terminalreporter) -> dict[str, float]:
+    """Worker-seconds per test file, every phase of every test (xdist's reports carry their durations too)."""
+    per: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            nodeid, duration = getattr(report, "nodeid", ""), getattr(report, "duration", None)
+            if nodeid and isinstance(duration, float):
+                name = nodeid.split("::")[0]
+                per[name] = per.get(name, 0.0) + duration
+    return per
+
+
+def report_budgets(terminalreporter) -> None:
+    """The slowest files and every file over its budget (tests/budgets.toml): what to make faster first. Printed,
+    never failed on: a loaded machine runs over; the list says where the suite's time goes."""
+    per = file_times(terminalreporter)
+    if len(per) < 2:
+        return
+    budgets = tomllib.loads(BUDGETS.read_text()).get("budget", {}) if BUDGETS.is_file() else {}
+    over = {f: t for f, t in per.items() if t > budgets.get(f, DEFAULT_BUDGET)}
+    terminalreporter.section("time per test file (worker-seconds; budgets in tests/budgets.toml)")
+    for name, spent in sorted(per.items(), key=lambda kv: -kv[1])[:SHOWN_FILES]:
+        terminalreporter.write_line(f"{spent:8.1f} s  {name}  (budget {budgets.get(name, DEFAULT_BUDGET):g} s)")
+    terminalreporter.write_line(f"{sum(per.values()):8.1f} s  in all, {len(per)} files")
+    for name, spent in sorted(over.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"over budget: {name} took {spent:.1f} s of "
+                                    f"{budgets.get(name, DEFAULT_BUDGET):g} s")
+
+
 def pytest_terminal_summary(terminalreporter):
-    """The attack/fault table, when the run staged any (user_properties travel from xdist workers too)."""
+    """The time per test file against its budget; the attack/fault table, when the run staged any (user_properties
+    travel from xdist workers too)."""
+    report_budgets(terminalreporter)
     rows = []
     for outcome in ("passed", "failed"):
         for report in terminalreporter.stats.get(outcome, []):

@@ -25,6 +25,7 @@ from autoenv.core.paths import PROJECT, examples
 from autoenv.run.ledger import verify_chain
 
 pytestmark = pytest.mark.e2e
+WARM = True  # several evaluations of one run per test: the warm child forks them (tests/conftest.py)
 
 
 def lines(path: Path) -> int:
@@ -248,6 +249,7 @@ def test_hanging_provider_is_a_timeout_not_a_zero(provider, attack_row):
                f"{entry['verdict']['verdict']}, not a zero score")
 
 
+@pytest.mark.cold  # the frozen worker is found by its command line, a cold child's
 def test_interrupt_records_nothing_and_stops_the_worker(run_repo):
     import signal
 

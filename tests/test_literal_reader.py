@@ -26,6 +26,7 @@ from conftest import TESTS, autoenv, ledger, small_config
 from autoenv.core.paths import PROJECT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+WARM = True  # several evaluations of one run per test: the warm child forks them (tests/conftest.py)
 READER = TESTS / "literal_reader.py"
 OLD_STEP_3 = 'Run `bash evaluate.sh --description "<what you changed and what you expect>" > run.log 2>&1`'
 

@@ -40,6 +40,8 @@ ROLLED_OUT = {
     "env code (the oracle hook)": ('return f"<answer>{self.data.answer}</answer>"', 'return self.data.answer'),
 }
 
+WARM = True  # several evaluations of one run per test: the warm child forks them (tests/conftest.py)
+
 
 def edited(text: str, *edits: tuple[str, str]) -> str:
     for old, new in edits:

@@ -26,6 +26,7 @@ from program_md import loop
 from test_literal_reader import fresh_clone
 
 pytestmark = pytest.mark.e2e
+WARM = True  # several evaluations of one run per test: the warm child forks them (tests/conftest.py)
 
 BUDGET = {"examples": 45, "rollouts_per_example": 2, "min_tasks": 10}
 
@@ -99,7 +100,10 @@ def test_a_walk_that_changes_the_tasks_reaches_keep_or_discard_within_two_evalua
     for entry, block in zip(entries[1:], (reworded, fixed)):
         reason = entry["verdict"]["reason"]
         assert "too few" not in reason, reason
-        assert "the tasks changed (0 of this evaluation's 45 shared" in reason, reason
+        shared = re.search(r"the tasks changed \(0 of this evaluation's (\d+) shared", reason)
+        # 45 tasks; a canary rollout ([probes] canaries) may be a task's only rollout of a model, which then leaves
+        # that task out of the paired statistics
+        assert shared and 40 <= int(shared.group(1)) <= 45, reason
         assert block["verdict"] == entry["verdict"]["verdict"]
     verdicts = [reworded["verdict"], fixed["verdict"]]
     assert {"keep", "discard"} & set(verdicts), [e["verdict"]["reason"] for e in entries]

@@ -53,8 +53,8 @@ def judge_earnable(report: Gates, audit: AuditRecord, by_probe: dict[str, list[R
     report.add(NAME, "skip", f"untested: no reply could earn this reward offline: all {len(values)} scored probe "
                f"replies ({len(probes)} probes{searched}) scored {high:g}, and {reference}; it needs "
                f"{needs(audit)}. A probe that earns nothing of a reward nothing earns shows nothing, so these gates do "
-               "not show the reward resists cheap tricks. Add an oracle hook (`def oracle(self, messages)`, "
-               "program.md) whose reply or actions earn the reward, so the probes have something to fall short "
-               "of",
+               "not show the reward resists cheap tricks. Add an oracle hook to the task class, "
+               "`def oracle(self, messages)`, whose reply or actions earn the reward, so the probes have something "
+               "to fall short of",
                coverage=coverage.UNTESTED, replies=len(values), probes=probes, floor=high, needs=needs(audit))
     return True
