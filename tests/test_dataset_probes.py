@@ -214,7 +214,7 @@ def test_every_exploit_has_a_description():
     assert set(EXPLOITS) == {"empty", "refusal", "echo", "wrong-answer", "kitchen-sink", "padding", "garbage",
                              "tool-spam", "first-number", "last-line", "injection", "constant", "prompt-copy",
                              "abstain", "typical-value", "self-report", "structural", "stub", "valid-tool-spam", "stall",
-                             "surface", "near-miss", "search"}
+                             "surface", "near-miss", "search", "shape-fill", "field-copy", "grader-attack"}
     assert all(isinstance(v, str) and v for v in EXPLOITS.values())
 
 
