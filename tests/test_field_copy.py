@@ -54,3 +54,11 @@ def test_order_total_is_clean_with_its_answer_check_and_caught_paying_any_field(
         assert probe["status"] == "pass"
     else:
         assert probe["status"] == "fail" and "best field: `" in probe["message"], probe["message"]
+
+
+def test_a_field_that_is_another_form_of_the_answer_is_never_written_back():
+    rows = [("B", {"answer_text": "Paris", "topic": "capitals", "qid": "q1"}),
+            ("C", {"answer_text": "Rome", "topic": "capitals", "qid": "q2"}),
+            ("B", {"answer_text": "Paris", "topic": "rivers", "qid": "q3"})]
+    # answer_text goes with its answer both ways; topic does not; qid differs where the answer repeats
+    assert shapes.answer_forms(rows) == {"answer_text"}

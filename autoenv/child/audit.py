@@ -55,7 +55,7 @@ from autoenv.core.job import Job
 from autoenv.core.messages import Reply
 from autoenv.endpoint.policies import GRADER_URL_VAR, Policies
 from autoenv.endpoint.server import Endpoint
-from autoenv.gates import dataset
+from autoenv.gates import dataset, shapes
 from autoenv.gates.action_search import FINALISTS as ACTION_FINALISTS
 from autoenv.gates.action_search import ROLLOUTS as ACTION_ROLLOUTS
 from autoenv.gates.answer_oracle import answer_of, format_reply, infer_answer
@@ -183,6 +183,8 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
                            answer_field: str | None = None) -> tuple[list[dict], bool | None]:
     counts = Counter(str(answer_of(t, answer_field)) for t in tasks_all if answer_of(t, answer_field) is not None)
     answers, constant = sorted(counts), (counts.most_common(1)[0][0] if counts else None)
+    forms = shapes.answer_forms([(str(answer_of(t, answer_field)), other_fields(t, answer_field)) for t in tasks_all
+                                 if answer_of(t, answer_field) is not None]) if "field-copy" in probes else set()
     records, deterministic, checked = [], True, False
     strategies: dict[str, list[tuple]] = {p: [] for p in probes if p in MULTI_STRATEGY}
     wide = sample_tasks(tasks_all, max(len(sample), STRATEGY_SAMPLE), job.seed)
@@ -217,7 +219,7 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
                     replies = bounded_replies(probe, task, oracle=oracle, answer=None if answer is None else str(answer),
                                               answers=answers, messages=messages, tools=[], key=task.key,
                                               seed=job.seed, constant=constant, surface=surface,
-                                              fields=other_fields(task, answer_field))
+                                              fields=other_fields(task, answer_field, forms))
                 except TimeLimitExceeded as e:  # a harness-side probe ran away: named, the rest untested
                     stalled[probe] = f"{e}; the probe was skipped on the remaining tasks (untested)"
                     records.append(skipped(probe, task, stalled[probe]))
@@ -327,10 +329,14 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
     return records
 
 
-def other_fields(task, answer_field: str | None) -> dict:
-    """The task's data fields but the answer (`answer_field`, else `answer`), for the field-copy probe."""
-    data = task.data.model_dump() if hasattr(task.data, "model_dump") else {}
-    return {k: v for k, v in data.items() if k != (answer_field or "answer")}
+def other_fields(task, answer_field: str | None, forms: set[str] | frozenset[str] = frozenset()) -> dict:
+    """The task's data fields but the answer (`answer_field`, else `answer`) and the fields that are another form of
+    it (`forms`: autoenv.gates.shapes.answer_forms), for the field-copy probe."""
+    try:
+        data = task.data.model_dump() if hasattr(task.data, "model_dump") else {}
+    except Exception:  # noqa: BLE001 - a data model the candidate broke: nothing to write back
+        return {}
+    return {k: v for k, v in data.items() if k != (answer_field or "answer") and k not in forms}
 
 
 def bounded_replies(probe: str, task, **kw) -> dict[str, Reply]:

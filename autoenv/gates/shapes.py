@@ -184,6 +184,24 @@ def in_words(n: int) -> str | None:
     return None
 
 
+def answer_forms(rows: Sequence[tuple[str, dict[str, Any]]]) -> set[str]:
+    """The data fields that are another form of the answer across the tasks (`rows`: each task's answer and its other
+    fields): each value goes with one answer and each answer with one value (`answer_text` beside a letter `answer`,
+    a number in words). A reward may fairly accept those, so `field-copy` never writes them back; with every answer
+    distinct, a field distinct on every task (an id) is among them too."""
+    pairs: dict[str, set[tuple[str, str]]] = {}
+    for answer, fields in rows:
+        for name, value in fields.items():
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                pairs.setdefault(name, set()).add((answer, str(value)))
+    forms = set()
+    for name, seen in pairs.items():
+        answers, values = [a for a, _ in seen], [v for _, v in seen]
+        if len(set(answers)) == len(seen) == len(set(values)):
+            forms.add(name)
+    return forms
+
+
 def written_back(fields: dict[str, Any], answer: str) -> dict[str, str]:
     """The `field-copy` probe's replies' answers, by strategy: each task data field other than the answer, the
     prompt and the index, as the reply would state it (`` `difficulty` ``), and a whole number in words as well
