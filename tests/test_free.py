@@ -300,7 +300,7 @@ def gates_of(root) -> dict:
     ("hack-typical", "typical-value"),
     ("hack-selfreport", "self-report"),
     ("hack-structural", "structural"),
-    ("hack-stub", "stub"),
+    ("hack-stub", "stub grader-attack"),  # a test that only calls the function: an object equal to everything passes too
     ("hack-toolspam", "valid-tool-spam"),  # a multi-turn tool env, through rollouts
     ("hack-stall", "stall surface"),  # a custom-Env game, through rollouts: one constant reply every turn is a stall
 ])

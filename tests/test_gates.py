@@ -630,7 +630,7 @@ def test_clean_example_passes_probe_and_check(run_repo):
     gates = json.loads((out / "gates.json").read_text())
     tested = [f for f in gates["findings"] if f["name"] == "probes tested"]
     assert tested[0]["status"] == "pass" and tested[0]["data"]["untested"] == {}
-    inapplicable = {"structural", "stub", "stall"}  # no options, no function, one turn: n/a, no column
+    inapplicable = {"structural", "stub", "grader-attack", "stall"}  # no options, no code, one turn: n/a, no column
     assert gates["matrix"]["harvests"] == [] and set(gates["matrix"]["scores"]) == set(a["probe_names"]) - inapplicable
     assert {f["name"]: f["status"] for f in gates["findings"]}["content-free"] == "pass"
     check = autoenv("check", cwd=root)
@@ -681,7 +681,8 @@ def test_tool_candidate_without_oracle_plays_the_answer_field_oracle_through_rol
     assert by_name["probe prompt-copy"]["status"] == "skip" and "in-process" in by_name["probe prompt-copy"]["message"]
     tested = by_name["probes tested"]
     assert tested["status"] == "warn" and "coverage" not in tested["data"]
-    assert tested["message"].startswith("20 of 21 exploit probes tested"), tested["message"]
+    assert tested["message"].startswith("21 of 23 exploit probes tested; not tested: prompt-copy, field-copy"), \
+        tested["message"]  # the two that score many replies per task
 
 
 # `correct` breaks on answers ending in 0 or 5 (several of the 30 sampled tasks; none of them

@@ -71,7 +71,8 @@ def test_the_first_fix_is_the_planted_cause_and_the_only_one(example, tmp_path):
     assert_causes_beyond_noise(entry)
     if example == "hack-keyword":  # the fix fits a keyword component, not a format or answer check
         assert "remove it, or gate it on correctness" in only.fix and "parsed answer" not in only.fix, only.fix
-    assert len(feedback.encode()) <= 4096, len(feedback.encode())
+    # 4 KiB until the probe lists (coverage, probes tested) grew by three probes: 4.5 KiB; the lists repeat each other
+    assert len(feedback.encode()) <= 4608, len(feedback.encode())
     details = (root / "outputs" / entry.commit / "gates.md").read_text()
     assert "| check | result | detail |" in details and "](../outputs/" in feedback
     assert read_entries(root / "feedback_log.jsonl") == [entry]
