@@ -181,10 +181,11 @@ def reference_text(job: Job, task, answer_format: str | None, answer_field: str 
 
 async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_format: str | None = None,
                            answer_field: str | None = None) -> tuple[list[dict], bool | None]:
-    counts = Counter(str(answer_of(t, answer_field)) for t in tasks_all if answer_of(t, answer_field) is not None)
+    known = [(t, str(a)) for t in tasks_all if (a := answer_of(t, answer_field)) is not None]
+    counts = Counter(a for _, a in known)
     answers, constant = sorted(counts), (counts.most_common(1)[0][0] if counts else None)
-    forms = shapes.answer_forms([(str(answer_of(t, answer_field)), other_fields(t, answer_field)) for t in tasks_all
-                                 if answer_of(t, answer_field) is not None]) if "field-copy" in probes else set()
+    forms = shapes.answer_forms([(a, other_fields(t, answer_field)) for t, a in known]) \
+        if "field-copy" in probes else set()
     records, deterministic, checked = [], True, False
     strategies: dict[str, list[tuple]] = {p: [] for p in probes if p in MULTI_STRATEGY}
     wide = sample_tasks(tasks_all, max(len(sample), STRATEGY_SAMPLE), job.seed)

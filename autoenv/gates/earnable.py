@@ -48,13 +48,14 @@ def judge_earnable(report: Gates, audit: AuditRecord, by_probe: dict[str, list[R
     if high - low > EPS or (floor is not None and high > floor + EPS):
         return False
     probes = sorted({name for name, _ in played})
+    needed = needs(audit)
     searched = (f", the reward search's {audit.search.templates} templates" if audit.search and audit.search.templates
                 else "")
     report.add(NAME, "skip", f"untested: no reply could earn this reward offline: all {len(values)} scored probe "
                f"replies ({len(probes)} probes{searched}) scored {high:g}, and {reference}; it needs "
-               f"{needs(audit)}. A probe that earns nothing of a reward nothing earns shows nothing, so these gates do "
+               f"{needed}. A probe that earns nothing of a reward nothing earns shows nothing, so these gates do "
                "not show the reward resists cheap tricks. Add an oracle hook to the task class, "
                "`def oracle(self, messages)`, whose reply or actions earn the reward, so the probes have something "
                "to fall short of",
-               coverage=coverage.UNTESTED, replies=len(values), probes=probes, floor=high, needs=needs(audit))
+               coverage=coverage.UNTESTED, replies=len(values), probes=probes, floor=high, needs=needed)
     return True

@@ -101,7 +101,8 @@ def fillings(answer: str, answers: Sequence[str], prompt: str) -> dict[str, str]
         return _numeric(answer.strip())
     items, style = parsed
     wanted = set(items)
-    pool = [i for i in domain(answers, prompt) if i not in wanted]
+    drawn = domain(answers, prompt)
+    pool = [i for i in drawn if i not in wanted]
     out: dict[str, str] = {}
     if pool:
         out["superset"] = render([*items, *pool[:len(items)]], style)
@@ -111,7 +112,7 @@ def fillings(answer: str, answers: Sequence[str], prompt: str) -> dict[str, str]
             out["whole domain"] = render(whole, style)
     if len(wanted) > 1:
         out["repeated item"] = render([items[0]] * len(items), style)
-    known = set(domain(answers, prompt)) | wanted
+    known = set(drawn) | wanted
     if all(INTEGER.fullmatch(i) for i in items):
         top = max(int(i) for i in known if INTEGER.fullmatch(i))
         out["unknown items"] = render([str(top + 1000 + k) for k in range(len(items))], style)
@@ -153,11 +154,6 @@ def located(answer: str, content: str) -> str | None:
             return written
     bare = "[" + ", ".join(items) + "]"
     return bare if bare in content else None
-
-
-def applies(answer: Any) -> bool:
-    """Whether the probe has fillings for an answer of this kind."""
-    return answer is not None and bool(fillings(str(answer), [str(answer)], ""))
 
 
 ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
