@@ -6,7 +6,10 @@ tool, with arguments taken from its schema or from what earlier tool results rev
 each round), then a final reply taken from what the tools returned or from a template of the env's own
 material (autoenv.gates.search); in a multi-turn env without tools, a move every turn: the template,
 the first move the message offers, the middle of the range it states (a valid move that learns nothing), or
-a move just outside that range. Plans are scored by real
+a move just outside that range. Rule-breaking plans test what the rules state but the env may not enforce
+(autoenv.gates.action_calls): a small argument domain tried whole and answered from the result that stood apart,
+numbers just outside a stated range, the tools called in the reverse of their order, any entries read. Plans
+are scored by real
 rollouts on a few training tasks; the best breed neighbours (more rounds, the other argument source,
 another final reply, a mutated template) within a budget of rollouts and seconds, deterministic for a
 seed; the best plans are then replayed on held-out tasks, and only what they earn there is judged. Where
@@ -24,10 +27,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from autoenv.core.messages import Reply, ToolCall
+from autoenv.gates.action_calls import ENTRIES, ENUMERATE, KINDS, calls_for, odd_value, passed_strings
 from autoenv.gates.families import CHOICES, EXAMPLE_ARG, _text, quote
 from autoenv.gates.search import Material, Template, mutate
 
-ROLLOUTS = 32
+ROLLOUTS = 48
 """Training rollouts the action search may spend (the held-out replay is extra)."""
 SECONDS = 90.0
 TRAIN_TASKS = 2
@@ -35,7 +39,7 @@ MAX_ROUNDS = 8
 FINALISTS = 2
 SEEN = re.compile(r"\b[A-Za-z]{1,8}[-_]?\d{2,}\b|\b\d+(?:\.\d+)?\b|\"([^\"\n]{1,40})\"")
 RANGE = re.compile(r"(?i)\b(?:between|from)\s+(-?\d+)\s+(?:and|to)\s+(-?\d+)")
-FINALS = ("seen-last", "seen-first", "template")
+FINALS = ("seen-last", "seen-first", "template", "odd")
 MOVES = ("same", "offered", "inside", "outside")
 
 
@@ -92,10 +96,13 @@ class Plan:
                               "learns nothing)",
                     "outside": "a move just outside the range each message states, every turn"}[self.moves]
             return what
-        calls = (f"{self.rounds} round(s) of every tool called with arguments from "
-                 + ("what earlier results revealed (a new entry each round)" if self.args == "seen" else "its schema"))
+        calls = (LAST_ALONE if self.args == "reverse" and self.rounds == 1 else RULE_BREAKING.get(self.args)) or (
+            f"{self.rounds} round(s) of every tool called with arguments from "
+            + ("what earlier results revealed (a new entry each round)" if self.args == "seen" else "its schema"))
         if self.final == "template":
             return f"{calls}, then {self.template.describe()}"
+        if self.final == "odd":
+            return f"{calls}, then {quote(self.template.form)} holding the value whose result stood apart"
         which = "last" if self.final == "seen-last" else "first"
         return f"{calls}, then {quote(self.template.form)} holding the {which} value the tools returned"
 
@@ -107,18 +114,44 @@ class Plan:
         """The plan's next assistant message in this conversation."""
         played = sum(1 for m in messages if m.get("role") == "assistant")
         seen = seen_values(messages)
-        if tools and played < self.rounds:
+        if tools and played < self.rounds and self.args in KINDS:
+            breaking = calls_for(self.args, tools, messages, played)
+            if breaking:
+                return Reply(tool_calls=breaking)
+        elif tools and played < self.rounds:
             calls = [ToolCall(name=(t.get("function") or t).get("name") or "", id=f"call_{played}_{i}",
                               arguments=json.dumps(_arguments(t, seen if self.args == "seen" else [],
                                                               played * len(tools) + i)))
                      for i, t in enumerate(tools)]
             return Reply(tool_calls=calls)
-        if tools and self.final != "template" and seen:
-            value = seen[-1] if self.final == "seen-last" else seen[0]
+        if tools and self.final == "odd":
+            found = odd_value(messages)
+            return Reply(content=(replace(self.template, items=(found,)) if found else self.template).reply())
+        news = [v for v in seen if v not in passed_strings(messages)] or seen  # what a call passed is no news
+        if tools and self.final != "template" and news:
+            value = news[-1] if self.final == "seen-last" else news[0]
             return Reply(content=replace(self.template, items=(value,)).reply())
         if not tools and self.moves != "same":
             return Reply(content=_move(messages, self.moves) or self.template.reply())
         return Reply(content=self.template.reply())
+
+
+RULE_BREAKING = {
+    "enumerate": f"every value of each tool's small argument domain (an enumeration, a stated range of at most "
+                 f"{ENUMERATE}) tried in one turn",
+    "below": "every tool with a number argument called with a value just below the range the rules state (or -1), "
+             "with the ids the prompt names",
+    "above": "every tool with a number argument called with a value just above the range the rules state (or a "
+             "million), with the ids the prompt names",
+    "reverse": "the tools called one a turn in the reverse of the order the rules name them in, with the ids the "
+               "prompt names (a step the rules order after another, taken first)",
+    "entries": f"the tools called with the prompt's ids or words, then each with {ENTRIES} new entries the results "
+               f"revealed a round (any entries, read without regard to the task)",
+}
+LAST_ALONE = ("the tool the rules name last called alone, with the ids the prompt names (the steps the rules order before "
+              "it skipped)")
+"""What each rule-breaking plan (autoenv.gates.action_calls) does, as its strategy names it; the reverse plan of
+one round is LAST_ALONE."""
 
 
 def _move(messages: list[dict[str, Any]], kind: str) -> str | None:
@@ -149,8 +182,12 @@ def first_plans(material: Material, tools: bool) -> list[Plan]:
     base = Template(material.formats[0], (material.tokens()[0],))
     if not tools:
         return [Plan(base, moves=m) for m in MOVES] + [Plan(Template(material.formats[0]))]
-    return [Plan(base, rounds=r, args="schema" if r == 1 else "seen", final=f) for r in (1, 3, 6)
-            for f in ("seen-last", "template")]
+    return [*(Plan(base, rounds=r, args="schema" if r == 1 else "seen", final=f) for r in (1, 3, 6)
+              for f in ("seen-last", "template")),
+            Plan(base, rounds=1, args="enumerate", final="odd"), Plan(base, rounds=1, args="below", final="seen-last"),
+            Plan(base, rounds=1, args="above", final="seen-last"), Plan(base, rounds=1, args="reverse", final="seen-last"),
+            Plan(base, rounds=MAX_ROUNDS, args="reverse", final="seen-first"),
+            Plan(base, rounds=3, args="entries")]
 
 
 def neighbours(plan: Plan, material: Material, tools: bool, rng: random.Random) -> list[Plan]:
@@ -159,7 +196,9 @@ def neighbours(plan: Plan, material: Material, tools: bool, rng: random.Random) 
     out = [replace(plan, template=mutate(plan.template, plan.template, rng.choice(("replace", "reformat", "constant",
                                                                                    "widen", "enumerate")),
                                          material, rng))]
-    if tools:
+    if tools and plan.args in KINDS:  # a rule-breaking plan keeps its calls: another final reply
+        out.append(replace(plan, final=FINALS[(FINALS.index(plan.final) + 1) % len(FINALS)]))
+    elif tools:
         out += [replace(plan, rounds=min(plan.rounds * 2 or 1, MAX_ROUNDS)), replace(plan, rounds=max(plan.rounds - 1, 0)),
                 replace(plan, args="seen" if plan.args == "schema" else "schema"),
                 replace(plan, final=FINALS[(FINALS.index(plan.final) + 1) % len(FINALS)])]

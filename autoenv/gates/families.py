@@ -43,7 +43,9 @@ FAMILIES = {
               "env (its instructions, its reward's source) holding words, numbers and values of its own (literals "
               "and comparison targets of the reward's source, the spread of its data, NaN, inf, null), mutated under "
               "the reward's feedback on a few tasks; the best templates replayed on held-out tasks, the best there "
-              "counts (judged on the tasks whose data does not hold its constant)",
+              "counts (judged on the tasks whose data does not hold its constant). In tool and multi-turn envs, "
+              "action plans: rounds of tool calls, moves, and calls that break the stated rules (a small domain "
+              "tried whole, numbers outside the stated range, a step without its prerequisite, any entries read)",
 }
 SEARCHED = {"search"}
 """Families played by a search of their own (autoenv.gates.search), not reply by reply per task."""
@@ -73,7 +75,9 @@ FAMILY_DEFENCES = {
                "task's own answer",
     "search": "score what the reply says about this task: parse one answer in the stated format and compare it "
               "with the task's (rejecting NaN, infinities and wildcards), never pay for words, keys or lists "
-              "every reply can contain; a reply built without the task must earn the floor",
+              "every reply can contain; a reply built without the task must earn the floor. In a tool env, enforce "
+              "in code every rule the instructions state (count the tries, bound an index on both sides, refuse a "
+              "step whose prerequisite was not taken, pay for the answer rather than for reading)",
 }
 NOT_APPLICABLE = {
     "typical-value": "no number in the prompt, and the taskset's answers are not numbers",
