@@ -69,6 +69,11 @@ def test_network_failures_are_recognised_and_their_host_named():
     assert failure("ConnectionRefusedError: [Errno 111] Connection refused (http://127.0.0.1:8000/mcp)") is None
     assert failure("httpx.ConnectError: All connection attempts failed", ["localhost"]) is None
     assert failure("ValueError: bad move") is None and failure(None) is None
+    # data a library downloads on first use: a failed nltk.download only prints, and the read after it says missing
+    nltk = ("LookupError: \n  Resource words not found.\n  Please use the NLTK Downloader to obtain the resource:\n"
+            "  >>> import nltk\n  >>> nltk.download('words')")
+    assert failure(nltk) == "raw.githubusercontent.com" and failure(nltk, ["nltk.example"]) == "nltk.example"
+    assert failure("LookupError: no such key 'words'") is None
 
 
 def test_probe_replies_cut_off_by_the_network_are_untested_not_reward_errors():

@@ -7,7 +7,7 @@ the sandbox does not give, not N errors in its reward: the gates say it once as 
 leave the probes it hit untested (autoenv.gates.rules), and a stage that fails on it says what to do
 (autoenv.sandbox.rollouts). Recognised generally: resolver failures (`socket.gaierror`, "Temporary failure
 in name resolution", "Name or service not known", urllib3's NameResolutionError, curl's "Could not resolve
-host"), "Network is unreachable", and a refused or failed connection (`ConnectionRefusedError`,
+host"), "Network is unreachable", data a library fetches on first use and then reports missing (NLTK's), and a refused or failed connection (`ConnectionRefusedError`,
 `httpx.ConnectError`, aiohttp's "Cannot connect to host") when it names a host outside loopback. The host
 comes from the text when it names one, else from the hosts the child saw the candidate's code reach
 (autoenv.child.netwatch).
@@ -47,6 +47,10 @@ HUB = re.compile(r"huggingface\.co|HF_HUB_OFFLINE|OfflineModeIsEnabled|LocalEntr
 'openai/gsm8k' on the Hub (LocalEntryNotFoundError)`, naming no host)."""
 HUB_HOST = "huggingface.co"
 UNREACHED = re.compile(r"Couldn't reach '[^']*' on the Hub|OfflineModeIsEnabled", re.I)
+FETCHED_ON_USE = {re.compile(r"NLTK Downloader|Resource \S+ not found\.[\s\S]*nltk", re.I): "raw.githubusercontent.com"}
+"""Data a library downloads on first use and then reports missing, naming no host (NLTK's corpora: a failed
+`nltk.download` only prints, and the read after it raises `LookupError: Resource words not found. Please use the NLTK
+Downloader`), with the host it downloads from."""
 
 FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
 
@@ -83,6 +87,9 @@ def failure(text: str | None, reached: list[str] | None = None) -> str | None:
         return named or HUB_HOST
     if CONNECT.search(text) and named:
         return named
+    for pattern, host in FETCHED_ON_USE.items():
+        if pattern.search(text):
+            return (reached or [host])[0]
     return None
 
 
