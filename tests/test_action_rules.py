@@ -102,7 +102,7 @@ def failed(findings: dict) -> list[str]:
 
 @pytest.mark.slow
 def test_the_desk_whose_tools_and_reward_enforce_its_rules_is_clean(tmp_path):
-    findings, _ = probe_env(DATA / "service-desk", tmp_path / "run")
+    findings, _ = probe_env(DATA / "service-desk", tmp_path / "run", rollout_sample=4)
     assert failed(findings) == [], {n: findings[n]["message"] for n in failed(findings)}
     trace = findings["probe search"]["data"]["search"]
     assert trace["templates"] >= 11  # the rule-breaking plans were played, and earned nothing that transfers
@@ -121,6 +121,6 @@ PLANTS = {  # flaw -> (the kind it is planted in, what the chosen plan must show
 def test_a_rule_the_desk_states_but_does_not_enforce_is_found_by_the_action_search(tmp_path, flaw):
     kind, shown = PLANTS[flaw]
     env = planted(tmp_path, "service-desk", 'KIND = "all"\nFLAW = ""', f'KIND = "{kind}"\nFLAW = "{flaw}"')
-    findings, _ = probe_env(env, tmp_path / "run")
+    findings, _ = probe_env(env, tmp_path / "run", rollout_sample=4)
     assert "probe search" in failed(findings), {n: f["message"] for n, f in findings.items()}
     assert shown in findings["probe search"]["message"], findings["probe search"]["message"]
