@@ -28,18 +28,20 @@ from autoenv.core import display, venvseal
 from autoenv.core.config import AGENT_KINDS, CONFIG_NAME, load_config
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS, shown
-from autoenv.core.record import ROLES, Entry
+from autoenv.core.record import ROLES, Entry, GateReport
 from autoenv.driver.loop import RunOptions, drive
 from autoenv.endpoint.policies import Policies
 from autoenv.endpoint.server import Endpoint, Faults, key_digest, serve_forever
 from autoenv.evaluation.commands import audit_only, recompute, rejudge, verify
 from autoenv.evaluation.context import EvalOptions, EvaluationCrashed
 from autoenv.evaluation.pipeline import evaluate
+from autoenv.evaluation.report import check_fix
 from autoenv.evaluation.recheck import FORGED
 from autoenv.export.check import run_checks
 from autoenv.export.grpo import export_grpo
 from autoenv.export.openenv import export_openenv
 from autoenv.gates.free import coverage_line
+from autoenv.judge.causes import causes
 from autoenv.judge.registry import CHOICES
 from autoenv.model.cli import add_commands as add_model_commands
 from autoenv.model.cli import setup_model
@@ -320,11 +322,35 @@ def cmd_gates(args) -> int:
     display.result_block({"gates": said, "failed": len(report.failed),
                           "mode": report.mode, "seconds": report.seconds,
                           **({"coverage": line} if (line := coverage_line(report)) else {})})
-    for item in report.failed:
-        display.console.print(f"FAILED {shown(item)}", markup=False)
+    display.failure_blocks(failure_groups(report))
     for item in report.untested:
         display.console.print(f"UNTESTED {shown(item)}", markup=False)
     return 0 if report.passed else 1
+
+
+def failure_groups(report: GateReport) -> list[display.FailureGroup]:
+    """The failed findings grouped by cause, as the feedback groups them (autoenv.judge.causes): each cause's title,
+    its findings (`name`, `message`), evidence and fix. A finding that a cause folded in (an oracle short of a
+    component the probes harvest, the content-free summary) goes with the first cause of a reward component."""
+    groups: list[display.FailureGroup] = []
+    failed = {f.name: f for f in report.findings if f.status == "fail"}
+    placed: set[str] = set()
+    for cause in causes(report, check_fix):
+        names = [f"probe {p}" for p in cause.probes] or [cause.issue.split(":")[0]]
+        mine = [(n, shown(failed[n].message)) for n in names if n in failed and n not in placed]
+        placed |= {n for n, _ in mine}
+        title = cause.issue if cause.kind == "component" else (f"{len(mine)} probe(s)" if cause.probes else
+                                                               cause.issue.split(":")[0])
+        groups.append(display.FailureGroup(title=title, failed=mine, evidence=[shown(e) for e in cause.evidence[:3]],
+                                           fix=cause.fix, component=cause.kind == "component"))
+    rest = [(n, shown(f.message)) for n, f in failed.items() if n not in placed]
+    if rest:
+        home = next((g for g in groups if g.component), None)
+        if home is not None:
+            home.failed += rest
+        else:
+            groups.append(display.FailureGroup(title="other failed gates", failed=rest))
+    return groups
 
 
 def cmd_judge(args) -> int:

@@ -31,6 +31,22 @@ def test_the_other_fields_are_written_as_stated_and_whole_numbers_in_words_too()
                          messages=[], tools=[], key="k", fields={"idx": 1}) == {}
 
 
+def test_fields_at_their_declared_default_are_not_the_tasks_data():
+    import verifiers.v1 as vf  # deferred: nothing of verifiers at collection time
+
+    from autoenv.child.audit import other_fields
+
+    class OrderData(vf.TaskData):
+        total: int
+        note: str = ""
+
+    class Task:
+        data = OrderData(prompt="Order 3 lamps.", total=17, note="rush")
+
+    # verifiers' own fields (artifact_max_bytes, skills, timeout, ...) hold their defaults: nothing to write back
+    assert other_fields(Task(), "total") == {"prompt": "Order 3 lamps.", "note": "rush"}
+
+
 def test_a_field_that_earns_fails_naming_it():
     records = [rec("oracle", i, {"correct": 1.0}) for i in range(10)]
     records += [rec("field-copy", i, {"correct": 1.0}, strategy="`items`") for i in range(10)]

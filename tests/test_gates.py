@@ -593,10 +593,16 @@ def edit_taskset(root: Path, edit) -> None:
 ])
 def test_probe_catches_each_planted_hack(run_repo, hack, finding):
     root = run_repo(hack)
-    result = autoenv("probe", cwd=root)
+    narrow = hack == "hack-format"  # read at 80 columns: one block per cause, every line wrapped
+    result = autoenv("probe", cwd=root, env={"COLUMNS": "80"} if narrow else None)
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     assert GATES_FAILED.search(result.stdout), result.stdout[-2000:]
     failed = failed_lines(result.stdout)
+    if narrow:
+        block = result.stdout[result.stdout.index("FAILED "):]
+        assert max(map(len, block.splitlines())) <= 80, block
+        assert block.count("  fix: ") == 1 and block.count("cause 1 of") <= 1, block  # one cause, its fix once
+        assert "`formatted`" in block and len(failed) >= 3, block
     assert any(line.startswith(f"FAILED {finding}: ") for line in failed), failed
     if hack == "hack-length":
         assert any(line.startswith("FAILED probe garbage: ") for line in failed), failed
@@ -607,8 +613,8 @@ def test_probe_catches_each_planted_hack(run_repo, hack, finding):
         assert [line.split(":")[0] for line in failed] == [f"FAILED {finding}"], failed
     if hack == "hack-injection":  # a grader that believes claims pays the self-report family's claims too, and a
         # score the reward search writes into the reply itself ("Score:10/10", from the grader's own instructions)
-        assert [line.split(":")[0] for line in failed] == ["FAILED content-free", "FAILED probe injection",
-                                                           "FAILED probe self-report", "FAILED probe search"], failed
+        assert sorted(line.split(":")[0] for line in failed) == ["FAILED content-free", "FAILED probe injection",
+                                                                 "FAILED probe self-report", "FAILED probe search"], failed
     (out,) = scratch_outputs(root)
     gates = json.loads((out / "gates.json").read_text())
     assert gates["passed"] is False and any(f.startswith(finding) for f in gates["failed"])

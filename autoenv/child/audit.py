@@ -31,6 +31,7 @@ import time
 import traceback
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from autoenv.child import netwatch
 from autoenv.child.judge_routing import grader_outage
@@ -331,13 +332,23 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
 
 
 def other_fields(task, answer_field: str | None, forms: set[str] | frozenset[str] = frozenset()) -> dict:
-    """The task's data fields but the answer (`answer_field`, else `answer`) and the fields that are another form of
-    it (`forms`: autoenv.gates.shapes.answer_forms), for the field-copy probe."""
+    """The task's data fields but the answer (`answer_field`, else `answer`), the fields that are another form of
+    it (`forms`: autoenv.gates.shapes.answer_forms) and those at their declared default, for the field-copy probe."""
     try:
         data = task.data.model_dump() if hasattr(task.data, "model_dump") else {}
+        declared = getattr(type(task.data), "model_fields", {})
+        defaults = {k: dumped(f.get_default(call_default_factory=True)) for k, f in declared.items()
+                    if not f.is_required()}
     except Exception:  # noqa: BLE001 - a data model the candidate broke: nothing to write back
         return {}
-    return {k: v for k, v in data.items() if k != (answer_field or "answer") and k not in forms}
+    # a field at its declared default carries nothing of the task (verifiers' own `artifact_max_bytes`, `skills`)
+    return {k: v for k, v in data.items() if k != (answer_field or "answer") and k not in forms
+            and not (k in defaults and v == defaults[k])}
+
+
+def dumped(value: Any) -> Any:
+    """A default as model_dump writes it (a nested model as its dict)."""
+    return value.model_dump() if hasattr(value, "model_dump") else value
 
 
 def bounded_replies(probe: str, task, **kw) -> dict[str, Reply]:

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -274,6 +275,32 @@ def wrapped(label: str, text: str, target: Console, styles: tuple[str, str] = ("
     out = Text(label, style=styles[0])
     out.append("\n".join(lines), style=styles[1])
     return out
+
+
+@dataclass
+class FailureGroup:
+    """One cause of failed gates as `autoenv check`/`probe` print it (autoenv.cli.failure_groups)."""
+
+    title: str
+    failed: list[tuple[str, str]]
+    """(finding name, message) of each failed finding of this cause."""
+    evidence: list[str] = field(default_factory=list)
+    fix: str = ""
+    component: bool = False
+
+
+def failure_blocks(groups: list[FailureGroup]) -> None:
+    """One block per cause: `cause N of M: title`, its `FAILED name: message` lines, then its evidence and fix once;
+    each line wrapped at the reader's width under its own text (whole lines when the width is unknown)."""
+    for i, group in enumerate(groups, 1):
+        if len(groups) > 1 or group.evidence or group.fix:
+            console.print(wrapped(f"cause {i} of {len(groups)}: ", group.title, console, ("bold", "bold")))
+        for name, message in group.failed:
+            console.print(wrapped("FAILED ", f"{name}: {message}", console, ("bold red", "")))
+        for line in group.evidence:
+            console.print(wrapped("  evidence: ", line, console, ("dim", "")))
+        if group.fix:
+            console.print(wrapped("  fix: ", group.fix, console, ("bold", "")))
 
 
 def rollout_progress() -> Progress | PlainProgress:
