@@ -190,7 +190,7 @@ def test_an_engine_stopped_mid_evaluation_is_inconclusive_not_the_candidates_cra
         while not set(leftover()) - before:  # the event: the evaluation's first container exists
             assert proc.poll() is None and time.monotonic() < deadline, "no container was started"
             time.sleep(0.2)
-        daemon.stop()
+        daemon.stop(force=True)  # an evaluation's containers run on it: only --force stops it
         out, _ = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:

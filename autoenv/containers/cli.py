@@ -22,6 +22,8 @@ def add_commands(sub: Any) -> None:
     i.set_defaults(func=cmd_image)
     d = actions.add_parser("daemon", help="start or stop a dockerd of AutoEnv's own where no service runs one (root)")
     d.add_argument("action", choices=("start", "stop"))
+    d.add_argument("--force", action="store_true", help="stop: stop AutoEnv's daemon even while other starts hold "
+                   "it or evaluations' containers run on it")
     d.set_defaults(func=cmd_daemon)
     c = actions.add_parser("check", help="whether the docker engine answers, and which image the runtime gets")
     c.set_defaults(func=cmd_check)
@@ -40,7 +42,7 @@ def cmd_image(args: argparse.Namespace) -> int:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
-    display.console.print(daemon.start() if args.action == "start" else daemon.stop())
+    display.console.print(daemon.start() if args.action == "start" else daemon.stop(force=args.force))
     return 0
 
 

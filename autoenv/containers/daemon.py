@@ -8,6 +8,10 @@ MASQUERADE rule) and the `docker0` bridge. `start` records how the host was; `st
 daemon it started (by its PID), then removes the bridge, the tables the daemon added (or, in
 tables that were there before, its DOCKER chains and the rules that use them) and restores IP
 forwarding. A daemon AutoEnv did not start is never stopped.
+
+The daemon is host-wide, so it is owned per start: a `start` while AutoEnv's daemon runs counts one more
+holder, and a `stop` releases one; only the last stops it, and not while an evaluation's containers run
+(named in the refusal; `--force` stops it anyway, and those evaluations end inconclusive).
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from autoenv.core.runtimes import engine_problem
+from autoenv.containers.guard import LABEL
 from autoenv.core.errors import AutoEnvError
+from autoenv.core.runtimes import engine_problem
 
 STATE_DIR = Path("/run/autoenv-dockerd")
 READY_SECONDS = 60.0
@@ -44,10 +49,31 @@ def running_ours() -> int | None:
     return pid
 
 
+def _state() -> dict:
+    try:
+        return json.loads(state_file().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _write(state: dict) -> None:
+    tmp = state_file().with_suffix(".tmp")
+    tmp.write_text(json.dumps(state))
+    tmp.replace(state_file())
+
+
 def start() -> str:
-    """Start dockerd unless an engine answers; a line saying what happened."""
+    """Start dockerd unless an engine answers (AutoEnv's own: one more holder); a line saying what happened."""
+    ours = running_ours()
+    if ours is not None:
+        state = _state()
+        state["holders"] = int(state.get("holders", 1)) + 1
+        _write(state)
+        return (f"AutoEnv's dockerd (pid {ours}) runs already: this start holds it too ({state['holders']} starts); "
+                "each `autoenv runtime daemon stop` releases one, and the last stops it")
     if engine_problem("docker") is None:
-        return "a Docker engine answers already: nothing started"
+        return ("a Docker engine answers already, not one AutoEnv started: nothing started, and `autoenv runtime "
+                "daemon stop` leaves it alone")
     dockerd = shutil.which("dockerd")
     if dockerd is None:
         raise AutoEnvError("dockerd is not installed", fix="apt-get install docker.io (as root), or bash setup.sh "
@@ -60,7 +86,7 @@ def start() -> str:
     log = open(STATE_DIR / "dockerd.log", "ab")
     proc = subprocess.Popen([dockerd, "--pidfile", str(STATE_DIR / "dockerd.pid")], stdout=log, stderr=log,
                             stdin=subprocess.DEVNULL, start_new_session=True)
-    state_file().write_text(json.dumps({"pid": proc.pid, "before": before}))
+    _write({"pid": proc.pid, "before": before, "holders": 1})
     deadline = time.monotonic() + READY_SECONDS
     while engine_problem("docker") is not None:  # the engine's own answer is the event waited for
         if proc.poll() is not None:
@@ -76,13 +102,37 @@ def start() -> str:
     return f"dockerd started (pid {proc.pid}, log {STATE_DIR / 'dockerd.log'})"
 
 
-def stop() -> str:
-    """Stop the daemon AutoEnv started and undo what it changed on the host; a line saying what happened."""
+def in_use(engine: str = "docker") -> list[str]:
+    """The names of the running containers an evaluation's guarded child started (autoenv.containers.guard)."""
     try:
-        state = json.loads(state_file().read_text())
-    except (OSError, ValueError):
+        proc = subprocess.run([engine, "ps", "--filter", f"label={LABEL}", "--filter", "status=running", "--format",
+                               "{{.Names}}"], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return proc.stdout.split() if proc.returncode == 0 else []
+
+
+def stop(force: bool = False) -> str:
+    """Release one start of the daemon AutoEnv started; the last stops it (not while an evaluation's containers
+    run, unless `force`) and undoes what it changed on the host. A line saying what happened."""
+    state = _state()
+    if not state:
         return "no daemon started by AutoEnv: nothing stopped"
     pid = int(state.get("pid", 0))
+    holders = int(state.get("holders", 1))
+    if pid and _alive(pid) and not force:
+        if holders > 1:
+            state["holders"] = holders - 1
+            _write(state)
+            return (f"released one start of AutoEnv's dockerd (pid {pid}); it keeps running for the other "
+                    f"{holders - 1}")
+        running = in_use()
+        if running:
+            raise AutoEnvError(f"AutoEnv's dockerd (pid {pid}) is in use: {len(running)} evaluation container(s) "
+                               f"run on it ({', '.join(running[:5])}{', ...' if len(running) > 5 else ''})",
+                               where=str(state_file()),
+                               fix="stop it once those evaluations end, or `autoenv runtime daemon stop --force` "
+                                   "(the evaluations using it end inconclusive, not as their candidates' fault)")
     if pid and _alive(pid):
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_SECONDS
