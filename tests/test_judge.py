@@ -341,7 +341,7 @@ def test_render_shows_findings_and_spend():
     failed = render(JudgeResult(backend="anthropic", findings=offline_findings(make_entry(), Bands(), []), ok=False,
                                 error="boom", model="m"))
     assert "**The anthropic judge failed: boom. Below is the offline review instead.**" in failed
-    assert "Offline review from the numbers alone" in failed and "not scored/10" in failed
+    assert "Offline review from the numbers alone" in failed and "### Spec fidelity: not scored\n" in failed
 
 
 @pytest.mark.parametrize("findings,accepted", [
@@ -383,7 +383,8 @@ def test_offline_findings_read_the_typed_entry():
                                      **probe),
                 "oracle": ProbeSummary(description="the reference answers", mean=0.4, **probe)})
     stats = {"target": model_stats("t", 0.05, errors=ErrorCounts(env_error=2), disagree_share=0.1,
-                                   by_difficulty={"easy": Group(n=3, mean=0.2), "hard": Group(n=3, mean=0.6)}),
+                                   by_difficulty={"easy": Group(n=30, mean=0.2), "medium": Group(n=30, mean=0.3),
+                                                  "hard": Group(n=30, mean=0.6), "expert": Group(n=30, mean=0.5)}),
              "strong": model_stats("s", 0.3)}
     readiness = Readiness(target_in_band=False, strong_above_floor=False, target_std=0.1, learnable_share=0.1,
                           distance=0.5, ready=False)
@@ -398,7 +399,8 @@ def test_offline_findings_read_the_typed_entry():
     assert f.rl_readiness.concerns[2:] == [
         "target mean 0.050 is below the band 0.2–0.7: too hard to learn from",
         "only 10% of tasks have rollouts that disagree: GRPO has little to learn from",
-        "difficulty labels do not predict reward: easy 0.2, hard 0.6"]
+        "difficulty labels do not predict reward: easy 0.20 (n=30), medium 0.30 (n=30), hard 0.60 (n=30), "
+        "expert 0.50 (n=30)"]
     assert f.dataset_quality.issues == ["exact duplicates: 3 of 20", "answer balance: 70% yes"]
     assert [p.issue for p in f.priorities] == [
         "target rollouts hit environment errors", "oracle: oracle mean 0.4",
@@ -1242,3 +1244,12 @@ def test_the_offline_judge_blames_no_missing_reference_when_the_answer_field_ora
     assert "no reference policy" not in text and "empty replies" not in text
     blind = played.model_copy(update={"gates": GateReport()})
     assert "no reference policy" in " ".join(p.issue for p in offline_findings(blind, Bands(), []).priorities)
+
+
+def test_difficulty_is_claimed_unpredictive_only_beyond_noise():
+    from autoenv.judge.offline import inverted_levels
+
+    few = {"easy": Group(n=3, mean=0.2), "hard": Group(n=3, mean=0.6)}  # a scripted target's chance difference
+    assert not inverted_levels(few)
+    assert inverted_levels({"easy": Group(n=40, mean=0.2), "hard": Group(n=40, mean=0.6)})
+    assert not inverted_levels({"easy": Group(n=40, mean=0.6), "hard": Group(n=40, mean=0.2)})  # as labelled

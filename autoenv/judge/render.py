@@ -27,7 +27,7 @@ def _render(result: JudgeResult) -> str:
     lines += ["### Reward faithfulness", ""] + ([f"- {h.description} (evidence: {', '.join(h.evidence) or '–'})"
                                                  for h in hacks] or ["- no suspected hack"]) + [""]
     spec = f.spec_fidelity
-    lines += [f"### Spec fidelity: {spec.score if spec.score is not None else 'not scored'}/10", ""]
+    lines += [f"### Spec fidelity: {f'{spec.score}/10' if spec.score is not None else 'not scored'}", ""]
     lines += [f"- {g}" for g in spec.gaps] + [""]
     rl = f.rl_readiness
     lines += ["### RL readiness", "", rl.assessment] + [f"- {c}" for c in rl.concerns] + [""]

@@ -390,7 +390,8 @@ def _judge(entry: Entry) -> None:
     for hack in f.reward_faithfulness.suspected_hacks:
         out(f"  suspected hack: {hack.description} (evidence: {', '.join(hack.evidence) or '–'})")
     score = f.spec_fidelity.score
-    out(f"  spec fidelity {score if score is not None else '–'}/10; RL readiness: {f.rl_readiness.assessment}")
+    fidelity = f"{score}/10" if score is not None else "not scored"
+    out(f"  spec fidelity {fidelity}; RL readiness: {f.rl_readiness.assessment}")
     if judge.cost_usd is not None or judge.turns is not None:
         out(f"  judge spend: {judge.turns or '–'} turns, {money(judge.cost_usd)}")
 
