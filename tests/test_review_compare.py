@@ -50,6 +50,18 @@ def test_noise_is_not_a_difference():
     assert c.overall is not None and c.overall.low < 0 < c.overall.high and c.overall.direction == 0
 
 
+def test_evaluations_that_share_no_task_are_compared_unpaired_as_the_verdict_does():
+    old = {f"t{i}": [0.0, 0.5] for i in range(12)}
+    new = {f"t{i}": [1.0, 0.5] for i in range(100, 112)}  # a new dataset: no task in common
+    c = compare(Side.from_rollouts("A", "m", rollouts(old), 1.0), Side.from_rollouts("B", "m", rollouts(new), 1.0),
+                solve_threshold=1.0, min_tasks=5)
+    assert c.overall is None and c.unpaired is not None and c.unpaired.tasks == 12
+    assert c.unpaired.delta == pytest.approx(0.5) and c.unpaired.direction == 1
+    small = compare(Side.from_rollouts("A", "m", rollouts(old), 1.0), Side.from_rollouts("B", "m", rollouts(new), 1.0),
+                    solve_threshold=1.0, min_tasks=20)
+    assert small.unpaired is None  # too few tasks on each side to compare at all
+
+
 def test_one_task_has_no_interval():
     a = Side("A", "m", {"k": TaskScores(sum=0.0, n=2)})
     b = Side("B", "m", {"k": TaskScores(sum=2.0, n=2)})

@@ -134,6 +134,9 @@ class Comparison:
     only_b: int
     confidence: float
     solve_threshold: float
+    unpaired: Difference | None = None
+    """B − A with each side resampled over its own tasks, where they share fewer than min_tasks (a new dataset or
+    new prompts) and each has enough of its own: what the verdict compares then."""
 
     @property
     def gained(self) -> list[TaskPair]:
@@ -170,7 +173,10 @@ def compare(a: Side, b: Side, solve_threshold: float, confidence: float = CONFID
     def guarded(d: Difference) -> Difference:
         return dataclasses.replace(d, min_tasks=min_tasks)
 
-    return Comparison(a=a, b=b, overall=guarded(overall) if overall else None,
+    unpaired = None
+    if len(shared) < max(2, min_tasks) and min(len(a.tasks), len(b.tasks)) >= max(2, min_tasks):
+        unpaired = _unpaired(a, b, confidence, seed)
+    return Comparison(a=a, b=b, overall=guarded(overall) if overall else None, unpaired=unpaired,
                       by_difficulty=[guarded(d) for d in by_difficulty if d],
                       by_component=[guarded(d) for d in by_component if d], tasks=pairs,
                       only_a=len(set(a.tasks) - set(b.tasks)), only_b=len(set(b.tasks) - set(a.tasks)),
@@ -192,6 +198,22 @@ def _difference(name: str, a: Side, b: Side, keys: list[str], cell, confidence: 
     mean_b = sum(s for s, _ in table_b.values()) / sum(n for _, n in table_b.values())
     return Difference(name=name, tasks=len(keys), a=round(mean_a, 4), b=round(mean_b, 4),
                       low=round(low, 4), high=round(high, 4))
+
+
+UNPAIRED_SEED = 7919
+"""Offsets B's resampling seed in an unpaired comparison, so the two sides' draws are independent (as the verdict's)."""
+
+
+def _unpaired(a: Side, b: Side, confidence: float, seed: int) -> Difference:
+    """B − A, each side resampled over its own tasks (the verdict's unpaired comparison across a dataset change)."""
+    table_a = {k: (t.sum, t.n) for k, t in a.tasks.items()}
+    table_b = {k: (t.sum, t.n) for k, t in b.tasks.items()}
+    (draws_a,), (draws_b,) = joint_draws(table_a, seed=seed), joint_draws(table_b, seed=seed + UNPAIRED_SEED)
+    low, high = interval(draws_b - draws_a, confidence, min(len(table_a), len(table_b)))
+    mean_a = sum(s for s, _ in table_a.values()) / sum(n for _, n in table_a.values())
+    mean_b = sum(s for s, _ in table_b.values()) / sum(n for _, n in table_b.values())
+    return Difference(name="all tasks, unpaired", tasks=min(len(table_a), len(table_b)), a=round(mean_a, 4),
+                      b=round(mean_b, 4), low=round(low, 4), high=round(high, 4))
 
 
 def evaluation_side(project: Project, row: Row, role: str) -> Side:

@@ -433,6 +433,14 @@ def transcript_view(t: Transcript, full: bool = False) -> None:
 
 def compare_view(c: Comparison, plot: str | None) -> None:
     out(Text(f"A: {c.a.label}\nB: {c.b.label}", style="bold"))
+    if c.unpaired is not None:
+        u = c.unpaired
+        said = {1: "B higher", -1: "B lower"}.get(u.direction, "within noise")
+        out(f"the two evaluations share {c.overall.tasks if c.overall else 0} scored task(s) (a new dataset or new "
+            f"prompts): compared unpaired, each on its own tasks, as the verdict does: A {u.a:.3f} over "
+            f"{len(c.a.tasks)} tasks, B {u.b:.3f} over {len(c.b.tasks)}; B − A = {u.delta:+.3f} "
+            f"[{u.low:+.3f}, {u.high:+.3f}] ({c.confidence:.0%} bootstrap over each side's tasks): {said}")
+        return
     if c.overall is None:
         out("the two evaluations share no scored task: nothing to compare "
             f"(A has {len(c.a.tasks)} tasks, B {len(c.b.tasks)})")
