@@ -139,3 +139,16 @@ def test_the_default_commit_is_the_newest_kept_of_the_run_checked_out():
     assert newest_kept(entries, None).commit == "d" * 40  # detached: the newest kept of any run
     assert newest_kept(entries, "autoenv/three").commit == "d" * 40
     assert newest_kept(entries[2:3], "autoenv/one") is None
+
+
+def test_the_readme_lists_as_passed_only_the_probes_whose_finding_passed(tmp_path):
+    from autoenv.core.record import GateFinding, GateReport, ProbeSummary
+    from autoenv.export.source import Kept
+    from tests.test_judge import make_entry
+
+    summary = dict(description="d", mean=0.0, tasks=5, scored=5, skipped=0, errors=0)
+    gates = GateReport(findings=[GateFinding(name=f"probe {n}", status=s, message="m") for n, s in
+                                 (("echo", "pass"), ("garbage", "fail"), ("stall", "skip"), ("padding", "warn"))],
+                       probes={n: ProbeSummary(**summary) for n in ("oracle", "echo", "garbage", "stall", "padding")})
+    kept = Kept(root=tmp_path, entry=make_entry(gates=gates), candidate=tmp_path, components=[])
+    assert kept.passed_probes == ["echo"]  # not the failed, the warned, nor the n/a one

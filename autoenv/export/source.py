@@ -53,8 +53,10 @@ class Kept:
         gates = self.entry.gates
         if gates is None:
             return []
-        failed = {f.name.split(":")[0] for f in gates.findings if f.status == "fail"}
-        return [name for name in gates.probes if name != "oracle" and name not in failed]
+        # a probe passed where its finding says so: not one that failed or warned, nor one not played (n/a, untested)
+        passed = {f.name.removeprefix("probe ") for f in gates.findings if f.name.startswith("probe ")
+                  and f.status == "pass"}
+        return [name for name in gates.probes if name != "oracle" and name in passed]
 
 
 def kept_entry(root: Path, commit: str | None = None, flagged_ok: bool = False) -> tuple[Entry, Path]:
