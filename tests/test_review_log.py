@@ -153,3 +153,15 @@ def test_the_sparkline_scales_to_one_and_leaves_gaps():
     assert sparkline([0.0, 0.5, None, 1.0]) == "▁▅ █"
     assert sparkline([1.0, 2.0]) == "▅█"  # rewards above 1 rescale
     assert sparkline([0.25, 0.375]) == "▃▄"  # told apart
+
+
+def test_a_rescored_row_is_marked_with_the_commit_it_scored_again():
+    from autoenv.core.record import Entry, Verdict
+    from autoenv.review.rows import Row
+    from autoenv.review.terminal import row_marks
+
+    entry = Entry(commit="b" * 40, timestamp="2026-01-01T00:00:00Z", eval_success=True,
+                  verdict=Verdict(verdict="keep", reason="-"), rescored_from="a" * 40)
+    row = Row.from_entry(entry, 3)
+    assert row_marks(row) == "↻ rescored aaaaaaaa" and row.to_json()["rescored_from"] == "a" * 40
+    assert row_marks(Row.from_entry(Entry(**{**entry.model_dump(), "rescored_from": None}), 4)) == ""

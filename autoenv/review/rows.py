@@ -56,6 +56,8 @@ class Row:
     last_kept: bool = False
     cached_from: str | None = None
     """A cache hit: the commit whose evaluation this row points at (its numbers are that one's)."""
+    rescored_from: str | None = None
+    """The commit whose stored rollouts this evaluation scored again (a reward-only change), not rolled out anew."""
     environment: str | None = None
     """`<id>@<hash>` of an environment evaluated with `autoenv eval --env` (not the run's candidate)."""
     entry: Entry | None = field(default=None, compare=False, repr=False)
@@ -84,7 +86,7 @@ class Row:
             gates=None if gates is None else ("pass" if gates.passed else "fail"),
             gates_failed=tuple(gates.failed) if gates else (),
             cost=None if entry.cached_from else entry_cost(entry), offline=entry.offline, branch=entry.branch,
-            tampered=tampered, cached_from=entry.cached_from,
+            tampered=tampered, cached_from=entry.cached_from, rescored_from=entry.rescored_from,
             environment=entry.environment.key if entry.environment else None, entry=numbers,
         )
 

@@ -78,8 +78,7 @@ def log_view(run: Run) -> None:
                                                                "learn", "gates", "verdict", "cost", "", "description"]
     rows = []
     for r in run.rows:
-        marks = ("◀ kept" if r.last_kept else "") + (" ⚠ chain broken" if r.tampered else "") + (
-            f" → {r.cached_from[:8]}" if r.cached_from else "")
+        marks = row_marks(r)
         gates = Text("–" if r.gates is None else "pass" if r.gates == "pass" else f"fail {len(r.gates_failed) or ''}",
                      style="red" if r.gates == "fail" else "")
         rows.append([Text(str(r.number)), Text(r.short), *([Text((r.branch or "–").removeprefix("autoenv/"))] if many else []),
@@ -144,13 +143,20 @@ def _heading(run: Run) -> Text:
                 + ("" if run.source == "ledger" else f" (from {run.source}: the ledger is missing)"), style="bold")
 
 
+def row_marks(r: Row) -> str:
+    """What a log row is besides its numbers: the last kept, a broken chain, a cache hit (→ the commit it points
+    at), a rescore (↻ the commit whose rollouts it scored again)."""
+    return (("◀ kept" if r.last_kept else "") + (" ⚠ chain broken" if r.tampered else "")
+            + (f" → {r.cached_from[:8]}" if r.cached_from else "")
+            + (f" ↻ rescored {r.rescored_from[:8]}" if r.rescored_from else "")).strip()
+
+
 def stacked_log(run: Run) -> None:
     """`autoenv log` under NARROW columns: each evaluation on three short lines, nothing cut but the description."""
     width = display.console.width
     out(_heading(run))
     for r in run.rows:
-        marks = ("◀ kept" if r.last_kept else "") + (" ⚠ chain broken" if r.tampered else "") + (
-            f" → {r.cached_from[:8]}" if r.cached_from else "")
+        marks = row_marks(r)
         head = Text.assemble(f"#{r.number} {r.short} {short_time(r.time)}"
                              + (f" {(r.branch or '–').removeprefix('autoenv/')}" if run.branch is None else "") + " ",
                              verdict_text(r.verdict), (" " + marks.strip()) if marks.strip() else "")
