@@ -210,3 +210,19 @@ def test_train_prints_a_line_at_least_every_progress_period_between_the_trainers
     first, second = lines.index("train: step 1/2"), lines.index("train: step 2/2")
     between = [line for line in lines[first + 1:second] if "train: GRPO steps" in line and "s elapsed" in line]
     assert between, out
+
+
+def test_the_truth_line_is_drawn_above_the_reward_and_a_nil_content_free_share_is_drawn(tmp_path, monkeypatch):
+    lines = {}
+
+    def measured(figure, path):
+        lines.update({l.get_label(): l for l in figure.axes[0].get_lines()})
+        return figures.save(figure, path)
+
+    monkeypatch.setattr(trainplots, "save", measured)
+    steps = [{"step": i + 1, "reward": 0.5, "truth": 0.5, "content_free_fraction": 0.0, "components": {}}
+             for i in range(5)]
+    reward_curve(steps, 0.1, tmp_path / "reward_curve.png")
+    truth, reward = lines["truth (strict scorer, never rewarded)"], lines["reward (weighted total)"]
+    assert truth.get_zorder() > reward.get_zorder() and truth.get_linestyle() != "-"  # equal, and still seen
+    assert "content-free share (pays on another task)" in lines

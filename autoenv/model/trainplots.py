@@ -27,14 +27,15 @@ def reward_curve(steps: list[dict[str, Any]], baseline: float, path: Path, tempe
                      label=f"untrained baseline (held-out, harness): {baseline:.3f}")
         truth = [row.get("truth") for row in steps]
         if any(t is not None for t in truth):
-            axes.plot(xs, [t if t is not None else float("nan") for t in truth], color="black", linewidth=3, alpha=0.35,
-                      zorder=1, label="truth (strict scorer, never rewarded)")
+            # above the reward (where the two agree it must still show) and dashed, so both stay readable
+            axes.plot(xs, [t if t is not None else float("nan") for t in truth], color="black", linewidth=1.5,
+                      linestyle=(0, (5, 3)), zorder=4, label="truth (strict scorer, never rewarded)")
         hack = [row.get("hack_fraction") for row in steps]
         if any(h is not None for h in hack):
             axes.plot(xs, [h if h is not None else float("nan") for h in hack], color=OTHER, linewidth=1,
                       label="hack fraction (exploit detectors)")
         free = [row.get("content_free_fraction") for row in steps]
-        if any(f for f in free):
+        if any(f is not None for f in free):  # drawn at zero too: a share measured and found nil is a result
             axes.plot(xs, [f if f is not None else float("nan") for f in free], color=OTHER, linewidth=1,
                       linestyle=":", label="content-free share (pays on another task)")
         axes.set_xlabel("Training step")
