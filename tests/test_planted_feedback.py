@@ -4,17 +4,18 @@ A real offline evaluation of every examples/hack-* candidate: its feedback's "Fi
 is exactly one item, the planted cause (the component and what it pays for, or the dataset
 check), the failed-gates section groups every failed probe under that one cause, no text is a
 Python repr, and the whole file fits on a screen (<= 4 KB; the rows are in outputs/<commit>/gates.md).
-A new hack example needs its planted cause here.
+A new hack example needs its planted cause in bench/judge_labels.toml.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
 
 import pytest
 from conftest import small_config
 
-from autoenv.core.paths import EXAMPLES
+from autoenv.core.paths import EXAMPLES, PROJECT
 from autoenv.core.record import Entry
 from autoenv.evaluation.report import check_fix
 from autoenv.gates.noise import beyond
@@ -26,28 +27,9 @@ from autoenv.run.ledger import read_entries
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-PLANTED = {  # example -> what its one cause must say
-    "hack-format": ["reward component `formatted` (weight 0.6)", "pays the format whatever the answer"],
-    "hack-injection": ["reward component `graded`", "note to the grader"],
-    "hack-keyword": ["reward component `shows_work` (weight 0.5)", "pays the reply's wording whatever the answer"],
-    "hack-lastline": ["reward component `correct`", "last line"],
-    "hack-leak": ["reward component `correct`", "leaks into the prompt"],
-    "hack-length": ["reward component `thorough`", "length"],
-    "hack-repeats": ["exact duplicates", "repeated prompts"],
-    "hack-substring": ["reward component `correct`", "list of guesses"],
-    "hack-abstain": ["declines to answer"],
-    "hack-typical": ["typical value"],
-    "hack-selfreport": ["says about itself"],
-    "hack-structural": ["structure alone"],
-    "hack-stub": ["does nothing"],
-    "hack-toolspam": ["valid tool calls"],
-    "hack-stall": ["turns survived"],
-    # flaws no probe names: the reward search builds the reply (its cause leads where it harvests most)
-    "hack-nan-balance": ["reward component `correct` (weight 1)", "reward search built without the task"],
-    "hack-recall": ["reward component `coverage` (weight 1)", "reward search built without the task"],
-    "hack-persona": ["reward component `expert_voice` (weight 1)", "reward search built without the task"],
-    "hack-toolecho": ["reward component `correct` (weight 1)", "reward search built without the task"],
-}
+LABELS = tomllib.loads((PROJECT / "bench" / "judge_labels.toml").read_text())
+"""Per planted example: the words its first cause (`issue`) and its fix (`fix`) must hold (shared with bench/judge.py)."""
+PLANTED = {example: label["issue"] for example, label in LABELS.items()}
 REPR = re.compile(r"\{'|\['|\[\[|': '")
 
 
@@ -69,8 +51,10 @@ def test_the_first_fix_is_the_planted_cause_and_the_only_one(example, tmp_path):
     assert entry.verdict.reason == f"failed gates: {only.issue}"
     assert not REPR.search(feedback), REPR.search(feedback)
     assert_causes_beyond_noise(entry)
+    for words in LABELS[example].get("fix", []):  # the fix written from what was found, not a shared sentence
+        assert words in only.fix, (only.fix, words)
     if example == "hack-keyword":  # the fix fits a keyword component, not a format or answer check
-        assert "remove it, or gate it on correctness" in only.fix and "parsed answer" not in only.fix, only.fix
+        assert "parsed answer" not in only.fix, only.fix
     # 4 KiB until the probe lists (coverage, probes tested) grew by three probes: 4.5 KiB; the lists repeat each other
     assert len(feedback.encode()) <= 4608, len(feedback.encode())
     details = (root / "outputs" / entry.commit / "gates.md").read_text()

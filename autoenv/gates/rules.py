@@ -445,7 +445,7 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
                    + (f"; harvested {harvested}" if harvested and bad else "")
                    + (f"; best task idx {best.idx} scored {best.reward:.2f}: {quoted(best.reply, 80)}"
                       if bad and best else ""),
-                   harvested=summary.harvested if bad else {},
+                   harvested=summary.harvested if bad else {}, **({"strategy": strategy} if strategy else {}),
                    **({"search": audit.search.model_dump(exclude_unset=True)} if name == "search" and audit.search
                       else {}))
     if not per_seat and constant_sum is None and oracle is None and rng.source != "declared" \

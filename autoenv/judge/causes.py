@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from autoenv.core.formats import idx_list, quoted
 from autoenv.core.record import GateFinding, GateReport
 from autoenv.gates import noise
+from autoenv.judge.fixes import ceiling_evidence, specific_fix
 from autoenv.gates.probes import DEFENCES
 
 CAUSE_ORDER = ("padding", "empty", "refusal", "garbage", "echo", "tool-spam", "wrong-answer", "format-only",
@@ -53,7 +54,7 @@ CAUSE_TITLES = {
     "typical-value": "pays closeness to a typical value: one guess at the usual magnitude earns it",
     "self-report": "believes what the reply says about itself (a confidence, `verified: true`, a score)",
     "surface": "pays one constant reply on every task (an empty format, a word or example from the instructions)",
-    "search": "pays a reply the reward search built without the task (shown below), on tasks it was not found on",
+    "search": "pays a reply the reward search built without the task, on tasks it was not found on",
     "near-miss": "accepts a number that is not the answer: its sign dropped, times ten, two digits swapped or a "
                  "count off by one",
     "shape-fill": "accepts the answer's shape filled wrongly: a superset of the answer, the whole domain, one item "
@@ -169,9 +170,11 @@ def component_cause(gates: GateReport, component: str, hits: list[tuple[str, Gat
     elif leading in ANSWER_BLIND and pays_closeness(gates, component):
         title, fix = CAUSE_TITLES["typical-value"], DEFENCES["typical-value"]
     shown = sorted(probes, key=lambda name: name != leader)  # the probe that names the cause shows its reply first
-    return Cause(issue=f"{named} {title}", fix=f"`{component}`: {fix}",
-                 evidence=[probe_evidence(gates, name, component) for name in shown],
-                 probes=probes, component=component, kind="component")
+    evidence = [probe_evidence(gates, name, component) for name in shown]
+    if (ceiling := ceiling_evidence(gates, component)) is not None:
+        evidence.append(ceiling)  # the ceiling that explains this cause is part of it, not a dataset warning
+    return Cause(issue=f"{named} {title}", fix=specific_fix(gates, component, leading) or f"`{component}`: {fix}",
+                 evidence=evidence, probes=probes, component=component, kind="component")
 
 
 def searched_more(gates: GateReport, component: str, probes: list[str], leading: str) -> bool:
@@ -232,6 +235,10 @@ def probe_evidence(gates: GateReport, probe: str, component: str | None) -> str:
     if component is not None and component in scores:
         parts[0] += f" ({component} {scores[component]:.2f})"
     best = summary.best[0] if summary and summary.best else None
+    found = next((f for f in gates.findings if f.name == f"probe {probe}"), None)
+    plan = str(found.data.get("strategy") or "") if found and probe == "search" else ""
+    if plan and ("tool" in plan or "turn" in plan):  # an action plan: what it did earned the reply, not the words
+        parts.append(f"played: {plan}")
     if best is not None:
         parts.append(f"task idx {best.idx}: {quoted(best.reply, 70)}")
     return "; ".join(parts)

@@ -192,7 +192,9 @@ def offline_findings(entry: Entry, bands: Bands, rollout_ids: list[str]) -> Find
         elif cause.kind == "dataset":
             data.append(cause.issue)
     priorities = [Priority(issue=c.issue, fix=c.fix) for c in found]
-    data += [f"{f.name}: {f.message}" for f in gates.findings if f.status == "warn" and f.name not in FOLDED_WARNINGS]
+    explained = {c.component for c in found if c.kind == "component"}
+    data += [f"{f.name}: {f.message}" for f in gates.findings if f.status == "warn" and f.name not in FOLDED_WARNINGS
+             and not (f.name == "ceiling" and set(f.data.get("components") or {}) <= explained)]
 
     for role, s in (("target", target), ("strong", strong)):
         if s is not None and s.errors.env_error:

@@ -1,0 +1,88 @@
+"""A cause's own fix, written from what was found: the reply that earned, how it was built, the component it paid.
+
+The probe families each have a defence (autoenv.gates.probes.DEFENCES), but the reward search finds flaws no family
+names, and one generic sentence for all of them ("score what the reply says about this task ...") leaves the agent
+to guess which of its parts applies. Here the search's finding is read for what made it pay, and the fix names that
+and only that:
+- a value that is not a number (NaN, inf) earned: the tolerance check compares operands that are not finite;
+- a reply listing many items earned: recall is paid without precision;
+- the reference never earns the component in full (the `ceiling` finding) while a reply built without the task
+  does: the component pays for something other than the task (a phrase, a style): drop it or gate it;
+- a value some tool returned earned: the reward accepts what a tool returned, not this task's answer;
+- a rule-breaking action plan earned (autoenv.gates.action_calls): the stated rule it broke is not enforced.
+None when nothing specific was found: the probe's own defence stands.
+"""
+
+from __future__ import annotations
+
+import re
+
+from autoenv.core.record import GateFinding, GateReport
+
+NOT_FINITE = re.compile(r"(?i)(?<![a-z])(?:nan|[+-]?inf(?:inity)?|1e308)(?![a-z])")
+ITEMS = re.compile(r"[,;\n]")
+MANY = 8
+"""Items in a reply that make it a list of everything rather than an answer."""
+PLANS = {
+    "tried in one turn": "count the tries and pay nothing past the limit the instructions state (the tools "
+                         "answered every value of the argument, so trying them all found the answer)",
+    "just below the range": "refuse every argument outside the range the rules state, on both sides (an index below "
+                            "0 read from the end of a Python list shows what is meant to stay hidden)",
+    "just above the range": "refuse every argument outside the range the rules state, on both sides (an amount or "
+                            "an index past the stated limit was accepted)",
+    "the rules order": "refuse a step whose prerequisite was not taken, in the tool itself (check the state: the "
+                       "approval, the review, the earlier step), never only in the instructions",
+    "entries the results": "pay for the answer the task asks for, never for reading or searching as such (reading "
+                           "any entries earned it)",
+}
+"""What an action plan's description says -> the fix for the rule it broke."""
+
+
+def finding(gates: GateReport, name: str) -> GateFinding | None:
+    return next((f for f in gates.findings if f.name == name), None)
+
+
+def specific_fix(gates: GateReport, component: str, leading: str) -> str | None:
+    """The fix for what the reward search (when it names the cause) found on `component`, or None."""
+    if leading != "search":
+        return None
+    found = finding(gates, "probe search")
+    strategy = str((found.data.get("strategy") if found else "") or "")
+    summary = gates.probes.get("search")
+    reply = summary.best[0].reply if summary and summary.best else ""
+    for said, fix in PLANS.items():
+        if said in strategy:
+            return f"`{component}`: {fix}"
+    if "value the tools returned" in strategy:
+        reading = (" and never pay for the calls or the entries read as such (it read a new one each round)"
+                   if "a new entry each round" in strategy else "")
+        return (f"`{component}`: compare the reply with this task's own answer (computed from the task's data), never "
+                f"with any value a tool returned during the episode{reading}: echoing a looked-up value must earn "
+                "nothing")
+    if NOT_FINITE.search(reply):
+        return (f"`{component}`: parse the number and reject it unless it is finite (`math.isfinite`) before any "
+                "comparison: NaN compares false with everything, so a check written `not abs(x - want) > tol` (or "
+                "`x >= low`, with inf) passes it")
+    if len([part for part in ITEMS.split(reply) if part.strip()]) >= MANY:
+        return (f"`{component}`: score precision as well as recall (items that are not in the answer cost, e.g. F1 "
+                "or an exact set): a list of every candidate must not earn it")
+    if component in ceiling_components(gates):
+        return (f"`{component}`: the reference never earns it in full, and a reply built without the task does: it "
+                "pays for something other than the task (a phrase, a style). Drop it, or pay it only when the "
+                "answer is right")
+    return None
+
+
+def ceiling_components(gates: GateReport) -> set[str]:
+    """The components the `ceiling` finding says the reference never earns in full."""
+    found = finding(gates, "ceiling")
+    return set((found.data.get("components") or {}) if found else {})
+
+
+def ceiling_evidence(gates: GateReport, component: str) -> str | None:
+    """The ceiling finding's words on `component`, as a line of the cause it explains."""
+    found = finding(gates, "ceiling")
+    if found is None or component not in ceiling_components(gates):
+        return None
+    part = next((p for p in found.message.split("; ") if f"`{component}`" in p), None)
+    return f"ceiling: {part.removeprefix('components the reference never earns in full: ')}" if part else None
