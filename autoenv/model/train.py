@@ -28,6 +28,7 @@ from autoenv.core import display
 from autoenv.core.config import CONFIG_NAME
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.levels import natural_order
+from autoenv.core.record import ModelStats
 from autoenv.core.traces import read_rollouts
 from autoenv.evaluation.context import EvalOptions
 from autoenv.evaluation.pipeline import evaluate
@@ -110,9 +111,15 @@ def train(opts: TrainOptions) -> int:
             _run([str(python), str(source_dir() / "convert_hf_to_gguf.py"), str(work / f"{name}-hf"), "--outfile",
                   str(ggufs[name]), "--outtype", "f16"], f"converting the {name} model to GGUF")
     held = {json.loads(line)["key"] for line in (export / "dataset" / "eval.jsonl").read_text().splitlines()}
-    evaluated = {name: _harness_eval(root, export, commit, binary, ggufs[name], name, out, opts.rollouts, held)
-                 for name in ("base", "trained")}
+    harness: dict[str, ModelStats | None] = {}
+    evaluated: dict[str, dict[str, dict[str, Any]]] = {}
+    for name in ("base", "trained"):
+        evaluated[name], harness[name] = _harness_eval(root, export, commit, binary, ggufs[name], name, out,
+                                                       opts.rollouts, held)
     stats = compare(evaluated["base"], evaluated["trained"])
+    for name, said in harness.items():  # each model's mean and interval as its own evaluation printed them: one way
+        if said is not None and said.mean is not None and said.ci is not None:
+            stats[name] = (said.mean, *said.ci)
     truth = truth_scores(python, export, {k: out / f"eval-{k}" for k in ("base", "trained")})
     steps = [json.loads(line) for line in (work / "steps.jsonl").read_text().splitlines() if line.strip()]
     plots = (opts.plots or out / "plots").resolve()
@@ -331,8 +338,10 @@ def change_words(difference: tuple[float, float, float]) -> str:
 
 
 def _harness_eval(root: Path, export: Path, commit: str, binary: Path, gguf: Path, name: str, out: Path,
-                  rollouts: int, held: set[str]) -> dict[str, dict[str, Any]]:
-    """An ordinary online evaluation of the kept candidate with `gguf` served as [target] `name`; per-task rewards."""
+                  rollouts: int, held: set[str]) -> tuple[dict[str, dict[str, Any]], ModelStats | None]:
+    """An ordinary online evaluation of the kept candidate with `gguf` served as [target] `name`: per-task rewards of
+    the scored rollouts (an unscored one is counted apart, as the harness counts it, never as 0), and the target's
+    statistics as that evaluation recorded them."""
     repo_dir = out / f"eval-{name}"
     if repo_dir.exists():
         shutil.rmtree(repo_dir)
@@ -357,13 +366,15 @@ def _harness_eval(root: Path, export: Path, commit: str, binary: Path, gguf: Pat
         if rollout.task_key not in held:
             raise AutoEnvError(f"the harness evaluated task {rollout.task_key!r}, which is not in the held-out split",
                                where=str(repo / "config.toml"), fix="evaluate with the kept commit's seed and budget")
+        if rollout.outcome != "ok" or rollout.reward is None:
+            continue
         row = rows.setdefault(rollout.task_key, {"rewards": [], "difficulty": rollout.difficulty})
-        row["rewards"].append(rollout.reward if rollout.reward is not None else 0.0)
+        row["rewards"].append(rollout.reward)
     replies = _replies(repo / "outputs" / entry.commit / "target")
     for key, row in rows.items():
         row["mean"] = float(np.mean(row["rewards"]))
         row["prompt"], row["reply"] = replies.get(key, ("", ""))
-    return rows
+    return rows, entry.stats.get("target")
 
 
 def _replies(directory: Path) -> dict[str, tuple[str, str]]:
