@@ -339,8 +339,7 @@ def failure_groups(report: GateReport) -> list[display.FailureGroup]:
         names = [f"probe {p}" for p in cause.probes] or [cause.issue.split(":")[0]]
         mine = [(n, shown(failed[n].message)) for n in names if n in failed and n not in placed]
         placed |= {n for n, _ in mine}
-        title = cause.issue if cause.kind == "component" else (f"{len(mine)} probe(s)" if cause.probes else
-                                                               cause.issue.split(":")[0])
+        title = cause.issue if cause.kind == "component" else cause.issue.split(":")[0]
         groups.append(display.FailureGroup(title=title, failed=mine, evidence=[shown(e) for e in cause.evidence[:3]],
                                            fix=cause.fix, component=cause.kind == "component"))
     rest = [(n, shown(f.message)) for n, f in failed.items() if n not in placed]
