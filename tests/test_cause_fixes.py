@@ -57,3 +57,19 @@ def test_nothing_specific_found_leaves_the_defence_and_other_probes_are_not_rewr
     assert specific_fix(gates, "correct", "wrong-answer") is None
     (cause,) = causes(gates, lambda f: None)
     assert cause.fix.startswith("`correct`: score what the reply says about this task")
+
+
+def test_check_and_probe_print_one_group_per_cause_with_its_findings():
+    from autoenv.cli import failure_groups
+
+    probes = {name: ProbeSummary(mean=0.6, harvested={"formatted": "1.0"}, **SUMMARY)
+              for name in ("wrong-answer", "first-number", "last-line")}
+    findings = [GateFinding(name=f"probe {name}", status="fail", message=f"mean 0.600 ({name})",
+                            data={"harvested": {"formatted": "1.0"}}) for name in probes]
+    findings.append(GateFinding(name="answer balance", status="fail", message="most common answer 42 in 60%"))
+    groups = failure_groups(GateReport(findings=findings, probes=probes))
+    assert [len(g.failed) for g in groups] == [3, 1]
+    first, dataset = groups
+    assert first.component and "`formatted`" in first.title and first.fix.startswith("`formatted`: ")
+    assert [name for name, _ in first.failed] == ["probe wrong-answer", "probe first-number", "probe last-line"]
+    assert dataset.title == "answer balance" and dataset.failed == [("answer balance", "most common answer 42 in 60%")]
