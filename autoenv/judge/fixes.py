@@ -23,6 +23,9 @@ NOT_FINITE = re.compile(r"(?i)(?<![a-z])(?:nan|[+-]?inf(?:inity)?|1e308)(?![a-z]
 ITEMS = re.compile(r"[,;\n]")
 MANY = 8
 """Items in a reply that make it a list of everything rather than an answer."""
+UNEARNED = 0.5
+"""A reference whose best on a component stays under this share earns it only in part at most: the component pays for
+something other than the task (a reference at 0.96 of a format check only falls short of it)."""
 PLANS = {
     "tried in one turn": "count the tries and pay nothing past the limit the instructions state (the tools "
                          "answered every value of the argument, so trying them all found the answer)",
@@ -66,17 +69,18 @@ def specific_fix(gates: GateReport, component: str, leading: str) -> str | None:
     if len([part for part in ITEMS.split(reply) if part.strip()]) >= MANY:
         return (f"`{component}`: score precision as well as recall (items that are not in the answer cost, e.g. F1 "
                 "or an exact set): a list of every candidate must not earn it")
-    if component in ceiling_components(gates):
+    if component in ceiling_components(gates, below=UNEARNED):
         return (f"`{component}`: the reference never earns it in full, and a reply built without the task does: it "
                 "pays for something other than the task (a phrase, a style). Drop it, or pay it only when the "
                 "answer is right")
     return None
 
 
-def ceiling_components(gates: GateReport) -> set[str]:
-    """The components the `ceiling` finding says the reference never earns in full."""
+def ceiling_components(gates: GateReport, below: float = 1.0) -> set[str]:
+    """The components the `ceiling` finding says the reference never earns in full (its best under `below`)."""
     found = finding(gates, "ceiling")
-    return set((found.data.get("components") or {}) if found else {})
+    best = (found.data.get("components") or {}) if found else {}
+    return {c for c, value in best.items() if not isinstance(value, (int, float)) or value < below}
 
 
 def ceiling_evidence(gates: GateReport, component: str) -> str | None:
