@@ -347,3 +347,21 @@ def test_a_hostile_candidate_sees_only_what_the_child_needs(run_repo, tmp_path, 
     for name, attack in VIEW_ROWS.items():
         attack_row(f"{attack} [{label}]",
                    f"at import: {short(seen[f'import {name}'])}; in a reward: {short(seen[f'reward {name}'])}")
+
+
+@needs_bwrap
+def test_a_uv_cache_folder_that_vanishes_before_the_sandbox_starts_does_not_stop_it(tmp_path, monkeypatch):
+    """A concurrent uv writes through `.tmpXXXX` folders that vanish between the listing and bwrap's mount (CI saw
+    `bwrap: Can't find source path /root/.cache/uv/.tmphGMbAl`): such folders are never shown, and a cache folder
+    gone by the start is skipped, not fatal."""
+    cache = tmp_path / "uv"
+    for name in ("wheels-v5", "archive-v0", ".tmpAbC123", "interpreter-v4"):
+        (cache / name).mkdir(parents=True)
+    (cache / "wheels-v5" / "seen").write_text("shown read-only\n")
+    monkeypatch.setenv("UV_CACHE_DIR", str(cache))
+    cmd = BWRAP.wrap(["/bin/sh", "-c", f"ls -a {cache}; cat {cache}/wheels-v5/seen"], readable=[], writable=[])
+    assert ".tmpAbC123" not in " ".join(cmd) and "--ro-bind-try" in cmd
+    (cache / "archive-v0").rmdir()  # gone between the listing and the start
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "wheels-v5" in run.stdout and "archive-v0" not in run.stdout and "shown read-only" in run.stdout

@@ -108,7 +108,7 @@ class Sandbox:
             mounts.append((path, ["--bind", str(path), str(path)]))
         for _, mount in sorted(mounts, key=lambda m: len(m[0].parts)):  # a folder before what is shown inside it
             args += mount
-        bound = [path for path, mount in mounts if mount[0] in ("--ro-bind", "--bind")]
+        bound = [path for path, mount in mounts if mount[0] in ("--ro-bind", "--ro-bind-try", "--bind")]
         files, folders = masked_sockets()  # an engine's socket is root on the host (autoenv.containers.guard)
         for folder in folders:
             if any(folder.is_relative_to(b) or b.is_relative_to(folder) for b in bound):
@@ -189,10 +189,13 @@ def private_views() -> list[tuple[Path, list[str]]]:
     cache = uv_cache()
     if not cache.is_dir():
         return []
+    # a concurrent uv (another evaluation, a person's `uv pip`) writes through temporary folders (`.tmpXXXX`) that
+    # vanish between this listing and bwrap's mount: those are never shown, and every folder is bound "if it still
+    # exists" (--ro-bind-try), so a cache that changes meanwhile never fails the sandbox's start
     return [(cache, ["--tmpfs", str(cache)]),
-            *((folder, ["--ro-bind", str(folder), str(folder)])
+            *((folder, ["--ro-bind-try", str(folder), str(folder)])
               for folder in sorted(cache.iterdir()) if folder.is_dir() and not folder.is_symlink()
-              and not folder.name.startswith(PRIVATE_CACHE_FOLDERS))]
+              and not folder.name.startswith((*PRIVATE_CACHE_FOLDERS, ".tmp")))]
 
 
 def private_folders() -> list[Path]:
