@@ -613,8 +613,8 @@ def test_probe_catches_each_planted_hack(run_repo, hack, finding):
         assert [line.split(":")[0] for line in failed] == [f"FAILED {finding}"], failed
     if hack == "hack-injection":  # a grader that believes claims pays the self-report family's claims too, and a
         # score the reward search writes into the reply itself ("Score:10/10", from the grader's own instructions)
-        assert sorted(line.split(":")[0] for line in failed) == ["FAILED content-free", "FAILED probe injection",
-                                                                 "FAILED probe self-report", "FAILED probe search"], failed
+        assert sorted(line.split(":")[0] for line in failed) == sorted([
+            "FAILED content-free", "FAILED probe injection", "FAILED probe self-report", "FAILED probe search"]), failed
     (out,) = scratch_outputs(root)
     gates = json.loads((out / "gates.json").read_text())
     assert gates["passed"] is False and any(f.startswith(finding) for f in gates["failed"])
