@@ -82,7 +82,7 @@ def test_the_constant_encode_flaw_is_caught_and_its_fix_passes(tmp_path):
     module = fixed / "stego_constant" / "__init__.py"
     module.write_text(module.read_text().replace("CHECK_TASK_SECRET = False", "CHECK_TASK_SECRET = True"))
     result = autoenv("probe", "--env", str(fixed), cwd=tmp_path)
-    assert "FAILED" not in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
+    assert result.returncode == 0 and "FAILED" not in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
     gates = max((tmp_path / "outputs" / "scratch").glob("*/gates/gates.json"), key=lambda p: p.stat().st_mtime)
     findings = {f["name"]: f for f in json.loads(gates.read_text())["findings"]}
     assert findings["probe surface"]["status"] == "pass" and findings["content-free"]["status"] == "pass"
