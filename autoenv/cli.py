@@ -35,8 +35,8 @@ from autoenv.endpoint.server import Endpoint, Faults, key_digest, serve_forever
 from autoenv.evaluation.commands import audit_only, recompute, rejudge, verify
 from autoenv.evaluation.context import EvalOptions, EvaluationCrashed
 from autoenv.evaluation.pipeline import evaluate
-from autoenv.evaluation.report import check_fix
 from autoenv.evaluation.recheck import FORGED
+from autoenv.evaluation.report import check_fix
 from autoenv.export.check import run_checks
 from autoenv.export.grpo import export_grpo
 from autoenv.export.openenv import export_openenv

@@ -30,11 +30,11 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from autoenv.evaluation.context import EvalOptions  # noqa: E402
-from autoenv.evaluation.pipeline import evaluate  # noqa: E402
-from autoenv.evaluation.report import check_fix  # noqa: E402
-from autoenv.judge.causes import causes  # noqa: E402
-from autoenv.run.demo import make_run_repo  # noqa: E402
+from autoenv.evaluation.context import EvalOptions
+from autoenv.evaluation.pipeline import evaluate
+from autoenv.evaluation.report import check_fix
+from autoenv.judge.causes import causes
+from autoenv.run.demo import make_run_repo
 
 LABELS = Path(__file__).with_name("judge_labels.toml")
 BUDGET = {"examples": 3, "rollouts_per_example": 2, "max_concurrent": 4, "rollout_timeout": 60, "min_tasks": 2}

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from autoenv.core.formats import idx_list, quoted
 from autoenv.core.record import GateFinding, GateReport
 from autoenv.gates import noise
-from autoenv.judge.fixes import ceiling_evidence, specific_fix
 from autoenv.gates.probes import DEFENCES
+from autoenv.judge.fixes import ceiling_evidence, specific_fix
 
 CAUSE_ORDER = ("padding", "empty", "refusal", "garbage", "echo", "tool-spam", "wrong-answer", "format-only",
                "swap-answer", "abstain", "stub", "grader-attack", "stall", "valid-tool-spam", "structural", "typical-value",
