@@ -183,7 +183,8 @@ def entries(tools: list[dict[str, Any]], messages: list[dict[str, Any]], played:
     """Round 0: each tool with a string argument called with the prompt's ids or words; later rounds: ENTRIES
     calls of each such tool, each with an id the results revealed that no call passed yet."""
     texts = [_text(m.get("content")) for m in messages if m.get("role") == "tool"]
-    revealed = [v for v in dict.fromkeys(ID.findall("\n".join(texts))) if v not in passed_strings(messages)]
+    passed = passed_strings(messages)
+    revealed = [v for v in dict.fromkeys(ID.findall("\n".join(texts))) if v not in passed]
     calls = []
     for t, tool in enumerate(tools):
         strings = [p for p, s in _params(tool).items() if s.get("type", "string") == "string" and not s.get("enum")]

@@ -127,7 +127,8 @@ class Plan:
         if tools and self.final == "odd":
             found = odd_value(messages)
             return Reply(content=(replace(self.template, items=(found,)) if found else self.template).reply())
-        news = [v for v in seen if v not in passed_strings(messages)] or seen  # what a call passed is no news
+        passed = passed_strings(messages)
+        news = [v for v in seen if v not in passed] or seen  # what a call passed is no news
         if tools and self.final != "template" and news:
             value = news[-1] if self.final == "seen-last" else news[0]
             return Reply(content=replace(self.template, items=(value,)).reply())
