@@ -336,14 +336,25 @@ def other_fields(task, answer_field: str | None, forms: set[str] | frozenset[str
     it (`forms`: autoenv.gates.shapes.answer_forms) and those at their declared default, for the field-copy probe."""
     try:
         data = task.data.model_dump() if hasattr(task.data, "model_dump") else {}
-        declared = getattr(type(task.data), "model_fields", {})
-        defaults = {k: dumped(f.get_default(call_default_factory=True)) for k, f in declared.items()
-                    if not f.is_required()}
+        defaults = declared_defaults(type(task.data))
     except Exception:  # noqa: BLE001 - a data model the candidate broke: nothing to write back
         return {}
     # a field at its declared default carries nothing of the task (verifiers' own `artifact_max_bytes`, `skills`)
     return {k: v for k, v in data.items() if k != (answer_field or "answer") and k not in forms
             and not (k in defaults and v == defaults[k])}
+
+
+_DEFAULTS: dict[type, dict[str, Any]] = {}
+
+
+def declared_defaults(model: type) -> dict[str, Any]:
+    """The optional fields' defaults of a task data model, as dumped; read once per model (pydantic inspects a
+    default factory's signature on every call: most of a probe's time when read per task)."""
+    if model not in _DEFAULTS:
+        declared = getattr(model, "model_fields", {})
+        _DEFAULTS[model] = {k: dumped(f.get_default(call_default_factory=True)) for k, f in declared.items()
+                            if not f.is_required()}
+    return _DEFAULTS[model]
 
 
 def dumped(value: Any) -> Any:
