@@ -9,9 +9,12 @@ Usage: .venv/bin/python bench/gates.py [--examples arithmetic,shopping] [--examp
        .venv/bin/python bench/gates.py --before REF [--examples arithmetic,shopping,hack-toolspam] [--runs 2]
 
 `--before REF`: the cost of the audit itself, side by side: `autoenv probe` on each example with the harness of
-the git ref REF (exported with `git archive`, run from its own source tree with this venv) and with this tree's,
-alternating, `--runs` times each (the first `check` warms the install); prints the best wall time of each and
-the audit's own probe seconds (audit.json), and their ratios.
+the git ref REF and with this tree's, alternating, `--runs` times each (the first `check` warms the install);
+prints the best wall time of each and the audit's own probe seconds (audit.json), and their ratios. REF's tree is
+exported with `git archive` and installed editable into a venv of its own (uv, about a minute the first time: the
+package index or uv's cache), so both the harness and the candidate's child run REF's code: the child imports
+AutoEnv from the venv its harness runs in, and a harness run from this venv with REF on PYTHONPATH would drive a
+child of this tree's code.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -32,11 +35,27 @@ from autoenv.core.paths import PROJECT, examples
 from autoenv.run.demo import make_run_repo
 
 
-def timed(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, int]:
+def timed(args: list[str], cwd: Path, python: str = sys.executable) -> tuple[float, int]:
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "autoenv.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env)
+    proc = subprocess.run([python, "-m", "autoenv.cli", *args], cwd=cwd, capture_output=True, text=True, check=False)
     return time.perf_counter() - started, proc.returncode
+
+
+def harness_of(ref: str, into: Path) -> str:
+    """The python of a venv holding the harness of git ref `ref`, installed editable from its exported tree."""
+    data = subprocess.run(["git", "-C", str(PROJECT), "archive", ref], capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(into, filter="data")
+    venv = into / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    if uv is None:
+        sys.exit("bench/gates.py --before needs uv (bash setup.sh installs it into .venv)")
+    proc = subprocess.run([uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python"), "-e", str(into)],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"could not install the harness of {ref} into {venv}: {proc.stderr.strip()[-1500:]}")
+    return str(venv / "bin" / "python")
 
 
 def probe_seconds(root: Path) -> float:
@@ -49,22 +68,20 @@ def side_by_side(examples_: list[str], ref: str, runs: int) -> None:
     """`autoenv probe` under the harness of `ref` and under this tree's, alternating, best of `runs` each."""
     with tempfile.TemporaryDirectory() as tmp:
         before = Path(tmp) / "before"
-        data = subprocess.run(["git", "-C", str(PROJECT), "archive", ref, "autoenv", "config.toml"],
-                              capture_output=True, check=True).stdout
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(before, filter="data")
-        print(f"harness before: {ref}; after: this tree; best of {runs} runs each")
+        pythons = {"before": harness_of(ref, before), "after": sys.executable}
+        print(f"harness before: {ref} (its own venv); after: this tree; best of {runs} runs each")
         print(f"{'example':<16} {'probe s before':>15} {'after':>8} {'ratio':>6} {'audit s before':>15} {'after':>8} "
               f"{'ratio':>6}")
         for example in examples_:
             best: dict[str, tuple[float, float]] = {}
-            for side, path in (("before", before), ("after", None)) * runs:
-                env = dict(os.environ, PYTHONPATH=str(path)) if path else None
-                config = ((path or PROJECT) / "config.toml").read_text()  # each harness with the config it knows
+            for side, path in (("before", before), ("after", PROJECT)) * runs:
+                config = (path / "config.toml").read_text()  # each harness with the config it knows
                 root = make_run_repo(example, Path(tmp) / f"{example}-{side}", config) \
                     if not (Path(tmp) / f"{example}-{side}").exists() else Path(tmp) / f"{example}-{side}"
-                timed(["check"], root, env)
-                wall, _ = timed(["probe"], root, env)
+                timed(["check"], root, pythons[side])
+                wall, code = timed(["probe"], root, pythons[side])
+                if code not in (0, 1):  # 1: a gate failed (a planted example), which is still a measured audit
+                    sys.exit(f"`autoenv probe` on {example} under the {side} harness exited {code}: see {root}")
                 audit = probe_seconds(root)
                 old = best.get(side)
                 best[side] = (min(wall, old[0]), min(audit, old[1])) if old else (wall, audit)
