@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import autoenv
 
 from autoenv.core import display
@@ -68,6 +70,7 @@ def test_a_silent_stage_off_a_terminal_says_it_is_still_running(capsys, monkeypa
     assert "still running" not in after + capsys.readouterr().out  # the heartbeat ends with its stage
 
 
+@pytest.mark.slow
 def test_errors_wrap_at_the_readers_width_under_their_own_text(tmp_path):
     """The real CLI's error (what, where, fix) at COLUMNS=80 and 60: no line past the width, each field's
     later lines start under its text, every word kept in order; captured output without COLUMNS keeps

@@ -18,6 +18,7 @@ def candidate(tmp_path):
     return target
 
 
+@pytest.mark.slow
 def test_example_exports_one_taskset_with_an_oracle(candidate):
     info = inspect_candidate(candidate)
     assert info.taskset == "ArithmeticTaskset"
@@ -25,6 +26,7 @@ def test_example_exports_one_taskset_with_an_oracle(candidate):
     assert info.env is None
 
 
+@pytest.mark.slow
 def test_missing_dependency_names_the_real_module(candidate):
     init = candidate / "candidate_env" / "__init__.py"
     init.write_text("import not_a_real_package_xyz\n" + init.read_text())
@@ -36,6 +38,7 @@ def test_missing_dependency_names_the_real_module(candidate):
     assert "pyproject.toml" in caught.value.where
 
 
+@pytest.mark.slow
 def test_no_taskset_exported(candidate):
     init = candidate / "candidate_env" / "__init__.py"
     init.write_text(init.read_text().replace('__all__ = ["ArithmeticTaskset"]', "__all__ = []"))
@@ -43,6 +46,7 @@ def test_no_taskset_exported(candidate):
         inspect_candidate(candidate)
 
 
+@pytest.mark.slow
 def test_two_tasksets_exported(candidate):
     init = candidate / "candidate_env" / "__init__.py"
     init.write_text(init.read_text() + "\nclass Other(ArithmeticTaskset):\n    pass\n\n__all__ = ['ArithmeticTaskset', 'Other']\n")
@@ -50,6 +54,7 @@ def test_two_tasksets_exported(candidate):
         inspect_candidate(candidate)
 
 
+@pytest.mark.slow
 def test_syntax_error_shows_file_and_line(candidate):
     (candidate / "candidate_env" / "taskset.py").write_text("def broken(:\n")
     with pytest.raises(AutoEnvError) as caught:
@@ -57,6 +62,7 @@ def test_syntax_error_shows_file_and_line(candidate):
     assert "SyntaxError" in str(caught.value) and "taskset.py" in str(caught.value)
 
 
+@pytest.mark.slow
 def test_main_stub_imports_but_points_at_the_spec():
     info = inspect_candidate(PROJECT / "candidate")
     assert info.taskset == "StubTaskset" and not info.has_oracle

@@ -342,6 +342,7 @@ def test_a_server_venv_builds_the_candidate_confined_and_refuses_a_shipped_pth(t
                f"built in the sandbox, refused: {str(caught.value).split(': ', 1)[1].split('; tiny-env')[0]}")
 
 
+@pytest.mark.slow
 def test_the_candidate_installs_into_a_venv_of_its_own_layered_on_the_harnesss(tmp_path, monkeypatch):
     """Item 0 of issue 43: the harness's venv is not written; the child runs the candidate's venv, which
     imports verifiers and AutoEnv from the harness's site-packages and the candidate from its folder."""

@@ -115,6 +115,7 @@ def forged_after(line: str, **change) -> str:
 
 
 @pytest.mark.attack
+@pytest.mark.slow
 def test_a_forged_entry_written_during_an_evaluation_is_set_aside_and_the_commit_tampered(evaluated, attack_row):
     seen = lines(evaluated)
     (evaluated / "candidate" / "README.md").write_text("iteration 3\n")

@@ -180,6 +180,7 @@ def test_a_reward_that_waits_is_not_batched_again(tmp_path):
     assert [batchable([hook]) for hook in hooks] == [True, False, False, False]
 
 
+@pytest.mark.slow
 def test_a_reward_slow_only_beside_its_own_calls_runs_one_at_a_time_and_passes(tmp_path):
     """A verifier that holds the machine while it runs (gsm8k's `uv run verify.py` on two loaded cores): six calls
     at once would each wait for the ones before it, the last six times one call, past a limit one call is well

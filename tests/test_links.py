@@ -36,6 +36,7 @@ def discarded_demo(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]
     return root, autoenv("demo", "--example", "hack-format", "--dir", str(root), cwd=where)
 
 
+@pytest.mark.slow
 def test_a_gate_discarded_demo_names_only_files_that_exist_and_keeps_its_log(discarded_demo):
     root, done = discarded_demo
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

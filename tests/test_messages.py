@@ -120,6 +120,7 @@ def markup_row(attack_row, kind: str, result: subprocess.CompletedProcess, text:
 
 
 @pytest.mark.attack
+@pytest.mark.slow
 def test_config_errors_print_as_written(run_repo, attack_row):
     root = run_repo()
     (root / "config.toml").write_text(small_config() + "\n[broken\n")
@@ -140,6 +141,7 @@ def test_config_errors_print_as_written(run_repo, attack_row):
 
 
 @pytest.mark.attack
+@pytest.mark.slow
 def test_preflight_errors_print_as_written(run_repo, tmp_path, attack_row):
     root = run_repo()
     result = autoenv("eval", cwd=root, env={"OPENAI_API_KEY": ""})

@@ -11,6 +11,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from autoenv.core.messages import Reply
 from autoenv.gates.probes import near_misses, probe_replies
 from tests.conftest import autoenv, small_config
@@ -38,6 +40,7 @@ def findings(root: Path) -> dict:
     return {f["name"]: f for f in json.loads(gates.read_text())["findings"]}
 
 
+@pytest.mark.slow
 def test_an_abs_comparison_is_caught_its_fix_passes_and_a_text_answer_is_not_applicable(tmp_path):
     (tmp_path / "config.toml").write_text(small_config())
     result = autoenv("probe", "--env", str(DATA / "abs-compare"), cwd=tmp_path)

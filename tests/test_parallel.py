@@ -36,6 +36,7 @@ def imported_from(candidate: Path) -> str:
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
+@pytest.mark.slow
 def test_the_child_imports_its_own_candidate_not_the_installed_one(two_runs):
     a, b = two_runs
     install_candidate(a / "candidate", force=True)  # the shared venv now holds run a's candidate

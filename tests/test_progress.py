@@ -99,6 +99,7 @@ def test_shorten_cuts_at_a_clause_or_a_word_never_inside_a_number():
     assert shorten("x" * 50, 10) == "x" * 50  # nothing to cut at: whole
 
 
+@pytest.mark.slow
 def test_the_driver_says_which_stage_a_running_evaluation_is_in_at_every_interval(run_repo, tmp_path):
     """A command agent holds the evaluation lock in a stage until the test releases it; the driver's output
     (piped) names the stage when it starts and then every AUTOENV_PROGRESS_SECONDS, with the elapsed time."""

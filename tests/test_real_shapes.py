@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from autoenv.core.traces import said
 from autoenv.gates.dataset import measure
 
@@ -355,6 +357,7 @@ def test_a_grader_outage_is_infrastructure_not_the_envs_error():
     assert not grader_outage(bug["message"]) and to_rollout({"errors": [bug]}).outcome == "env_error"
 
 
+@pytest.mark.slow
 def test_a_harness_package_is_named_a_harness_not_told_to_export_a_taskset(tmp_path):
     """verifiers' environments/ holds `compact`, a custom harness exported with no taskset: checked with --env it
     once got 'list your Taskset class in __all__', advice that would turn a harness into something it is not."""

@@ -8,6 +8,8 @@ import re
 import shutil
 import subprocess
 
+import pytest
+
 from conftest import autoenv, commit_all, ledger, small_config
 
 from autoenv.core.paths import PROJECT
@@ -21,6 +23,7 @@ def block(stdout: str) -> dict[str, str]:
     return dict(re.match(r"^(\w+): +(.*)$", line).groups() for line in tail.splitlines() if line.strip())
 
 
+@pytest.mark.slow
 def test_a_crash_ends_with_the_result_block_and_keeps_its_log(run_repo):
     root = run_repo("arithmetic")
     subprocess.run(["git", "rm", "-rqf", "candidate"], cwd=root, check=True)
@@ -38,6 +41,7 @@ def test_a_crash_ends_with_the_result_block_and_keeps_its_log(run_repo):
     assert subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=False).stdout == ""
 
 
+@pytest.mark.slow
 def test_tampered_names_a_recovery_the_driver_permits_and_it_works(tmp_path):
     root = make_run_repo("arithmetic", tmp_path / "r", small_config(), run_base=True)
     text = (root / "config.toml").read_text().replace("target_min = 0.2", "target_min = 0.0")

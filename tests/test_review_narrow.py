@@ -40,6 +40,7 @@ def test_log_stacks_under_100_columns(run):
     assert widest(wide) > WIDTH and "target [95% CI]" in wide
 
 
+@pytest.mark.slow
 def test_show_stacks_under_100_columns(run):
     for key in ("real", "discard", "crash", "gates", "keep", "priced"):
         out = narrow(run.root, "show", run.commits[key][:8])

@@ -79,6 +79,7 @@ def read(path):
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_the_sandbox_shows_the_system_and_the_repository_not_the_machine(tmp_path, outside):
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -15,6 +15,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from autoenv.gates.families import data_values, family_replies, holds_constant, surface_replies, unwrapped
 from autoenv.gates.rules import HELD_CONSTANT, Gates, judge_audit
 from tests.audits import audit, rec
@@ -66,6 +68,7 @@ def test_a_constant_that_is_the_tasks_own_value_is_right_by_the_data_and_left_ou
     assert HELD_CONSTANT
 
 
+@pytest.mark.slow
 def test_the_constant_encode_flaw_is_caught_and_its_fix_passes(tmp_path):
     (tmp_path / "config.toml").write_text(small_config())
     result = autoenv("probe", "--env", str(STEGO), cwd=tmp_path)

@@ -157,6 +157,7 @@ def ask(name: str, message: dict) -> bytes:
             return b""
 
 
+@pytest.mark.slow
 def test_a_sandboxed_server_serves_only_peers_outside_its_pid_namespace():
     """Inside a sandbox the candidate's processes share the server's pid namespace, and SO_PEERCRED names them with
     a pid there; a process outside shows as pid 0. A server told it is sandboxed, run here where every peer has a
@@ -173,6 +174,7 @@ def test_a_sandboxed_server_serves_only_peers_outside_its_pid_namespace():
             proc.wait()
 
 
+@pytest.mark.slow
 def test_a_request_without_the_token_is_refused():
     proc, name = server(False, secrets.token_hex(8))
     try:
@@ -183,6 +185,7 @@ def test_a_request_without_the_token_is_refused():
         proc.wait()
 
 
+@pytest.mark.slow
 def test_a_server_whose_imported_code_changed_says_stale_and_exits(tmp_path):
     """An install that replaced a module the server imported (here: a sitecustomize it imported at start) must not be
     forked from: the server answers `stale` and exits, and the harness starts a new one."""
