@@ -190,7 +190,7 @@ def serve_one(conn: socket.socket, listener: socket.socket, token: str, sandboxe
         except BaseException:  # noqa: BLE001 (reported on the child's stderr, which is the harness's file)
             traceback.print_exc()
         finally:
-            os._exit(code)
+            child.leave(code)  # the candidate's buffered stdout and stderr flushed, then no teardown
     for fd in fds:
         os.close(fd)
     conn.sendall(f"started {pid}\n".encode())
