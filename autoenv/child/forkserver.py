@@ -257,11 +257,7 @@ def main(argv: list[str]) -> int:
     not_dumpable()
     listener = socket.socket(fileno=listen_fd)
     started = time.time()
-    import verifiers.v1  # noqa: F401 (deferred to here, the point of the server: paid once, not per evaluation)
-
-    for name in WARM_IMPORTS:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
+    child.import_verifiers(*WARM_IMPORTS)  # deferred to here, the point of the server: paid once, not per evaluation
     stamps = imported()
     print(f"ready in {time.time() - started:.2f} s", flush=True)
     while True:

@@ -18,6 +18,9 @@ point. verifiers' logging goes to the stage's log file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
+import importlib
 import json
 import logging
 import os
@@ -26,8 +29,8 @@ import threading
 import time
 import traceback
 from collections.abc import Awaitable, Callable
-from typing import NoReturn
 from pathlib import Path
+from typing import NoReturn
 
 from autoenv.child import rlimits
 from autoenv.child.audit import audit
@@ -134,10 +137,28 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) > 1:
         open_channel(int(argv[1]))
     job = prepare(Path(argv[0]))
-    import verifiers.v1  # noqa: F401 (deferred: paid once here, while the parent is busy with its own stage)
+    import_verifiers()  # deferred: paid once here, while the parent is busy with its own stage
 
     emit("ready", seconds=round(time.time() - started, 3))
     return asyncio.run(serve(job))
+
+
+def import_verifiers(*more: str) -> None:
+    """verifiers (and the modules `more`, where they import) imported with the cyclic garbage collector paused, and
+    what the import made then frozen out of its reach: the import allocates a few hundred thousand objects that live
+    as long as the process, and the collections it set off, then every full one in the stages, walked them all
+    (measured on arithmetic: the child ready in 1.9 s instead of 2.4, its audit 0.3 s shorter). A forked warm child
+    also keeps those pages shared with its server."""
+    gc.disable()
+    try:
+        import verifiers.v1  # noqa: F401 (deferred: the import is what this function times and pauses the collector for)
+
+        for name in more:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def forked(job_path: Path, started: float, events_fd: int | None = None) -> int:
