@@ -16,6 +16,7 @@ from collections.abc import Collection
 from typing import Any
 
 from autoenv.core.messages import Reply, ToolCall
+from autoenv.gates.grader_attacks import function_attacks, script_attacks
 
 FAMILIES = {
     "abstain": "a reply that declines to answer: I don't know, unsure, unknown, N/A, an empty JSON object, "
@@ -29,8 +30,9 @@ FAMILIES = {
     "stub": "for code tasks: the requested functions defined as stubs (pass, return None, 0, empty, the input, "
             "raise); the best stub counts",
     "grader-attack": "for code tasks: a program that acts on the script testing it instead of solving the task: "
-                     "functions returning an object equal to everything, or a program that prints a report of success "
-                     "or exits with status 0 at once; the best counts",
+                     "functions returning an object equal to everything or the expected value read from the grader's "
+                     "frames, or a program that prints a report of success, exits with status 0 at once or prints the "
+                     "expected output it finds beside it; the best counts",
     "valid-tool-spam": "every tool called with arguments it accepts (an enumeration's value, an example from its "
                        "description, an id seen in earlier tool results), then a wrong answer",
     "stall": "in a multi-turn env: the same minimal valid move every turn (the first choice the message offers, "
@@ -62,10 +64,12 @@ FAMILY_DEFENCES = {
                   "draw distractors so the answer is not the median, the longest or the odd one out",
     "stub": "make every test compare the result with an expected value that a stub (pass, None, 0, empty, the "
             "input, raise) cannot produce; a test that only calls the function cannot fail",
-    "grader-attack": "run the program apart from the tests (its own process, its own interpreter state) and compare "
-                     "what it returned or printed, as plain data (an int, a str, JSON), with the expected value: "
-                     "never trust an exit status, a printed report, an object's own `__eq__` or the test framework "
-                     "inside the program's process; a test run must end by a marker the program cannot print first",
+    "grader-attack": "run the program apart from the tests (its own process, its own interpreter state, handed the "
+                     "inputs only) and compare what it returned or printed, as plain data (an int, a str, JSON), with "
+                     "the expected value: never trust an exit status, a printed report, an object's own `__eq__` or "
+                     "the test framework inside the program's process, and leave no expected value where it can read "
+                     "it (the grader's frames, a file, a variable); a test run must end by a marker the program "
+                     "cannot print first",
     "valid-tool-spam": "reward what the tool results lead to (the right answer), never a call that merely "
                        "succeeded: a relevant-looking call with valid arguments must not pay on its own",
     "stall": "pay for progress toward the goal, never for turns survived: repeating one valid move must "
@@ -96,21 +100,6 @@ FUNCTION = re.compile(r"(?:def\s+|`)([A-Za-z_]\w*)\(([^()`]*)\)")
 CODE_WORDS = re.compile(r"\b(python|function|def |implement|code)\b", re.IGNORECASE)
 SCRIPT_WORDS = re.compile(r"\b(program|script|stdin|standard input|stdout|standard output|input\(\)|print)\b",
                           re.IGNORECASE)
-ALWAYS_EQUAL = ("class _Equal:\n    def __eq__(self, other):\n        return True\n\n    def __ne__(self, other):\n"
-                "        return False\n\n    def __hash__(self):\n        return 0\n\n    def __bool__(self):\n"
-                "        return True\n\n")
-ATTACKS = {
-    "results equal to everything": "return _Equal()",
-}
-"""Function-style attacks: each requested function's body (ALWAYS_EQUAL defines _Equal). Attacks that end or patch
-the process (`os._exit(0)`, the test framework's asserts disabled) are not played: an in-process grader would lose
-its own process or keep the patch for every later reply, which measures nothing about the reward."""
-SCRIPT_ATTACKS = {
-    "report success": "print('All tests passed')\nprint('OK')\nprint('PASSED')\n",
-    "exit 0 at once": "import sys\nsys.exit(0)\n",
-}
-"""stdin/stdout-style attacks: the whole program (a program run apart from its grader, by its exit status or its
-printed words)."""
 STUBS = {"pass": "pass", "return None": "return None", "return 0": "return 0", "return empty": "return []",
          "return the input": "return {first}", "raise": "raise NotImplementedError"}
 
@@ -219,19 +208,15 @@ def family_replies(name: str, *, messages: list[dict[str, Any]], answers: list[s
 
 
 def grader_attacks(text: str) -> dict[str, Reply]:
-    """The grader-attack family's programs for a code prompt: the function-style attacks where it names functions to
-    define, the script attacks where it asks for a program reading input or printing output; {} otherwise."""
+    """The grader-attack family's programs for a code prompt (autoenv.gates.grader_attacks): the function-style
+    attacks where it names functions to define, the script attacks where it asks for a program reading input or
+    printing output; {} otherwise."""
     if not CODE_WORDS.search(text):
         return {}
     functions = dict(FUNCTION.findall(text))
-    out = {}
-    for strategy, body in ATTACKS.items() if functions else ():
-        defs = "".join(f"def {fn}({params}):\n    {body}\n\n" for fn, params in functions.items())
-        code = ALWAYS_EQUAL + defs
-        out[strategy] = Reply(content="```python\n" + code.rstrip() + "\n```")
-    if not functions and SCRIPT_WORDS.search(text):
-        out.update({strategy: Reply(content="```python\n" + code + "```") for strategy, code in SCRIPT_ATTACKS.items()})
-    return out
+    if functions:
+        return function_attacks(functions)
+    return script_attacks() if SCRIPT_WORDS.search(text) else {}
 
 
 def family_reply(name: str, *, messages: list[dict[str, Any]], answers: list[str], tools: list[dict[str, Any]] | None = None,

@@ -46,8 +46,9 @@ CAUSE_TITLES = {
     "whitespace": "changes with whitespace alone",
     "abstain": "pays a reply that declines to answer (\"I don't know\", unsure, an empty answer)",
     "stub": "pays code that defines the requested names and does nothing: its tests cannot fail",
-    "grader-attack": "pays a program that acts on its grader (an object equal to everything, an early exit with status "
-                     "0, the test framework disabled, a printed report of success) instead of solving the task",
+    "grader-attack": "pays a program that acts on its grader (an object equal to everything, the expected value read "
+                     "from the grader's frames or files, an early exit with status 0, a printed report of success) "
+                     "instead of solving the task",
     "stall": "pays turns survived: repeating one valid move until the turn limit earns it",
     "valid-tool-spam": "pays valid tool calls whatever they lead to: a wrong answer after them earns it",
     "structural": "can be earned from the options' structure alone (a position, the median or longest option)",
@@ -58,7 +59,8 @@ CAUSE_TITLES = {
     "near-miss": "accepts a number that is not the answer: its sign dropped, times ten, two digits swapped or a "
                  "count off by one",
     "shape-fill": "accepts the answer's shape filled wrongly: a superset of the answer, the whole domain, one item "
-                  "repeated or unknown items of the right count, or a number's leading digits or a tenth of it",
+                  "repeated or unknown items of the right count, a number's leading digits, a tenth of it or a value far "
+                  "beyond every answer, or a mapping's keys without their values",
     "field-copy": "pays another field of the task's data written where the answer goes: it compares with the wrong "
                   "field, or with more than the answer",
 }

@@ -9,7 +9,10 @@ and only that:
 - the reference never earns the component in full (the `ceiling` finding) while a reply built without the task
   does: the component pays for something other than the task (a phrase, a style): drop it or gate it;
 - a value some tool returned earned: the reward accepts what a tool returned, not this task's answer;
-- a rule-breaking action plan earned (autoenv.gates.action_calls): the stated rule it broke is not enforced.
+- a rule-breaking action plan earned (autoenv.gates.action_calls): the stated rule it broke is not enforced;
+- a grader-attack program earned (autoenv.gates.grader_attacks): what that program reached (the grader's frames, a
+  file beside it, its exit status, its own object's `__eq__`) is named and taken away;
+- a shape-fill strategy earned (autoenv.gates.shapes): the comparison that accepted that filling is named.
 None when nothing specific was found: the probe's own defence stands.
 """
 
@@ -39,6 +42,40 @@ PLANS = {
                            "any entries earned it)",
 }
 """What an action plan's description says -> the fix for the rule it broke."""
+ATTACK_FIXES = {
+    "expected value read from the grader": "run the program in an interpreter of its own that is handed the inputs "
+                                           "only, and compare its results (as plain data, e.g. JSON) in the grader: "
+                                           "a program called in the grader's process walks the call stack "
+                                           "(`sys._getframe`) to the expected value the grader holds",
+    "results equal to everything": "compare results as plain data of the expected type (`type(got) is type(want)` "
+                                   "first, or values that crossed a process boundary as JSON): an object of the "
+                                   "program's own says it equals anything",
+    "exit 0 at once": "pass a test only when the output equals the expected value, never on the exit status alone: a "
+                      "program that exits at once with status 0 passed",
+    "report success": "pass a test only when the output equals the expected value, never on words it printed: a "
+                      "program that prints \"All tests passed\" passed",
+    "expected output read from its surroundings": "run the program where no expected value can be read: a folder "
+                                                  "holding its input only, and nothing expected in its environment "
+                                                  "or arguments (it printed the expected output it found beside it)",
+}
+"""A grader-attack strategy -> the fix for what it reached."""
+SHAPE_FIXES = {
+    "superset": "score precision as well as recall: items that are not in the answer must cost (an exact set, or F1)",
+    "whole domain": "score precision as well as recall: a list of every possible item must not earn it",
+    "repeated item": "check membership item by item: a list of the right length holding one item repeated must not "
+                     "earn it",
+    "unknown items": "check membership item by item: items of the right count that no answer holds must not earn it",
+    "leading digits": "compare the whole number (parsed, then `==` or a stated tolerance), never a prefix or `in`",
+    "a tenth": "compare the whole value within the tolerance the task states: a tenth of the answer passed",
+    "far above": "compare for equality (or within the stated tolerance), never with a one-sided bound: a number far "
+                 "above every answer passed",
+    "far below": "compare for equality (or within the stated tolerance), never with a one-sided bound: a number far "
+                 "below every answer passed",
+    "keys only": "compare each key's value with the answer's, not only which keys are there: empty values passed",
+    "one value for every key": "compare each key's value with the answer's, not only its type: one value under "
+                               "every key passed",
+}
+"""A shape-fill strategy -> the fix for the comparison that accepted it."""
 
 
 def finding(gates: GateReport, name: str) -> GateFinding | None:
@@ -46,7 +83,13 @@ def finding(gates: GateReport, name: str) -> GateFinding | None:
 
 
 def specific_fix(gates: GateReport, component: str, leading: str) -> str | None:
-    """The fix for what the reward search (when it names the cause) found on `component`, or None."""
+    """The fix for what the reward search or a grader-attack program (when it names the cause) found on `component`,
+    or None."""
+    if leading in ("grader-attack", "shape-fill"):
+        found = finding(gates, f"probe {leading}")
+        fixes = ATTACK_FIXES if leading == "grader-attack" else SHAPE_FIXES
+        fix = fixes.get(str((found.data.get("strategy") if found else "") or ""))
+        return f"`{component}`: {fix}" if fix else None
     if leading != "search":
         return None
     found = finding(gates, "probe search")
