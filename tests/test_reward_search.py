@@ -166,6 +166,39 @@ def test_the_search_is_the_same_for_a_seed_and_keeps_its_budget():
     assert trace["material"] == {} and trace["formats"][0] == '{"balance": {}}'
 
 
+def served_scorer(value_after):
+    """A reward paying every reply by how many replies it has scored (`value_after(n)`): a search on it climbs as
+    long as it runs, or stays flat."""
+    served = [0]
+
+    async def score(task: Task, replies: list[str]) -> list[tuple[float | None, dict[str, float]]]:
+        out = []
+        for _ in replies:
+            served[0] += 1
+            value = value_after(served[0])
+            out.append((value, {"correct": value}))
+        return out
+    return score
+
+
+def test_a_search_still_climbing_when_its_calls_are_spent_grows_its_budget_and_a_flat_one_does_not():
+    rising = served_scorer(lambda n: min(0.9, n / 5000))
+    outcome = run(search(TASKS[:4], TASKS[4:], material(), rising, never_held, seed=1, calls=400, grow_to=1200))
+    budget = outcome.trace["budget"]
+    assert budget["grown"] == 2 and budget["calls"] == 1200, outcome.trace
+    assert 1168 <= outcome.trace["calls"] <= 1200 + 8 * 4 + SIMPLIFYING
+    fixed = run(search(TASKS[:4], TASKS[4:], material(), served_scorer(lambda n: min(0.9, n / 5000)), never_held,
+                       seed=1, calls=400))  # no grow_to: the budget is kept whatever the climb
+    assert fixed.trace["budget"] == {"calls": 400, "seconds": 20.0, "grown": 0}
+    assert fixed.trace["calls"] <= 400 + 8 * 4 + SIMPLIFYING
+    flat = run(search(TASKS[:4], TASKS[4:], material(), served_scorer(lambda n: 0.5), never_held, seed=1, calls=400,
+                      grow_to=1200))
+    assert flat.trace["budget"]["grown"] == 0  # its best came with the first generation: nothing to climb
+    nothing = run(search(TASKS[:4], TASKS[4:], material(), served_scorer(lambda n: 0.0), never_held, seed=1,
+                         calls=400, grow_to=1200))
+    assert nothing.trace["budget"]["grown"] == 0 and nothing.trace["calls"] <= 400 + 8 * 4  # a clean reward costs no more
+
+
 def test_the_dictionary_comes_from_the_data_spread_and_parsers_odd_values():
     numbers, values = data_material([{"idx": 1, "amount": 10, "label": "yes", "tags": ["a", "b"]},
                                      {"idx": 2, "amount": 30, "label": "no", "tags": ["a"]},

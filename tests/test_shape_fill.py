@@ -41,10 +41,22 @@ def test_json_lists_keep_their_form_and_numbers_get_leading_digits_and_a_tenth()
     assert found["superset"] == '["red", "blue", "green", "white"]'
     assert found["repeated item"] == '["red", "red"]'
     assert found["unknown items"] == '["red-unknown-1", "blue-unknown-2"]'
-    assert shapes.fillings("1234", [], "") == {"leading digits": "123", "a tenth": "123.4"}
-    assert shapes.fillings("-0.5", [], "") == {"a tenth": "-0.05"}
-    assert shapes.fillings("Paris", ["Paris", "Rome"], "") == {} and shapes.fillings("0", [], "") == {}
+    far = {"far above": "1000000000", "far below": "-1000000000"}
+    assert shapes.fillings("1234", [], "") == {"leading digits": "123", "a tenth": "123.4", **far}
+    assert shapes.fillings("-0.5", [], "") == {"a tenth": "-0.05", **far}
+    assert shapes.fillings("0", [], "") == far  # no tenth of nothing, but a bound still shows
+    assert shapes.fillings("7" * 12, [], "")["far above"] == "7" * 12 + "000"  # far from a large answer too
+    assert shapes.fillings("Paris", ["Paris", "Rome"], "") == {}
     assert shapes.located("['a', 'b']", "<answer>a, b</answer>") == "a, b"  # a data field's list, written out
+
+
+def test_a_mapping_is_filled_with_its_keys_alone_and_with_one_value_for_every_key():
+    assert shapes.fillings('{"city": "Oslo", "country": "Norway"}', [], "") == {
+        "keys only": '{"city": "", "country": ""}', "one value for every key": '{"city": "Oslo", "country": "Oslo"}'}
+    assert shapes.fillings("{'a': 1, 'b': 1}", [], "") == {"keys only": "{'a': None, 'b': None}"}  # values alike
+    assert shapes.fillings('{"a": 1}', [], "") == {}  # one key: nothing to fill wrongly that a check could miss
+    # a data field's dict, written as JSON in the reply
+    assert shapes.located("{'a': 1, 'b': 2}", 'Result: {"a": 1, "b": 2}') == '{"a": 1, "b": 2}'
 
 
 def test_the_probe_puts_each_filling_where_the_oracle_wrote_the_answer():
@@ -85,3 +97,36 @@ def test_the_prime_list_control_passes_and_each_planted_comparison_is_caught(tmp
         return
     assert "probe shape-fill" in failed, findings["probe shape-fill"]["message"]
     assert any(f"best filling: {name}" in findings["probe shape-fill"]["message"] for name in filling)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bound,filling", [(">=", "far above"), ("<=", "far below")])
+def test_a_one_sided_bound_for_equality_is_caught_by_a_value_far_beyond_every_answer(tmp_path, bound, filling):
+    """tests/data/abs-compare with its comparison slipped to a bound; its signed comparison is the control
+    (tests/test_near_miss.py: no gate fails with SIGNED = True)."""
+    env = tmp_path / "bounded"
+    shutil.copytree(DATA / "abs-compare", env, ignore=shutil.ignore_patterns("__pycache__"))
+    source = env / "abs_compare" / "__init__.py"
+    old = "float(got == want if SIGNED else abs(got) == abs(want))"
+    assert old in source.read_text()
+    source.write_text(source.read_text().replace(old, f"float(got {bound} want)"))
+    findings, _ = probe_env(env, tmp_path / "run")
+    row = findings["probe shape-fill"]
+    assert row["status"] == "fail" and any(f"best filling: {f}" in row["message"] for f in filling), row["message"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check,filling", [("values", None), ("keys", ("keys only", "one value for every key")),
+                                           ("types", ("one value for every key",))])
+def test_a_mapping_answer_scored_by_its_values_is_clean_and_by_its_keys_or_types_is_caught(tmp_path, check, filling):
+    env = tmp_path / f"city-facts-{check}"
+    shutil.copytree(DATA / "city-facts", env, ignore=shutil.ignore_patterns("__pycache__"))
+    source = env / "city_facts" / "__init__.py"
+    source.write_text(source.read_text().replace('CHECK = "values"', f'CHECK = "{check}"'))
+    findings, _ = probe_env(env, tmp_path / "run")
+    row = findings["probe shape-fill"]
+    if filling is None:
+        failed = {n: f["message"] for n, f in findings.items() if f["status"] == "fail"}
+        assert not failed and row["status"] == "pass", failed or row
+        return
+    assert row["status"] == "fail" and any(f"best filling: {f}" in row["message"] for f in filling), row["message"]

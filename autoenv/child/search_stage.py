@@ -30,7 +30,7 @@ from autoenv.gates.families import (
     surface_replies,
 )
 from autoenv.gates.scoring import reward_record, skipped, task_messages, total_reward
-from autoenv.gates.search import HELD_TASKS, MAX_FORMATS, TRAIN_TASKS, Material, data_material, search
+from autoenv.gates.search import GROW_TO, HELD_TASKS, MAX_FORMATS, TRAIN_TASKS, Material, data_material, search
 from autoenv.gates.source_reading import SourceReading, read_sources
 
 SOURCE_BYTES = 400_000
@@ -133,7 +133,7 @@ async def search_in_process(vf: Any, job: Any, tasks_all: list[Any], score_batch
     stuff = material(chosen_tasks, reading, answer_format)
     begun = time.monotonic()
     outcome = await search(train, held_out, stuff, score, lambda task, constant: holds_constant(constant, task.data),
-                           seed=job.seed, ceiling=top, focus=focus)
+                           seed=job.seed, ceiling=top, focus=focus, grow_to=GROW_TO)
     reply = outcome.chosen.reply()
     records = []
     for task in held_out:

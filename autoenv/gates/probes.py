@@ -39,7 +39,8 @@ EXPLOITS = {
                  "sign flipped, times ten, two digits swapped, a count under 100 off by one (the best of them counts)",
     "shape-fill": "the oracle's reply with its answer's shape filled wrongly: a list answer as a superset of itself, "
                   "the whole domain, one item repeated or unknown items of the right count; a number as its leading "
-                  "digits or a tenth (the best of them counts)",
+                  "digits, a tenth, or far above or below every answer; a mapping with its keys and empty values or one "
+                  "value for every key (the best of them counts)",
     "field-copy": "the oracle's reply with its answer replaced by another field of the task's data (as written, "
                   "and a whole number in words), one field for all tasks; the best field counts",
 }
@@ -69,7 +70,8 @@ DEFENCES = {
                  "dropped sign (abs), a power of ten or two swapped digits must make it wrong",
     "shape-fill": "compare the parsed answer with the task's item by item: a list must hold exactly the answer's "
                   "items (score precision as well as recall: extra or unknown items cost), a ranking distinct known "
-                  "items in order, a number its whole value (never a prefix, a substring or a loose scale)",
+                  "items in order, a number its whole value (never a prefix, a substring, a loose scale or a one-sided "
+                  "bound), a mapping key by key with each key's value",
     "field-copy": "compare the reply's answer with the answer field alone: no other field of the task's data (an id, "
                   "a difficulty, a category, a count) may earn reward when written where the answer goes",
 }
@@ -92,7 +94,7 @@ IN_PROCESS_ONLY = {"prompt-copy", "field-copy"}
 EXPLOITS.update(FAMILIES)
 DEFENCES.update(FAMILY_DEFENCES)
 NOT_APPLICABLE["near-miss"] = "the task's answer is not a number"
-NOT_APPLICABLE["shape-fill"] = "the task's answer is neither a list nor a number"
+NOT_APPLICABLE["shape-fill"] = "the task's answer is neither a list, a mapping nor a number"
 NOT_APPLICABLE["field-copy"] = "the task's data has no field but its answer, prompt and index"
 MULTI_STRATEGY = IN_PROCESS_ONLY | set(FAMILIES) | {"near-miss", "shape-fill"}
 ANSWER_VARIANTS = {"near-miss", "shape-fill", "field-copy"}

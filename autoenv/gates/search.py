@@ -12,7 +12,10 @@ instead, the way a fuzzer does:
   reordered, the format changed or combined with a second one;
 - its guide is the reward itself: each generation's templates are scored on a few training tasks, and
   the best per objective (the total, and each component the reference never earns: the ceiling) breed
-  the next generation, within a budget of reward calls and seconds, deterministic for a seed.
+  the next generation, within a budget of reward calls and seconds, deterministic for a seed. Where the
+  search is still climbing when its calls are spent (its best rose in the budget's second half, short of
+  the ceiling), the budget grows by its first size, up to `grow_to` calls, while the seconds last: a
+  reward that is cheap to call gets the longer search, one that is slow stops at its seconds.
 
 Each finalist is then simplified (written once, one format, fewer items) as far as it still earns as much,
 so the reply the agent is shown is the plainest one that pays. What it finds must transfer: the best
@@ -54,6 +57,8 @@ SWEPT = 2
 SWEEP_OWN = 8
 """The first generation sweeps the first SWEPT formats with every odd value and SWEEP_OWN entries of the env's own."""
 SECONDS = 20.0
+GROW_TO = 2 * CALLS
+"""The most reward calls a climbing search grows to (the audit's stage passes it; `search` alone never grows)."""
 FINALISTS = 3
 NUMERIC = re.compile(r"-?\d+(?:\.\d+)?")
 
@@ -279,12 +284,13 @@ def _key(objective: str) -> Callable[[Scored], float]:
 
 async def search(train: list[Any], held_out: list[Any], material: Material, score: Scorer, held: Held, *,
                  seed: int = 0, calls: int = CALLS, seconds: float = SECONDS, ceiling: float | None = None,
-                 focus: Sequence[str] = ()) -> Outcome:
+                 focus: Sequence[str] = (), grow_to: int | None = None) -> Outcome:
     """Search replies on `train`, then replay the finalists on `held_out` (see the module docstring).
 
     `ceiling`: the most a reply can earn (the reference's total, or the declared range's top): reaching it
     on the training tasks ends the search early. `focus`: components the reference never earns in full
-    (autoenv.gates.ceiling): each is an objective of its own, so the search is pointed at it.
+    (autoenv.gates.ceiling): each is an objective of its own, so the search is pointed at it. `grow_to`: the most
+    calls a search still climbing at the end of its budget may grow to (None: it never grows).
     """
     rng = random.Random(f"reward-search:{seed}")
     begun = time.monotonic()
@@ -292,6 +298,7 @@ async def search(train: list[Any], held_out: list[Any], material: Material, scor
     elites: dict[str, list[Scored]] = {o: [] for o in objectives}
     seen: set[str] = set()
     spent, generation, stopped = 0, 0, "calls"
+    size, window, grown, swept = calls, 0, 0, 0
     steps: list[dict[str, Any]] = []
     best_total = -math.inf
 
@@ -312,11 +319,16 @@ async def search(train: list[Any], held_out: list[Any], material: Material, scor
         spent += len(brood) * len(train)
         admit(batch)
         generation += 1
+        swept = swept or spent
         if ceiling is not None and best_total >= ceiling - 1e-9:
             stopped = "ceiling"
             break
         if spent >= calls:
-            break
+            climbing = best_total > 0 and steps[-1]["calls"] > max(swept, window + (calls - window) / 2)  # the first
+            # generation's best is where the search starts, not a climb
+            if grow_to is None or calls + size > grow_to or not climbing:
+                break
+            window, calls, grown = calls, calls + size, grown + 1
         if time.monotonic() - begun > seconds:
             stopped = "seconds"
             break
@@ -358,7 +370,7 @@ async def search(train: list[Any], held_out: list[Any], material: Material, scor
     trace = {"material": dict(material.sources), "formats": material.formats, "objectives": objectives,
              "train_tasks": len(train), "held_out_tasks": sum(all(t is not x for x in train) for t in held_out), "calls": spent, "generations": generation,
              "templates": len(seen), "seconds": round(time.monotonic() - begun, 3), "stopped": stopped,
-             "budget": {"calls": calls, "seconds": seconds}, "steps": steps[-20:], "finalists": rows}
+             "budget": {"calls": calls, "seconds": seconds, "grown": grown}, "steps": steps[-20:], "finalists": rows}
     return Outcome(chosen=chosen, finalists=rows, trace=trace)
 
 

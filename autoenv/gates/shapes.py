@@ -4,9 +4,10 @@ The content-free probes and the reward search build replies from nothing of the 
 probe changes a numeric answer the way a careless comparison still accepts. What neither tries is the
 answer's *shape* filled wrongly: a list answer given as a superset of itself, as the whole domain the
 tasks draw from, as one item repeated to the right length, or as unknown items of the right count; a
-number given by its leading digits or a tenth of itself. A reward that accepts one of those checks the
-form of the answer and not its content (recall without precision, length without membership, a prefix
-or a substring for equality).
+number given by its leading digits, a tenth of itself, or a value far above or far below any answer; a
+mapping with its keys and no values, or one value for every key. A reward that accepts one of those
+checks the form of the answer and not its content (recall without precision, length without membership,
+a prefix or a substring for equality, a one-sided bound for equality, keys without their values).
 
 Every filling is one a correct reward refuses on any reading of the task: a set does not care for order
 or repeated items, so neither a reordering nor the answer written twice is tried; a superset adds as many
@@ -35,7 +36,14 @@ STRATEGIES = {
     "unknown items": "items of the answer's type that no task holds, as many as the answer has",
     "leading digits": "the number without its last digit (what a prefix or `in` comparison accepts)",
     "a tenth": "the number divided by ten (a scale slip a loose tolerance accepts)",
+    "far above": "a number far above every answer (what a one-sided `>=` check or a clipped range accepts)",
+    "far below": "a number far below every answer (what a one-sided `<=` check accepts)",
+    "keys only": "the answer's keys, each with an empty value (what a check of the keys alone accepts)",
+    "one value for every key": "the answer's keys, each holding its first value (what a check of the keys and "
+                               "the values' type accepts)",
 }
+FAR = 10**9
+"""The least distance of `far above` and `far below` from zero (a thousand times the answer where that is more)."""
 
 
 def items_of(answer: str) -> tuple[list[str], str] | None:
@@ -96,6 +104,9 @@ def domain(answers: Sequence[str], prompt: str) -> list[str]:
 def fillings(answer: str, answers: Sequence[str], prompt: str) -> dict[str, str]:
     """The degenerate fillings of `answer`'s shape, by strategy (STRATEGIES); {} for an answer of no shape the probe
     knows (a word, a sentence)."""
+    mapping = mapping_of(answer)
+    if mapping is not None:
+        return _mapping(*mapping)
     parsed = items_of(answer)
     if parsed is None:
         return _numeric(answer.strip())
@@ -126,17 +137,49 @@ def _stem(item: str) -> str:
     return re.sub(r"\W+", "-", item)[:12].strip("-") or "item"
 
 
+def mapping_of(answer: str) -> tuple[dict[str, Any], str] | None:
+    """A mapping answer (a JSON object or a Python dict of two keys or more) and how it is written (`json`, `python`),
+    or None."""
+    text = answer.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    for parse, style in ((json.loads, "json"), (ast.literal_eval, "python")):
+        try:
+            value = parse(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, dict) and len(value) >= 2 and all(isinstance(k, str) for k in value):
+            return value, style
+    return None
+
+
+def _mapping(value: dict[str, Any], style: str) -> dict[str, str]:
+    """A mapping's fillings: its keys with empty values, and its first value under every key (where the values
+    differ)."""
+    write = json.dumps if style == "json" else repr
+    out = {"keys only": write({k: "" if isinstance(v, str) else None for k, v in value.items()})}
+    first = next(iter(value.values()))
+    if any(v != first for v in value.values()):
+        out["one value for every key"] = write(dict.fromkeys(value, first))
+    return out
+
+
 def _numeric(text: str) -> dict[str, str]:
-    """A number's fillings: its leading digits (two or more digits), a tenth of it (never zero)."""
-    if not NUMBER.fullmatch(text) or float(text) == 0:
+    """A number's fillings: its leading digits (two or more digits), a tenth of it (never zero), and a value far above
+    and far below it (FAR, or a thousand times the answer)."""
+    if not NUMBER.fullmatch(text):
         return {}
+    far = max(FAR, int(abs(float(text))) * 1000)
+    extremes = {"far above": str(far), "far below": str(-far)}
+    if float(text) == 0:
+        return extremes
     out = {}
     digits = text.lstrip("-").replace(".", "")
     if len(digits.lstrip("0")) >= 2 and "." not in text:
         out["leading digits"] = text[:-1]
     value = float(text) / 10
     out["a tenth"] = f"{value:g}" if "e" not in f"{value:g}" else repr(value)
-    return out
+    return out | extremes
 
 
 def located(answer: str, content: str) -> str | None:
@@ -144,6 +187,13 @@ def located(answer: str, content: str) -> str | None:
     items written in one of the usual ways; None when the reply holds it in none of them."""
     if answer and answer in content:
         return answer
+    mapping = mapping_of(answer)
+    if mapping is not None:
+        for written in (json.dumps(mapping[0]), json.dumps(mapping[0], separators=(",", ":")),
+                        json.dumps(mapping[0], indent=2)):
+            if written in content:
+                return written
+        return None
     parsed = items_of(answer)
     if parsed is None:
         return None
