@@ -46,6 +46,7 @@ def test_json_lists_keep_their_form_and_numbers_get_leading_digits_and_a_tenth()
     assert shapes.fillings("-0.5", [], "") == {"a tenth": "-0.05", **far}
     assert shapes.fillings("0", [], "") == far  # no tenth of nothing, but a bound still shows
     assert shapes.fillings("7" * 12, [], "")["far above"] == "7" * 12 + "000"  # far from a large answer too
+    assert len(shapes.fillings("7" * 400, [], "")["far above"]) == 404  # past a float's range: still a number
     assert shapes.fillings("Paris", ["Paris", "Rome"], "") == {}
     assert shapes.located("['a', 'b']", "<answer>a, b</answer>") == "a, b"  # a data field's list, written out
 

@@ -169,7 +169,8 @@ def _numeric(text: str) -> dict[str, str]:
     and far below it (FAR, or a thousand times the answer)."""
     if not NUMBER.fullmatch(text):
         return {}
-    far = max(FAR, int(abs(float(text))) * 1000)
+    size = abs(float(text))
+    far = max(FAR, int(size) * 1000) if size < 1e300 else 10 ** (len(text) + 3)  # a float past its range is inf
     extremes = {"far above": str(far), "far below": str(-far)}
     if float(text) == 0:
         return extremes
