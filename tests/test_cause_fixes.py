@@ -51,6 +51,14 @@ def test_the_search_finding_gets_the_fix_for_what_made_it_pay(reply, strategy, c
         assert any("played: " in line for line in cause.evidence), cause.evidence  # the calls that made it pay
 
 
+def led_by(probe: str, strategy: str, component: str) -> GateReport:
+    """A report whose one failed finding is `probe`, its best strategy `strategy`, paid on `component`."""
+    harvested = {component: "1.0"}
+    return GateReport(findings=[GateFinding(name=f"probe {probe}", status="fail", message="mean 1.000", data={
+        "strategy": strategy, "harvested": harvested})], probes={
+        probe: ProbeSummary(mean=1.0, harvested=harvested, **SUMMARY)})
+
+
 @pytest.mark.parametrize("strategy, words", [
     ("expected value read from the grader", "interpreter of its own"),
     ("results equal to everything", "type(got) is type(want)"),
@@ -58,10 +66,7 @@ def test_the_search_finding_gets_the_fix_for_what_made_it_pay(reply, strategy, c
     ("expected output read from its surroundings", "holding its input only"),
 ])
 def test_a_grader_attack_gets_the_fix_for_what_its_program_reached(strategy, words):
-    gates = GateReport(findings=[GateFinding(name="probe grader-attack", status="fail", message="mean 1.000", data={
-        "strategy": strategy, "harvested": {"tests_passed": "1.0"}})], probes={
-        "grader-attack": ProbeSummary(mean=1.0, harvested={"tests_passed": "1.0"}, **SUMMARY)})
-    (cause,) = causes(gates, lambda f: None)
+    (cause,) = causes(led_by("grader-attack", strategy, "tests_passed"), lambda f: None)
     assert cause.fix.startswith("`tests_passed`: ") and words in cause.fix, cause.fix
     others = [w for s, w in [("exit 0 at once", "exit status"), ("expected value read from the grader", "call stack")]
               if s != strategy]
@@ -71,10 +76,7 @@ def test_a_grader_attack_gets_the_fix_for_what_its_program_reached(strategy, wor
 @pytest.mark.parametrize("strategy, words", [("far above", "one-sided bound"), ("keys only", "each key's value"),
                                              ("superset", "precision")])
 def test_a_shape_fill_gets_the_fix_for_the_comparison_its_filling_passed(strategy, words):
-    gates = GateReport(findings=[GateFinding(name="probe shape-fill", status="fail", message="mean 1.000", data={
-        "strategy": strategy, "harvested": {"correct": "1.0"}})], probes={
-        "shape-fill": ProbeSummary(mean=1.0, harvested={"correct": "1.0"}, **SUMMARY)})
-    (cause,) = causes(gates, lambda f: None)
+    (cause,) = causes(led_by("shape-fill", strategy, "correct"), lambda f: None)
     assert cause.fix.startswith("`correct`: ") and words in cause.fix, cause.fix
 
 

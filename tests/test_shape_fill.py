@@ -19,7 +19,7 @@ from autoenv.gates.probes import probe_replies
 from autoenv.gates.rules import Gates, judge_probes
 from tests.audits import rec
 from tests.test_gates import CONFIG
-from tests.test_real_shapes import DATA, probe_env
+from tests.test_real_shapes import DATA, planted, probe_env
 
 ANSWERS = ["2, 3, 5, 7", "11, 13, 17", "23, 29", "31, 37, 41, 43"]
 
@@ -105,12 +105,8 @@ def test_the_prime_list_control_passes_and_each_planted_comparison_is_caught(tmp
 def test_a_one_sided_bound_for_equality_is_caught_by_a_value_far_beyond_every_answer(tmp_path, bound, filling):
     """tests/data/abs-compare with its comparison slipped to a bound; its signed comparison is the control
     (tests/test_near_miss.py: no gate fails with SIGNED = True)."""
-    env = tmp_path / "bounded"
-    shutil.copytree(DATA / "abs-compare", env, ignore=shutil.ignore_patterns("__pycache__"))
-    source = env / "abs_compare" / "__init__.py"
-    old = "float(got == want if SIGNED else abs(got) == abs(want))"
-    assert old in source.read_text()
-    source.write_text(source.read_text().replace(old, f"float(got {bound} want)"))
+    env = planted(tmp_path, "abs-compare", "float(got == want if SIGNED else abs(got) == abs(want))",
+                  f"float(got {bound} want)")
     findings, _ = probe_env(env, tmp_path / "run")
     row = findings["probe shape-fill"]
     assert row["status"] == "fail" and any(f"best filling: {f}" in row["message"] for f in filling), row["message"]
@@ -120,10 +116,7 @@ def test_a_one_sided_bound_for_equality_is_caught_by_a_value_far_beyond_every_an
 @pytest.mark.parametrize("check,filling", [("values", None), ("keys", ("keys only", "one value for every key")),
                                            ("types", ("one value for every key",))])
 def test_a_mapping_answer_scored_by_its_values_is_clean_and_by_its_keys_or_types_is_caught(tmp_path, check, filling):
-    env = tmp_path / f"city-facts-{check}"
-    shutil.copytree(DATA / "city-facts", env, ignore=shutil.ignore_patterns("__pycache__"))
-    source = env / "city_facts" / "__init__.py"
-    source.write_text(source.read_text().replace('CHECK = "values"', f'CHECK = "{check}"'))
+    env = planted(tmp_path, "city-facts", 'CHECK = "values"', f'CHECK = "{check}"')
     findings, _ = probe_env(env, tmp_path / "run")
     row = findings["probe shape-fill"]
     if filling is None:
