@@ -94,6 +94,8 @@ from autoenv.gates.scoring import (
     total_reward,
 )
 from autoenv.gates.search import HELD_TASKS
+from autoenv.gates.plain_channel import POLICY as CHANNEL_POLICY
+from autoenv.gates.plain_channel import PlainChannel, planned
 from autoenv.gates.seats import seat_reference
 from autoenv.gates.source_reading import read_sources
 from autoenv.sandbox.scripts import script_kind
@@ -498,7 +500,8 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
         wide = [p for p in probes if p in MULTI_STRATEGY and p not in SEARCHED] if mode == "in-process" else []
         searched = [p for p in probes if p in SEARCHED]
         search_events = HELD_TASKS if mode == "in-process" else ACTION_ROLLOUTS + (ACTION_FINALISTS + 1) * len(sample)
-        emit("probe-plan", total=(len(probes) - len(wide) - len(searched)) * len(sample)
+        channel_events = planned(len(sample), reading.formats) if mode == "rollouts" and len(result["seats"]) > 1 else 0
+        emit("probe-plan", total=channel_events + (len(probes) - len(wide) - len(searched)) * len(sample)
              + len(wide) * max(len(sample), STRATEGY_SAMPLE) + len(searched) * search_events, mode=mode)
         started = time.time()
         if mode == "in-process":
@@ -514,14 +517,29 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
         else:
             searching = ActionSearch(job, tasks, sample, answer_format, reading, has_tools) if "search" in probes \
                 else None
+            channel = PlainChannel(tasks, reading.formats) if len(result["seats"]) > 1 else None
+            serve: dict[str, tuple[Any, str]] = {}
+            if searching is not None:
+                serve["search"] = (searching.handler, "the reward search's action plans")
+            if channel is not None:
+                serve[CHANNEL_POLICY] = (channel.handler, "the plain-channel probe: every seat talks plainly")
+
+            async def then(play_more) -> None:
+                if searching is not None:
+                    await searching.run(play_more)
+                if channel is not None:
+                    await channel.run(lambda more, some: play_more(more, some, together=True), sample)
+
             records, deterministic = await probe_rollouts(
                 vf, job, env, tasks, sample, [p for p in probes if p not in SEARCHED], result["seats"], answer_format,
-                answer_field=answer_field, serve={"search": (searching.handler, "the reward search's action plans")}
-                if searching else None, then=searching.run if searching else None)
+                answer_field=answer_field, serve=serve or None, then=then if serve else None,
+                joint=channel is not None)
             result["seat_reference"] = seat_reference(result["seats"], sample[0])
             if searching is not None:
                 records += searching.records
                 result["search"] = searching.trace
+            if channel is not None and channel.records:
+                result["channel"] = {"strategy": channel.strategy, "tried": channel.tried, "records": channel.records}
         if deterministic is not None:  # None: no reference reply was scored, nothing to compare
             result["deterministic_scoring"] = deterministic
         result.update(probes=records, probe_seconds=round(time.time() - started, 3),

@@ -25,7 +25,7 @@ from autoenv.child.tasks import build_env, write_run_config
 from autoenv.child.worker import LOCAL_KEY_VAR
 from autoenv.core.events import emit
 from autoenv.core.job import Job
-from autoenv.core.messages import Reply, ambiguity
+from autoenv.core.messages import Reply, ambiguity, message_text
 from autoenv.core.traces import said, to_rollout
 from autoenv.endpoint.policies import Policies, advertised_names
 from autoenv.endpoint.server import Endpoint
@@ -40,6 +40,7 @@ from autoenv.gates.families import (
     unwrapped,
 )
 from autoenv.gates.oracle import OracleBook, has_hook
+from autoenv.gates.plain_channel import hiding_rule
 from autoenv.gates.probes import IN_PROCESS_ONLY, NEEDS_ORACLE
 from autoenv.gates.rejections import rejection
 from autoenv.gates.scoring import NO_ORACLE, reward_record, same_rewards, skipped, task_messages, total_reward
@@ -92,14 +93,16 @@ async def infer_oracle_rollouts(vf, job: Job, env, tasks: list, seats: list[str]
 async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: list[str] | None = None,
                          answer_format: str | None = None, keep: bool = True, answer_field: str | None = None,
                          serve: dict[str, tuple[Any, str]] | None = None,
-                         then: Callable[[Callable[[list[str], list], Awaitable[list[dict]]]], Awaitable[Any]] | None = None
-                         ) -> tuple[list[dict], bool | None]:
+                         then: Callable[[Callable[..., Awaitable[list[dict]]]], Awaitable[Any]] | None = None,
+                         joint: bool = False) -> tuple[list[dict], bool | None]:
     """Each probe played as real rollouts. In a multi-seat env each probe plays one seat at a time while the
     other seats are pinned (verifiers' per-seat `AgentConfig.model`) to the reference policy of
     `seat_reference`; a record is the probed seat's alone, the reference seats' results under `others`.
     `serve`: more scripted policies for the endpoint, by name (the reward search's plans); `then`: awaited after
     the probes with a function that plays more policies on given tasks and returns their records (the search,
-    which chooses each generation from the last, while the env's tool servers keep running)."""
+    which chooses each generation from the last, while the env's tool servers keep running). With `joint`, that
+    function also plays every seat of an episode with the same policy (`together=True`: the plain-channel probe,
+    autoenv.gates.plain_channel), each record marked with what its seat received and the hiding rule it was told."""
     from verifiers.v1.utils.trace_store import append_episode  # deferred: verifiers only inside the child
 
     out = job.audit_dir
@@ -124,19 +127,19 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
                 for seat in seats or []}
     policy = reference["policy"] if reference else None
 
-    async def play(probe: str, task, probed: str | None) -> None:
+    async def play(probe: str, task, probed: str | None, together: bool = False) -> None:
         async with turn:
             if hung_tools:  # each further rollout would wait out the same limit: the probe is untested, said why
                 records.append(skipped(probe, task, f"not played: {hung_tools[0]}, and the rollouts after it would "
                                                     "each wait that long"))
                 emit("probe", probe=probe)
                 return
-            await play_one(probe, task, probed)
+            await play_one(probe, task, probed, together)
 
-    async def play_one(probe: str, task, probed: str | None) -> None:
+    async def play_one(probe: str, task, probed: str | None, together: bool = False) -> None:
         ctx = vf.ModelContext(model=probe, client=vf.EvalClientConfig(base_url=endpoint.base_url, api_key_var=LOCAL_KEY_VAR),
                               sampling=vf.SamplingConfig())
-        seat_env: Any = envs[probed]
+        seat_env: Any = env if together else envs[probed]
         episode = await seat_env.run_slot(seat_env.slots(task, 1)[0], ctx, semaphore, on_trace=endpoint.follow)
         if keep and not (out / probe).is_dir():
             (out / probe).mkdir(exist_ok=True)
@@ -151,6 +154,7 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
             return
         rejected = rejection(wire.get("errors") or [], roots, modules)
         mine, others = [], []
+        sent = [t.assistant_messages[-1].content or "" for t in episode.traces if t.assistant_messages]
         for trace, wire_trace in zip(episode.traces, wire.get("traces") or []):
             rollout = to_rollout(wire_trace, wire)
             reply = trace.assistant_messages[-1].content if trace.assistant_messages else ""
@@ -170,6 +174,8 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
             record["seat"] = getattr(trace.agent, "name", None) if trace.agent is not None else None
             record["episode"] = episode.id
             record["tool_calls"] = len(trace.tool_messages)
+            if together:  # what the seat was told itself, apart from what the other seats sent it
+                record.update(told_apart(trace, [s for s in sent if s and s != reply]))
             if rejected and rollout.outcome == "env_error":
                 record["rejected"] = rejected
             if probed is not None and record["seat"] != probed:
@@ -201,10 +207,12 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
                             **({"probed_seat": probed} if probed is not None else {})})
         emit("probe", probe=probe)
 
-    async def play_more(more: list[str], tasks: list) -> list[dict]:
-        """Play `more` policies on `tasks` now; their records are returned, not kept with the probes'."""
+    async def play_more(more: list[str], tasks: list, together: bool = False) -> list[dict]:
+        """Play `more` policies on `tasks` now (`together`: every seat of an episode by the same policy); their
+        records are returned, not kept with the probes'."""
         start = len(records)
-        await asyncio.gather(*(play(probe, task, probed) for probe in more for task in tasks for probed in envs))
+        await asyncio.gather(*(play(probe, task, probed, together) for probe in more for task in tasks
+                               for probed in ([None] if together else envs)))
         found = records[start:]
         del records[start:]
         return found
@@ -225,7 +233,7 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
                 played.append((probe, task))
     try:
         async with contextlib.AsyncExitStack() as stack:
-            for seat_env in envs.values():
+            for seat_env in [*envs.values(), *([env] if joint and env not in envs.values() else [])]:
                 await stack.enter_async_context(seat_env.serving())
             await asyncio.gather(*(play(probe, task, probed) for probe, task in played for probed in envs))
             if then is not None:  # more rollouts chosen from these results, with the same tool servers running
@@ -241,6 +249,24 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
                                 seat_rank.get(str(r.get("probed_seat")), -1), seat_rank.get(str(r.get("seat")), -1),
                                 json.dumps(r.get("components") or {}, sort_keys=True), str(r.get("reply") or "")))
     return records, (all(rescored) if rescored else None)
+
+
+RECEIVED_CHARS = 12
+"""A reply at least this long found in a seat's messages was received; a shorter one only as a message whole."""
+
+
+def told_apart(trace: Any, sent: list[str]) -> dict[str, Any]:
+    """What a seat's own messages (system and user) told it, apart from the replies other seats `sent` that they
+    hold: whether it received one, and the hiding rule its own words state (autoenv.gates.plain_channel)."""
+    texts = [message_text(m.model_dump().get("content")) for m in trace.messages
+             if getattr(m, "role", None) in ("system", "user")]
+    text = " ".join(texts)
+    # a short reply ("0") is found in many a message by chance: it counts where it is long or a message whole
+    received = [s for s in sent if s.strip() and s.strip() in text
+                and (len(s.strip()) >= RECEIVED_CHARS or any(t.strip() == s.strip() for t in texts))]
+    for s in received:
+        text = text.replace(s.strip(), " ")
+    return {"received": bool(received), "rule": hiding_rule(text)}
 
 
 hung_tools: list[str] = []

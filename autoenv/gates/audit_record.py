@@ -152,6 +152,9 @@ class ProbeRecord(AuditPart):
     answer_is_copy: bool | None = Field(None, description="What it copied is this task's answer.")
     constant_in_data: bool | None = Field(None, description="The surface or search probe's constant is one of this "
                                           "task's own data values (right by the data, not judged).")
+    received: bool | None = Field(None, description="Plain channel: the seat's messages held another seat's reply.")
+    rule: str | None = Field(None, description="Plain channel: the words of the seat's own messages that tell it to "
+                             "hide something (autoenv.gates.plain_channel.hiding_rule).")
 
 
 class SearchFinalist(AuditPart):
@@ -204,6 +207,14 @@ class SearchTrace(AuditPart):
     learnt: LearntFromSource | None = Field(None, description="What the reward's source gave.")
 
 
+class ChannelProbe(AuditPart):
+    """The plain-channel probe of a multi-seat env (autoenv.gates.plain_channel): every seat played at once."""
+
+    strategy: str | None = Field(None, description="The strategy whose records are kept (the best on the trial).")
+    tried: dict[str, float] = Field(default_factory=dict, description="Each strategy's mean on the trial tasks.")
+    records: list[ProbeRecord] = Field(default_factory=list, description="Every seat's record in each episode.")
+
+
 class AuditRecord(AuditPart):
     """Everything the audit stage measured; `gates/audit.json` is this model as JSON."""
 
@@ -232,6 +243,7 @@ class AuditRecord(AuditPart):
     search: SearchTrace | None = Field(None, description="The reward-search probe's trace, when it ran.")
     gold: GoldCheck | None = Field(None, description="verifiers' gold check, when the task defines one.")
     seat_reference: SeatReference | None = Field(None, description="Who played the unprobed seats (multi-seat).")
+    channel: ChannelProbe | None = Field(None, description="The plain-channel probe (multi-seat envs).")
     deterministic_scoring: bool | None = Field(None, description="Scoring the same transcript twice agreed; "
                                                "absent when no reference reply was scored.")
     probes: list[ProbeRecord] | None = Field(None, description="The probe records; absent when none were played.")

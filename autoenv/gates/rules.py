@@ -45,6 +45,7 @@ from autoenv.gates.ungraded import judge_ungraded, left_ungraded, ungraded
 from autoenv.gates.probes import EXPLOITS
 from autoenv.gates.ranges import max_reward
 from autoenv.gates.rows import Row, summarize, totals
+from autoenv.gates.channel_rules import judge_channel
 from autoenv.gates.seat_rules import constant_sum_game, judge_seats
 from autoenv.sandbox.rollouts import Worker
 from autoenv.sandbox.scripts import blocked
@@ -448,6 +449,8 @@ def judge_probes(audit: AuditRecord | dict[str, Any], config: Config, report: Ga
                    harvested=summary.harvested if bad else {}, **({"strategy": strategy} if strategy else {}),
                    **({"search": audit.search.model_dump(exclude_unset=True)} if name == "search" and audit.search
                       else {}))
+    judge_channel(report, audit.channel, reference or 0.0, maximum, p.exploit_max,
+                  *((low, high) if declared else (0.0, 1.0)), constant_sum=constant_sum)
     if not per_seat and constant_sum is None and oracle is None and rng.source != "declared" \
             and not (gold and gold.valid):
         floor = None if rng.source == "observed" else sum(w * (low if w > 0 else high) for w in weights.values())

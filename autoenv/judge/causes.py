@@ -66,6 +66,8 @@ CAUSE_TITLES = {
 }
 BLOCKING_FIRST = ("modules", "reward errors", "time limits", "load time", "deterministic load", "deterministic scoring",
                   "oracle", "gold validation", "pyproject", "readme")
+PROBE_CHECKS = ("content-free", "plain channel")
+"""Checks that judge probes, not the candidate's build: a failure is a hack, listed after the components' causes."""
 DATASET = ("dataset size", "task keys", "exact duplicates", "conflicting labels", "near duplicates", "answer balance")
 
 
@@ -117,7 +119,7 @@ def causes(gates: GateReport | None, check_fix: Callable[[GateFinding], str | No
             continue
         fix = check_fix(f) or f"fix this before anything else: the {f.name} check failed"
         result.append(Cause(issue=f"{f.name}: {f.message}", fix=fix,
-                            kind="dataset" if f.name in DATASET else "probe" if f.name == "content-free" else "check"))
+                            kind="dataset" if f.name in DATASET else "probe" if f.name in PROBE_CHECKS else "check"))
     if errored:
         result.append(Cause(issue=f"the replies of the {', '.join(errored)} probe(s) hit reward errors",
                             fix="fix the reward errors first (see reward errors): a probe must be scored to be judged",

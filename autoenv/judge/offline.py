@@ -170,6 +170,11 @@ CHECK_FIXES: dict[str, Callable[[GateFinding], str]] = {
     "stored rewards": lambda f: ("make the reward a pure function of the reply and the task: the same reply on the "
                                  "same trace must earn what the rollout was paid"
                                  + (f" (task idx {f.data['tasks']})" if f.data.get("tasks") else "")),
+    "plain channel": lambda f: ("enforce the rule the instructions state: a monitor (a rule, a model or a seat of "
+                                "its own) reads every message, and one that gives the secret away, in digits or in "
+                                "words, earns nothing for the seats that sent it; the decoded answer alone must not "
+                                "pay" + (f" (the rule: {quoted(f.data['rule'], 100)})" if f.data.get("rule") else "")
+                                + (f"; {f.data['example']}" if f.data.get("example") else "")),
     "load time": lambda f: ("make load() return within checks.max_load_seconds: build the dataset lazily or "
                             "from a file shipped with the candidate, never from the network"),
 }
@@ -191,6 +196,8 @@ def offline_findings(entry: Entry, bands: Bands, rollout_ids: list[str]) -> Find
             hacks.append(Hack(description=cause.issue, evidence=[f"probe {name}" for name in cause.probes]))
         elif cause.kind == "dataset":
             data.append(cause.issue)
+        elif cause.issue.startswith("plain channel: "):
+            hacks.append(Hack(description=cause.issue, evidence=["plain channel"]))
     priorities = [Priority(issue=c.issue, fix=c.fix) for c in found]
     explained = {c.component for c in found if c.kind == "component"}
     data += [f"{f.name}: {f.message}" for f in gates.findings if f.status == "warn" and f.name not in FOLDED_WARNINGS
