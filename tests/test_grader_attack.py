@@ -125,6 +125,25 @@ def test_a_program_run_apart_is_clean_when_its_output_is_compared_and_caught_whe
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("check", ["output", "files"])
+def test_through_rollouts_every_program_is_played_and_the_best_counts(tmp_path, check):
+    """In rollouts mode (here an Env of its own; in the wild, a runtime that runs the program) a family used to play
+    its first program only, `report success`, which an output check refuses: the surroundings attack went unplayed."""
+    env = planted(tmp_path, DATA / "sum-program", "sum_program", 'CHECK = "output"\nIN_ENV = False',
+                  f'CHECK = "{check}"\nIN_ENV = True')
+    findings, audit = probe_env(env, tmp_path / "run", rollout_sample=4)
+    assert audit["mode"] == "rollouts"
+    attack = findings["probe grader-attack"]
+    records = [r for r in audit["probes"] if r["probe"] == "grader-attack"]
+    assert len(records) == 4 and {r["strategies"] for r in records} == {3}  # three programs, each played
+    if check == "output":
+        assert attack["status"] == "pass" and not [n for n, f in findings.items() if f["status"] == "fail"]
+    else:
+        assert attack["status"] == "fail" and {r["strategy"] for r in records} == {
+            "expected output read from its surroundings"}, attack
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("compare", ["typed", "bare"])
 def test_a_reply_called_in_the_graders_frame_is_caught_reading_it_and_a_bare_comparison_by_its_own_object(tmp_path,
                                                                                                         compare):

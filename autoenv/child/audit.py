@@ -64,8 +64,10 @@ from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord
 from autoenv.gates.families import (
     FAMILIES,
     NOT_APPLICABLE,
+    ROLLOUT_STRATEGIES,
     SEARCHED,
     data_values,
+    family_replies,
     holds_constant,
     normal,
     shared_surface,
@@ -500,8 +502,11 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
         wide = [p for p in probes if p in MULTI_STRATEGY and p not in SEARCHED] if mode == "in-process" else []
         searched = [p for p in probes if p in SEARCHED]
         search_events = HELD_TASKS if mode == "in-process" else ACTION_ROLLOUTS + (ACTION_FINALISTS + 1) * len(sample)
-        channel_events = planned(len(sample), reading.formats) if mode == "rollouts" and len(result["seats"]) > 1 else 0
-        emit("probe-plan", total=channel_events + (len(probes) - len(wide) - len(searched)) * len(sample)
+        extra_events = planned(len(sample), reading.formats) if mode == "rollouts" and len(result["seats"]) > 1 else 0
+        if mode == "rollouts":  # a family of ROLLOUT_STRATEGIES plays each of its strategies on a task
+            extra_events += sum(max(len(family_replies(p, messages=task_messages(t), answers=[])) - 1, 0)
+                                  for p in probes if p in ROLLOUT_STRATEGIES for t in sample)
+        emit("probe-plan", total=extra_events + (len(probes) - len(wide) - len(searched)) * len(sample)
              + len(wide) * max(len(sample), STRATEGY_SAMPLE) + len(searched) * search_events, mode=mode)
         started = time.time()
         if mode == "in-process":

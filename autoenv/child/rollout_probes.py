@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import os
+from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from autoenv.gates.families import (
     FAMILIES,
     NOT_APPLICABLE,
     ROLLOUT_ONLY,
+    ROLLOUT_STRATEGIES,
     family_replies,
     holds_constant,
     shared_surface,
@@ -217,7 +219,8 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
         del records[start:]
         return found
 
-    played = []
+    played: list[tuple[str, Any]] = []
+    strategies: dict[str, dict[str, list[str]]] = defaultdict(dict)  # probe -> task key -> its strategies' names
     for probe in probes:
         reason = ("scores many replies per task: played only where replies are scored in-process"
                   if probe in IN_PROCESS_ONLY else NO_ORACLE if probe in NEEDS_ORACLE | {"oracle"}
@@ -226,9 +229,13 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
             records.extend(skipped(probe, task, reason) for task in sample)
             continue
         for task in sample:  # a family whose shape the task lacks (no options, no function) is n/a there
-            if probe in FAMILIES and probe not in ROLLOUT_ONLY and not family_replies(
-                    probe, messages=task_messages(task), answers=[], surface=book.surface):
+            tried = family_replies(probe, messages=task_messages(task), answers=[], surface=book.surface) \
+                if probe in FAMILIES and probe not in ROLLOUT_ONLY else None
+            if tried is not None and not tried:
                 records.append(skipped(probe, task, NOT_APPLICABLE[probe]))
+            elif tried and probe in ROLLOUT_STRATEGIES:  # each strategy played, the best kept (best_played)
+                strategies[probe][task.key] = list(tried)
+                played.extend((f"{probe}:{i}", task) for i in range(len(tried)))
             else:
                 played.append((probe, task))
     try:
@@ -240,6 +247,8 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
                 await then(play_more)
     finally:
         await endpoint.stop()
+    for probe, names in strategies.items():
+        records = best_played(records, probe, names)
     # in the order they were asked for, never the order they finished in (which the machine's load decides): a
     # rule that names the first error, or lists the seats, says the same in every run
     rank = {p: i for i, p in enumerate(probes)}
@@ -249,6 +258,30 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
                                 seat_rank.get(str(r.get("probed_seat")), -1), seat_rank.get(str(r.get("seat")), -1),
                                 json.dumps(r.get("components") or {}, sort_keys=True), str(r.get("reply") or "")))
     return records, (all(rescored) if rescored else None)
+
+
+def best_played(records: list[dict], probe: str, names: dict[str, list[str]]) -> list[dict]:
+    """`records` with the strategies of `probe` played apart (`probe:I`) reduced to the one that earned most over
+    every task played (an error earns nothing), renamed to the probe and named by the strategy it played there."""
+    mine: dict[int, list[dict]] = defaultdict(list)
+    rest = []
+    for r in records:
+        head, _, index = str(r.get("probe")).rpartition(":")
+        if head == probe and index.isdigit():
+            mine[int(index)].append(r)
+        else:
+            rest.append(r)
+    if not mine:
+        return records
+
+    def mean(i: int) -> float:
+        return sum(sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()
+                       if isinstance(v, (int, float))) for r in mine[i] if not r.get("error")) / len(mine[i])
+
+    best = max(sorted(mine), key=mean)
+    return rest + [{**r, "probe": probe, "strategies": len(mine),
+                    "strategy": (names.get(r["key"]) or [])[best] if best < len(names.get(r["key"]) or []) else None}
+                   for r in mine[best]]
 
 
 RECEIVED_CHARS = 12

@@ -125,6 +125,7 @@ class Policies:
             answers=getattr(self.oracle, "answers", []), messages=request.messages, tools=request.tools,
             key=getattr(task, "key", None) or request.task or request.rollout, seed=self.seed, constant=getattr(self.oracle, "constant", None),
             surface=getattr(self.oracle, "surface", None),
+            strategy=int(param) if param is not None and param.isdigit() else None,
         )
         return reply if reply is not None else Reply()
 

@@ -289,11 +289,13 @@ def probe_replies(name: str, *, oracle: Reply | None, answer: str | None, answer
 
 def probe_reply(name: str, *, oracle: Reply | None, answer: str | None, answers: list[str],
                 messages: list[dict[str, Any]], tools: list[dict[str, Any]], key: str, seed: int = 0,
-                constant: str | None = None, surface: Collection[str] | None = None) -> Reply | None:
-    """The probe's next assistant message, or None when the probe does not apply here."""
+                constant: str | None = None, surface: Collection[str] | None = None,
+                strategy: int | None = None) -> Reply | None:
+    """The probe's next assistant message, or None when the probe does not apply here (`strategy`: a family's
+    strategy by its place, autoenv.gates.families.ROLLOUT_STRATEGIES)."""
     rng = seeded_rng(seed, name, key, len(messages))
     if name in FAMILIES:
-        return family_reply(name, messages=messages, answers=answers, tools=tools, surface=surface)
+        return family_reply(name, messages=messages, answers=answers, tools=tools, surface=surface, strategy=strategy)
     if name == "empty":
         return Reply()
     if name == "refusal":
