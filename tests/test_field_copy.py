@@ -34,7 +34,7 @@ def test_the_other_fields_are_written_as_stated_and_whole_numbers_in_words_too()
 def test_fields_at_their_declared_default_are_not_the_tasks_data():
     import verifiers.v1 as vf  # deferred: nothing of verifiers at collection time
 
-    from autoenv.child.audit import other_fields
+    from autoenv.child.task_fields import other_fields
 
     class OrderData(vf.TaskData):
         total: int

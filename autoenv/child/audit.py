@@ -46,6 +46,7 @@ from autoenv.child.limits import (
     watch_stopped,
     watch_unit,
 )
+from autoenv.child.task_fields import answer_forms, other_fields
 from autoenv.child.rollout_probes import hung_tools, infer_oracle_rollouts, probe_rollouts
 from autoenv.child.search_stage import ActionSearch, oracle_text, read_candidate, search_in_process
 from autoenv.child.task_rows import data_reach, dataset_rows
@@ -64,10 +65,8 @@ from autoenv.gates.audit_record import AUDIT_FILE, AuditRecord
 from autoenv.gates.families import (
     FAMILIES,
     NOT_APPLICABLE,
-    ROLLOUT_STRATEGIES,
     SEARCHED,
     data_values,
-    family_replies,
     holds_constant,
     normal,
     shared_surface,
@@ -189,8 +188,7 @@ async def probe_in_process(vf, job: Job, tasks_all, sample, probes, answer_forma
     known = [(t, str(a)) for t in tasks_all if (a := answer_of(t, answer_field)) is not None]
     counts = Counter(a for _, a in known)
     answers, constant = sorted(counts), (counts.most_common(1)[0][0] if counts else None)
-    forms = shapes.answer_forms([(a, other_fields(t, answer_field)) for t, a in known]) \
-        if "field-copy" in probes else set()
+    forms = answer_forms(tasks_all, answer_field) if "field-copy" in probes else set()
     records, deterministic, checked = [], True, False
     strategies: dict[str, list[tuple]] = {p: [] for p in probes if p in MULTI_STRATEGY}
     wide = sample_tasks(tasks_all, max(len(sample), STRATEGY_SAMPLE), job.seed)
@@ -335,37 +333,6 @@ async def best_strategy(vf, probe: str, per_task: list[tuple]) -> list[dict]:
     return records
 
 
-def other_fields(task, answer_field: str | None, forms: set[str] | frozenset[str] = frozenset()) -> dict:
-    """The task's data fields but the answer (`answer_field`, else `answer`), the fields that are another form of
-    it (`forms`: autoenv.gates.shapes.answer_forms) and those at their declared default, for the field-copy probe."""
-    try:
-        data = task.data.model_dump() if hasattr(task.data, "model_dump") else {}
-        defaults = declared_defaults(type(task.data))
-    except Exception:  # noqa: BLE001 - a data model the candidate broke: nothing to write back
-        return {}
-    # a field at its declared default carries nothing of the task (verifiers' own `artifact_max_bytes`, `skills`)
-    return {k: v for k, v in data.items() if k != (answer_field or "answer") and k not in forms
-            and not (k in defaults and v == defaults[k])}
-
-
-_DEFAULTS: dict[type, dict[str, Any]] = {}
-
-
-def declared_defaults(model: type) -> dict[str, Any]:
-    """The optional fields' defaults of a task data model, as dumped; read once per model (pydantic inspects a
-    default factory's signature on every call: most of a probe's time when read per task)."""
-    if model not in _DEFAULTS:
-        declared = getattr(model, "model_fields", {})
-        _DEFAULTS[model] = {k: dumped(f.get_default(call_default_factory=True)) for k, f in declared.items()
-                            if not f.is_required()}
-    return _DEFAULTS[model]
-
-
-def dumped(value: Any) -> Any:
-    """A default as model_dump writes it (a nested model as its dict)."""
-    return value.model_dump() if hasattr(value, "model_dump") else value
-
-
 def bounded_replies(probe: str, task, **kw) -> dict[str, Reply]:
     """`probe_replies` under PROBE_REPLY_SECONDS: building a probe's replies is harness code, and a
     runaway one (a prompt shape it loops on) must cost one bound, named with its task idx, not the
@@ -503,9 +470,6 @@ async def play_probes(vf, job: Job, env, tasks: list, result: dict, mode: str, h
         searched = [p for p in probes if p in SEARCHED]
         search_events = HELD_TASKS if mode == "in-process" else ACTION_ROLLOUTS + (ACTION_FINALISTS + 1) * len(sample)
         extra_events = planned(len(sample), reading.formats) if mode == "rollouts" and len(result["seats"]) > 1 else 0
-        if mode == "rollouts":  # a family of ROLLOUT_STRATEGIES plays each of its strategies on a task
-            extra_events += sum(max(len(family_replies(p, messages=task_messages(t), answers=[])) - 1, 0)
-                                  for p in probes if p in ROLLOUT_STRATEGIES for t in sample)
         emit("probe-plan", total=extra_events + (len(probes) - len(wide) - len(searched)) * len(sample)
              + len(wide) * max(len(sample), STRATEGY_SAMPLE) + len(searched) * search_events, mode=mode)
         started = time.time()

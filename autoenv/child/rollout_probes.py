@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from autoenv.child.task_fields import answer_forms, other_fields
 from autoenv.child.tasks import build_env, write_run_config
 from autoenv.child.worker import LOCAL_KEY_VAR
 from autoenv.core.events import emit
@@ -43,7 +44,7 @@ from autoenv.gates.families import (
 )
 from autoenv.gates.oracle import OracleBook, has_hook
 from autoenv.gates.plain_channel import hiding_rule
-from autoenv.gates.probes import IN_PROCESS_ONLY, NEEDS_ORACLE
+from autoenv.gates.probes import IN_PROCESS_ONLY, NEEDS_ORACLE, strategy_names
 from autoenv.gates.rejections import rejection
 from autoenv.gates.scoring import NO_ORACLE, reward_record, same_rewards, skipped, task_messages, total_reward
 from autoenv.gates.seats import NEVER_PLAYED, reference_failed, seat_reference, turns
@@ -220,7 +221,9 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
         return found
 
     played: list[tuple[str, Any]] = []
-    strategies: dict[str, dict[str, list[str]]] = defaultdict(dict)  # probe -> task key -> its strategies' names
+    trials: dict[str, dict[str, list[str]]] = defaultdict(dict)  # probe -> task key -> the strategies it can play
+    forms = answer_forms(tasks_all, answer_field) if "field-copy" in probes else set()
+    book.fields_of = lambda task: other_fields(task, answer_field, forms)
     for probe in probes:
         reason = ("scores many replies per task: played only where replies are scored in-process"
                   if probe in IN_PROCESS_ONLY else NO_ORACLE if probe in NEEDS_ORACLE | {"oracle"}
@@ -229,13 +232,19 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
             records.extend(skipped(probe, task, reason) for task in sample)
             continue
         for task in sample:  # a family whose shape the task lacks (no options, no function) is n/a there
-            tried = family_replies(probe, messages=task_messages(task), answers=[], surface=book.surface) \
-                if probe in FAMILIES and probe not in ROLLOUT_ONLY else None
-            if tried is not None and not tried:
+            if probe in ROLLOUT_STRATEGIES:  # each strategy tried, then the best (play_trials)
+                answer = answer_of(task, answer_field)
+                names = strategy_names(probe, answer=None if answer in (None, "") else str(answer),
+                                       answers=book.answers, messages=task_messages(task), surface=book.surface,
+                                       fields=book.fields_of(task) if probe == "field-copy" else None)
+                if names:
+                    trials[probe][task.key] = names
+                else:
+                    records.append(skipped(probe, task, NOT_APPLICABLE[probe] if probe in FAMILIES or answer not in (
+                        None, "") else "the task has no answer to change"))
+            elif probe in FAMILIES and probe not in ROLLOUT_ONLY and not family_replies(
+                    probe, messages=task_messages(task), answers=[], surface=book.surface):
                 records.append(skipped(probe, task, NOT_APPLICABLE[probe]))
-            elif tried and probe in ROLLOUT_STRATEGIES:  # each strategy played, the best kept (best_played)
-                strategies[probe][task.key] = list(tried)
-                played.extend((f"{probe}:{i}", task) for i in range(len(tried)))
             else:
                 played.append((probe, task))
     try:
@@ -243,12 +252,12 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
             for seat_env in [*envs.values(), *([env] if joint and env not in envs.values() else [])]:
                 await stack.enter_async_context(seat_env.serving())
             await asyncio.gather(*(play(probe, task, probed) for probe, task in played for probed in envs))
+            if trials:
+                records.extend(await play_trials(play_more, trials, sample, book))
             if then is not None:  # more rollouts chosen from these results, with the same tool servers running
                 await then(play_more)
     finally:
         await endpoint.stop()
-    for probe, names in strategies.items():
-        records = best_played(records, probe, names)
     # in the order they were asked for, never the order they finished in (which the machine's load decides): a
     # rule that names the first error, or lists the seats, says the same in every run
     rank = {p: i for i, p in enumerate(probes)}
@@ -260,28 +269,40 @@ async def probe_rollouts(vf, job: Job, env, tasks_all, sample, probes, seats: li
     return records, (all(rescored) if rescored else None)
 
 
-def best_played(records: list[dict], probe: str, names: dict[str, list[str]]) -> list[dict]:
-    """`records` with the strategies of `probe` played apart (`probe:I`) reduced to the one that earned most over
-    every task played (an error earns nothing), renamed to the probe and named by the strategy it played there."""
-    mine: dict[int, list[dict]] = defaultdict(list)
-    rest = []
-    for r in records:
-        head, _, index = str(r.get("probe")).rpartition(":")
-        if head == probe and index.isdigit():
-            mine[int(index)].append(r)
-        else:
-            rest.append(r)
-    if not mine:
-        return records
+STRATEGY_TRIAL = 3
+"""Sampled tasks each strategy of a probe of ROLLOUT_STRATEGIES is tried on before the best plays the rest."""
+STRATEGY_MAX = 8
+"""Strategies of one probe tried through rollouts at most (the first listed: field-copy's first four fields)."""
 
-    def mean(i: int) -> float:
-        return sum(sum(v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items()
-                       if isinstance(v, (int, float))) for r in mine[i] if not r.get("error")) / len(mine[i])
 
-    best = max(sorted(mine), key=mean)
-    return rest + [{**r, "probe": probe, "strategies": len(mine),
-                    "strategy": (names.get(r["key"]) or [])[best] if best < len(names.get(r["key"]) or []) else None}
-                   for r in mine[best]]
+async def play_trials(play_more: Callable[..., Awaitable[list[dict]]], trials: dict[str, dict[str, list[str]]],
+                      sample: list, book: OracleBook) -> list[dict]:
+    """Each probe of `trials` (probe -> task key -> its strategies' names) through rollouts as in process, the best
+    strategy over the tasks counting: every strategy (`probe:I`, the I-th name of `book.strategies`) on STRATEGY_TRIAL
+    tasks, then the one that earned most on the rest; its records renamed to the probe, named by the strategy."""
+    kept: list[dict] = []
+    for probe, per_task in trials.items():
+        listed = book.strategies[probe] = list(dict.fromkeys(n for names in per_task.values() for n in names))[
+            :STRATEGY_MAX]
+        tasks = [t for t in sample if t.key in per_task]
+        trial, rest = tasks[:STRATEGY_TRIAL], tasks[STRATEGY_TRIAL:]
+        emit("probe-plan-more", more=(len(listed) - 1) * len(trial))
+        found = await play_more([f"{probe}:{i}" for i in range(len(listed))], trial)
+        by: dict[str, list[dict]] = defaultdict(list)
+        for r in found:
+            by[r["probe"]].append(r)
+        best = max(range(len(listed)), key=lambda i: (earned(by[f"{probe}:{i}"]), -i))
+        chosen = by[f"{probe}:{best}"] + (await play_more([f"{probe}:{best}"], rest) if rest else [])
+        kept += [{**r, "probe": probe, "strategy": listed[best], "strategies": len(listed)} for r in chosen]
+    return kept
+
+
+def earned(records: list[dict]) -> float:
+    """The mean weighted reward of `records` (an error or an unscored trace earns nothing)."""
+    totals = [0.0 if r.get("error") or r.get("skipped") else sum(
+        v * r["weights"].get(k, 1.0) for k, v in (r.get("components") or {}).items() if isinstance(v, (int, float)))
+        for r in records]
+    return sum(totals) / len(totals) if totals else 0.0
 
 
 RECEIVED_CHARS = 12

@@ -314,6 +314,15 @@ def rollout_progress() -> Progress | PlainProgress:
     )
 
 
+def grow(progress: Progress | PlainProgress, task: TaskID, more: int) -> None:
+    """Raise a bar's total by `more`: a stage found more to do than it planned (rich's Progress or PlainProgress)."""
+    if isinstance(progress, PlainProgress):
+        progress.grow(task, more)
+        return
+    total = next((t.total for t in progress.tasks if t.id == task), None) or 0
+    progress.update(task, total=max(total + more, 1))
+
+
 PROGRESS_SECONDS = 30.0
 """The longest a long stage stays silent when stdout is not a terminal (AUTOENV_PROGRESS_SECONDS overrides)."""
 
@@ -352,6 +361,11 @@ class PlainProgress:
     def advance(self, task: int, amount: int = 1) -> None:
         with self.lock:
             self.tasks[task]["done"] += amount
+
+    def grow(self, task: int, more: int) -> None:
+        """The task's total raised by `more` (more work found on the way)."""
+        with self.lock:
+            self.tasks[task]["total"] = max((self.tasks[task]["total"] or 0) + more, 1)
 
     def stop(self) -> None:
         if self.done.is_set():

@@ -120,12 +120,19 @@ class Policies:
         if name in NEEDS_ORACLE:
             oracle = advertised_names(self._need_oracle(request), request.tools)
         answer = getattr(getattr(task, "data", None), getattr(self.oracle, "answer_field", None) or "answer", None)
+        strategy = None  # `near-miss:2`: the third strategy the audit listed for the probe (OracleBook.strategies)
+        if param is not None and param.isdigit():
+            listed = (getattr(self.oracle, "strategies", None) or {}).get(name) or []
+            if int(param) >= len(listed):
+                return Reply()
+            strategy = listed[int(param)]
+        fields_of = getattr(self.oracle, "fields_of", None)
         reply = probe_reply(
             name, oracle=oracle, answer=None if answer is None else str(answer),
             answers=getattr(self.oracle, "answers", []), messages=request.messages, tools=request.tools,
             key=getattr(task, "key", None) or request.task or request.rollout, seed=self.seed, constant=getattr(self.oracle, "constant", None),
-            surface=getattr(self.oracle, "surface", None),
-            strategy=int(param) if param is not None and param.isdigit() else None,
+            surface=getattr(self.oracle, "surface", None), strategy=strategy,
+            fields=fields_of(task) if name == "field-copy" and task is not None and callable(fields_of) else None,
         )
         return reply if reply is not None else Reply()
 

@@ -52,10 +52,11 @@ FAMILIES = {
 SEARCHED = {"search"}
 """Families played by a search of their own (autoenv.gates.search), not reply by reply per task."""
 ROLLOUT_ONLY = {"valid-tool-spam", "stall"}
-ROLLOUT_STRATEGIES = {"grader-attack"}
-"""Families whose every strategy is played through rollouts too (`grader-attack:I`, the best counting): a few
-programs of different kinds (a report of success, an exit 0, the expected output read from its surroundings), where
-the first alone would leave the others unplayed in the envs that run programs in a runtime."""
+ROLLOUT_STRATEGIES = ("grader-attack", "near-miss", "shape-fill", "field-copy")
+"""Probes whose strategies are each played through rollouts too (`near-miss:I`, the I-th of the names the audit
+lists), on a few trial tasks, the best then on the rest of the sample: strategies of different kinds (an exit 0, the
+expected output read from beside the program; a sign flipped, a number times ten; a superset, a mapping's keys),
+where the first alone would leave the others unplayed in tool, multi-turn and runtime envs."""
 """Families that need turns or tools: played through real rollouts only (one reply per turn)."""
 FAMILY_DEFENCES = {
     "abstain": "give no credit for not answering: an abstention, an empty object or a confidence of 0 scores the "
@@ -224,16 +225,15 @@ def grader_attacks(text: str) -> dict[str, Reply]:
 
 
 def family_reply(name: str, *, messages: list[dict[str, Any]], answers: list[str], tools: list[dict[str, Any]] | None = None,
-                 surface: Collection[str] | None = None, strategy: int | None = None) -> Reply | None:
-    """The family's next message through real rollouts: its first strategy (the `strategy`-th where given: a family
-    of ROLLOUT_STRATEGIES plays each), or the turn-by-turn play of valid-tool-spam and stall."""
+                 surface: Collection[str] | None = None, strategy: str | None = None) -> Reply | None:
+    """The family's next message through real rollouts: its first strategy (the one named `strategy` where given:
+    the audit plays each of a family of ROLLOUT_STRATEGIES), or the turn-by-turn play of valid-tool-spam and stall."""
     if name == "valid-tool-spam":
         return tool_spam_turn(messages, tools or [])
     if name == "stall":
         return stall_turn(messages)
-    replies = list(family_replies(name, messages=messages, answers=answers, surface=surface).values())
-    index = strategy or 0
-    return replies[index] if index < len(replies) else None
+    replies = family_replies(name, messages=messages, answers=answers, surface=surface)
+    return replies.get(strategy) if strategy is not None else next(iter(replies.values()), None)
 
 
 CHOICES = re.compile(r"\b(\w[\w-]*(?:\s*,\s*\w[\w-]*)*)\s*,?\s+or\s+(\w[\w-]*)\b")

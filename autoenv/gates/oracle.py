@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from collections import Counter
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from autoenv.core.messages import Reply, ambiguous, message_text
 from autoenv.gates.answer_oracle import ANSWER, answer_of, format_reply
@@ -91,6 +91,10 @@ class OracleBook:
         self.surface: frozenset[str] | None = None
         """The surface family's strategies shared by every probed task (autoenv.gates.families.shared_surface),
         set by the probe stage; None: each task's own."""
+        self.strategies: dict[str, list[str]] = {}
+        """The strategies the audit plays of each probe of ROLLOUT_STRATEGIES, by name: `near-miss:2` plays the third."""
+        self.fields_of: Callable[[Any], dict[str, Any]] | None = None
+        """A task's data fields other than its answer (field-copy), set by the probe stage."""
 
     def __len__(self) -> int:
         return self._count

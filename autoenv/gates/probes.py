@@ -89,14 +89,14 @@ NEEDS_ANSWER = {"wrong-answer", "kitchen-sink", "first-number", "last-line", "in
 NEEDS_TOOLS = {"tool-spam", "valid-tool-spam"}
 NEEDS_ORACLE = {"wrong-answer", "kitchen-sink", "padding", "first-number", "last-line", "injection", "constant",
                 "prompt-copy", "near-miss", "shape-fill", "field-copy"}
-IN_PROCESS_ONLY = {"prompt-copy", "field-copy"}
+IN_PROCESS_ONLY = {"prompt-copy"}
 """Probes that score many replies per task: played only where replies are scored in-process."""
 EXPLOITS.update(FAMILIES)
 DEFENCES.update(FAMILY_DEFENCES)
 NOT_APPLICABLE["near-miss"] = "the task's answer is not a number"
 NOT_APPLICABLE["shape-fill"] = "the task's answer is neither a list, a mapping nor a number"
 NOT_APPLICABLE["field-copy"] = "the task's data has no field but its answer, prompt and index"
-MULTI_STRATEGY = IN_PROCESS_ONLY | set(FAMILIES) | {"near-miss", "shape-fill"}
+MULTI_STRATEGY = IN_PROCESS_ONLY | set(FAMILIES) | {"near-miss", "shape-fill", "field-copy"}
 ANSWER_VARIANTS = {"near-miss", "shape-fill", "field-copy"}
 """Probes that change the task's own answer in the oracle's reply, one strategy per change; not applicable where the
 answer has no form they change (NOT_APPLICABLE)."""
@@ -287,12 +287,30 @@ def probe_replies(name: str, *, oracle: Reply | None, answer: str | None, answer
             for strategy, span in prompt_spans(messages, tools).items()}
 
 
+def strategy_names(name: str, *, answer: str | None, answers: list[str], messages: list[dict[str, Any]],
+                   fields: dict[str, Any] | None = None, surface: Collection[str] | None = None) -> list[str]:
+    """The strategies `name` can play on one task, by name, as probe_replies keys them, read from the task alone
+    (its answer and data) where the oracle's reply is not at hand (through rollouts it comes turn by turn)."""
+    if name in FAMILIES:
+        return list(family_replies(name, messages=messages, answers=answers, surface=surface))
+    if not answer:
+        return []
+    if name == "near-miss":
+        return list(near_misses(answer))
+    if name == "shape-fill":
+        prompt = " ".join(str(m.get("content") or "") for m in messages if m.get("role") in ("system", "user"))
+        return list(shapes.fillings(answer, answers, prompt))
+    if name == "field-copy":
+        return list(shapes.written_back(fields or {}, answer))
+    return []
+
+
 def probe_reply(name: str, *, oracle: Reply | None, answer: str | None, answers: list[str],
                 messages: list[dict[str, Any]], tools: list[dict[str, Any]], key: str, seed: int = 0,
                 constant: str | None = None, surface: Collection[str] | None = None,
-                strategy: int | None = None) -> Reply | None:
-    """The probe's next assistant message, or None when the probe does not apply here (`strategy`: a family's
-    strategy by its place, autoenv.gates.families.ROLLOUT_STRATEGIES)."""
+                strategy: str | None = None, fields: dict[str, Any] | None = None) -> Reply | None:
+    """The probe's next assistant message, or None when the probe does not apply here (`strategy`: the one of its
+    strategies to play, autoenv.gates.families.ROLLOUT_STRATEGIES; `fields`: the task's data, for field-copy)."""
     rng = seeded_rng(seed, name, key, len(messages))
     if name in FAMILIES:
         return family_reply(name, messages=messages, answers=answers, tools=tools, surface=surface, strategy=strategy)
@@ -330,10 +348,10 @@ def probe_reply(name: str, *, oracle: Reply | None, answer: str | None, answers:
         if name == "prompt-copy":  # one reply per span: probe_replies; the endpoint plays the last number
             span = prompt_spans(messages, tools).get("number -1")
             return Reply(content=_with_answer(oracle.content, answer, span) or span) if span else None
-        if name in ANSWER_VARIANTS:  # through the endpoint: the first of its strategies
+        if name in ANSWER_VARIANTS:  # through the endpoint: the strategy asked for, else the first
             found = probe_replies(name, oracle=oracle, answer=answer, answers=answers, messages=messages, tools=tools,
-                                  key=key, seed=seed)
-            return next(iter(found.values()), None)
+                                  key=key, seed=seed, fields=fields)
+            return found.get(strategy) if strategy is not None else next(iter(found.values()), None)
         if name == "constant":
             if not constant:
                 return None

@@ -378,6 +378,9 @@ class _Shown:
                 self.progress.advance(self.bars["probes"])
         elif kind == "probe-plan":
             self.start({"probes": int(event["total"])}, status=str(event.get("mode", "")))
+        elif kind == "probe-plan-more" and self.progress is not None and "probes" in self.bars:
+            # more plays than planned: a probe's strategies each tried (autoenv.child.rollout_probes.play_trials)
+            display.grow(self.progress, self.bars["probes"], int(event["more"]))
         elif kind == "note":
             display.note(f"child process: {event.get('message')}")
         elif kind == "patched":
