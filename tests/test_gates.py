@@ -687,8 +687,9 @@ def test_tool_candidate_without_oracle_plays_the_answer_field_oracle_through_rol
     assert by_name["probe prompt-copy"]["status"] == "skip" and "in-process" in by_name["probe prompt-copy"]["message"]
     tested = by_name["probes tested"]
     assert tested["status"] == "warn" and "coverage" not in tested["data"]
-    assert tested["message"].startswith("21 of 23 exploit probes tested; not tested: prompt-copy, field-copy"), \
-        tested["message"]  # the two that score many replies per task
+    assert tested["message"].startswith("22 of 23 exploit probes tested; not tested: prompt-copy"), \
+        tested["message"]  # it scores dozens of spans per task; field-copy's fields are tried through rollouts
+    assert by_name["probe field-copy"]["status"] == "pass" and gates["probes"]["field-copy"]["scored"] > 0
 
 
 # `correct` breaks on answers ending in 0 or 5 (several of the 30 sampled tasks; none of them
