@@ -14,7 +14,31 @@ from pathlib import Path
 
 import pytest
 
+from autoenv.core.messages import Reply
+from autoenv.gates.probes import probe_reply, strategy_names
 from tests.test_real_shapes import DATA, planted, probe_env
+
+
+def reply(name: str, strategy: str | None, **kw) -> str | None:
+    found = probe_reply(name, oracle=Reply(content="The total is <answer>42</answer>."), answer="42",
+                        answers=["7", "42"], messages=[{"role": "user", "content": "Add 40 and 2."}], tools=[], key="k",
+                        strategy=strategy, **kw)
+    return None if found is None else found.content
+
+
+def test_the_endpoint_plays_the_strategy_named_and_nothing_where_the_task_has_none_of_that_name():
+    names = strategy_names("near-miss", answer="42", answers=["7", "42"], messages=[])
+    assert names == ["sign flipped", "times ten", "digits swapped", "off by one"]
+    assert reply("near-miss", None) == "The total is <answer>-42</answer>."  # the first, as before
+    assert reply("near-miss", "times ten") == "The total is <answer>420</answer>."
+    assert reply("near-miss", "no such change") is None
+    fields = {"items": 3, "day": "Monday"}
+    assert strategy_names("field-copy", answer="42", answers=[], messages=[], fields=fields) == [
+        "`items`", "`items` in words", "`day`"]
+    assert reply("field-copy", "`items` in words", fields=fields) == "The total is <answer>three</answer>."
+    script = [{"role": "user", "content": "Write a Python program that reads standard input and prints the sum."}]
+    programs = strategy_names("grader-attack", answer=None, answers=[], messages=script)
+    assert len(programs) == 3 and "expected output read from its surroundings" in programs
 
 
 def in_env(tmp_path: Path, name: str, old: str, new: str) -> Path:
