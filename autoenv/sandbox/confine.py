@@ -50,6 +50,7 @@ from autoenv.core.paths import PROJECT
 from autoenv.sandbox.candidatevenv import child_python
 from autoenv.sandbox.engines import masked_sockets
 from autoenv.sandbox.environ import CA_VARIABLES
+from autoenv.sandbox.trust import trust_root
 from autoenv.sandbox.scripts import chat_program, lock_of, prepare_files, shipped
 
 SANDBOX_VAR = "AUTOENV_SANDBOX"
@@ -166,13 +167,15 @@ def ca_files() -> list[Path]:
 
 def runtime_paths() -> list[Path]:
     """What the child needs to see wherever it lives (under $HOME or /tmp): Python, the venv, AutoEnv's source
-    (its package, not its checkout), uv, and the OpenEnv servers' venvs."""
+    (its package, not its checkout), uv, the OpenEnv servers' venvs and the certificates' hashed folders (public:
+    autoenv.sandbox.trust)."""
     paths = [Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve().parent,
              PROJECT / "autoenv", PROJECT / "autoenv_inprocess.py"]
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
     if uv:
         paths.append(Path(uv).resolve().parent)
     paths.append(cache_home() / "autoenv" / "openenv-servers")  # OpenEnv servers' venvs (autoenv.sandbox.serverenv)
+    paths.append(trust_root())
     return [p.resolve() for p in paths]
 
 

@@ -42,6 +42,7 @@ from autoenv.sandbox.confine import (
     writable_paths,
 )
 from autoenv.sandbox.environ import sandbox_env
+from autoenv.sandbox.trust import folder_trust
 
 CHILD_MODULE = "autoenv.child.main"
 STARTUP_SECONDS = 180  # the interpreter, verifiers and the candidate's import, on a loaded machine
@@ -85,8 +86,9 @@ def child_env(candidate_dir: Path, hide: Iterable[str] = (), runtime: str = "sub
               ) -> dict[str, str]:
     """Environment for child processes: the allowlist's variables only (autoenv.sandbox.environ.sandbox_env: no
     secret, whatever its name; `hide` names more to drop), the `runtime`'s own credentials, with `network` the
-    proxies that hold no password; this venv's tools first, this candidate's code first."""
-    env = sandbox_env(drop=hide, runtime=runtime, network=network)
+    proxies that hold no password; this venv's tools first, this candidate's code first; the machine's certificates
+    as a hashed folder (autoenv.sandbox.trust: an HTTP client then parses none)."""
+    env = folder_trust(sandbox_env(drop=hide, runtime=runtime, network=network))
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in [str(candidate_dir), env.get("PYTHONPATH", "")] if p)
     env["PYTHONUNBUFFERED"] = "1"
