@@ -25,6 +25,7 @@ from autoenv.child.tasks import load_oracle
 from autoenv.containers.cli import add_commands as add_runtime_commands
 from autoenv.containers.cli import setup_docker
 from autoenv.core import display, venvseal
+from autoenv.core.bytecode import compile_own
 from autoenv.core.config import AGENT_KINDS, CONFIG_NAME, load_config
 from autoenv.core.errors import AutoEnvError
 from autoenv.core.paths import DEFAULT_CANDIDATE, VENDORED_VERIFIERS, shown
@@ -547,6 +548,8 @@ def leftover_candidates() -> list[str]:
 
 
 def cmd_setup(args) -> int:
+    with display.stage("bytecode", "AutoEnv's own modules compiled once (the sandboxed child cannot write them)"):
+        display.note(compile_own())
     with display.stage("readable verifiers copy", "verifiers/"):
         display.note(vendor.fill(VENDORED_VERIFIERS))
     with display.stage("candidate install", "candidate/ (editable)"):
