@@ -143,6 +143,9 @@ def test_without_openssl_or_a_readable_bundle_the_environment_is_left_as_it_was(
     assert "SSL_CERT_DIR" not in trust.folder_trust(dict(missing))
     (tmp_path / "empty.pem").write_text("no certificate here\n")
     assert trust.hashed_folder(tmp_path / "empty.pem") is None
+    trusted = (certs / "trusted-ca.pem").read_text().replace("CERTIFICATE-----", "TRUSTED CERTIFICATE-----")
+    (tmp_path / "mixed.pem").write_text((certs / "other-ca.pem").read_text() + trusted)
+    assert trust.hashed_folder(tmp_path / "mixed.pem") is None  # its trusted block would be lost in a folder
 
 
 def test_the_child_takes_certifis_folder_only_when_it_holds_certifis_own_bundle(certs, tmp_path, monkeypatch):

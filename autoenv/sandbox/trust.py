@@ -58,8 +58,8 @@ def hashed_folder(bundle: Path) -> Path | None:
         return None
     certificates = PEM.findall(data)
     openssl = shutil.which("openssl")
-    if not certificates or openssl is None:
-        return None
+    if not certificates or len(certificates) != data.count(b"-----BEGIN ") or openssl is None:
+        return None  # a block of another kind (a TRUSTED CERTIFICATE, a CRL) would be lost: the bundle stays
     folder = trust_root() / digest(data)
     if (folder / "DONE").is_file():
         return folder
