@@ -56,13 +56,13 @@ def hashed_folder(bundle: Path) -> Path | None:
         data = bundle.read_bytes()
     except OSError:
         return None
+    folder = trust_root() / digest(data)
+    if (folder / "DONE").is_file():  # built from these very bytes, which passed the checks below then
+        return folder
     certificates = PEM.findall(data)
     openssl = shutil.which("openssl")
     if not certificates or len(certificates) != data.count(b"-----BEGIN ") or openssl is None:
         return None  # a block of another kind (a TRUSTED CERTIFICATE, a CRL) would be lost: the bundle stays
-    folder = trust_root() / digest(data)
-    if (folder / "DONE").is_file():
-        return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder.parent))
     try:
