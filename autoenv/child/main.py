@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import NoReturn
 
-from autoenv.child import rlimits
+from autoenv.child import rlimits, toolfork
 from autoenv.child.audit import audit
 from autoenv.child.derived import derive
 from autoenv.child.exports import inspect_module
@@ -138,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         open_channel(int(argv[1]))
     job = prepare(Path(argv[0]))
     import_verifiers()  # deferred: paid once here, while the parent is busy with its own stage
+    toolfork.start(job.candidate_dir)  # a copy made before the candidate is imported forks its tool servers
 
     emit("ready", seconds=round(time.time() - started, 3))
     return asyncio.run(serve(job))
@@ -167,6 +168,7 @@ def forked(job_path: Path, started: float, events_fd: int | None = None) -> int:
     if events_fd is not None:
         open_channel(events_fd)
     job = prepare(job_path)
+    toolfork.start(job.candidate_dir)
     emit("ready", seconds=round(time.time() - started, 3), warm=True)
     return asyncio.run(serve(job))
 
