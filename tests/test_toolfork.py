@@ -23,6 +23,10 @@ seen = {"pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "sid": 
         "comm": open("/proc/self/comm").read().strip(), "argv": sys.argv, "name": __name__, "cwd": os.getcwd(),
         "path0": sys.path[0], "env": dict(os.environ), "candidate_loaded": "candidatemod" in sys.modules,
         "verifiers_loaded": "verifiers.v1" in sys.modules}
+import tempfile
+seen["tempdir"] = tempfile.gettempdir()
+if "numpy.random" in sys.modules:
+    seen["numpy_draw"] = int(sys.modules["numpy.random"].randint(1 << 30))
 print("to the log", flush=True)
 print("to stderr", file=sys.stderr)
 import atexit
@@ -41,7 +45,9 @@ sys.exit(int(os.environ.get("CODE", "0")))
 DRIVER = """
 import asyncio, json, os, sys
 sys.path.insert(0, {here!r})
-import verifiers.v1
+import verifiers.v1, tempfile
+tempfile.gettempdir()  # chosen in the template, as the child's imports may have
+import numpy.random  # loaded in the template, as the warm server may load it
 from autoenv.child import toolfork
 started = toolfork.start({here!r})
 import candidatemod  # the candidate, imported after the forker was made
@@ -111,7 +117,8 @@ def served(tmp_path_factory) -> tuple[Path, dict]:
     """One driver, four servers: forked (exit 3), two started as processes (an interpreter flag; an interpreter
     setting in the environment), and one forked that does not end until verifiers' teardown stops it."""
     here = tmp_path_factory.mktemp("served")
-    return here, drive(here, [(["-m", "servermod"], {"FOO": "bar", "CODE": "3"}), (["-u", "-m", "servermod"], {}),
+    (here / "tmp").mkdir()
+    return here, drive(here, [(["-m", "servermod"], {"FOO": "bar", "CODE": "3", "TMPDIR": str(here / "tmp")}), (["-u", "-m", "servermod"], {}),
                               (["-m", "servermod"], {"PYTHONHASHSEED": "7"}), (["-m", "servermod"], {"HANG": "1"})])
 
 
@@ -128,6 +135,9 @@ def test_a_background_python_m_server_is_a_fork_of_the_template_and_looks_like_a
     assert seen["cwd"] == out["workdir"] == seen["path0"]
     assert seen["env"]["FOO"] == "bar" and "SECRET_API_KEY" not in seen["env"]  # verifiers' own rule for servers
     assert server["log"].splitlines() == ["to the log", "to stderr"]
+    assert seen["tempdir"] == str(tmp_path / "tmp")  # this environment's TMPDIR, not the one the template chose
+    # numpy's global random state reseeded in each fork, as in each fresh interpreter
+    assert seen["numpy_draw"] != report(tmp_path, 3)["numpy_draw"]
     assert (tmp_path / "report0.thread").read_text() == "joined"  # the interpreter's end: threads joined,
     assert (tmp_path / "report0.atexit").read_text() == "ran"  # then its atexit hooks
 

@@ -54,6 +54,7 @@ SERVER_IMPORTS = ("uvicorn", "mcp.server.mcpserver", "mcp.server.transport_secur
 """What verifiers' tool server imports on top of verifiers (autoenv.child.forkserver's WARM_IMPORTS has them too)."""
 MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 MESSAGE_BYTES = 4 << 20
+REPLY_SECONDS = 120.0  # the forker's first answer imports MCP's server (seconds on a loaded machine)
 PR_SET_NAME, PR_SET_PDEATHSIG = 15, 1
 
 _forker: _Forker | None = None
@@ -117,6 +118,7 @@ def _leave(*_: Any) -> None:
 class _Forker:
     def __init__(self, sock: socket.socket, pid: int):
         self.sock, self.pid = sock, pid
+        self.sock.settimeout(REPLY_SECONDS)
         self.lock = threading.Lock()
         self.dead = False
 
@@ -319,6 +321,18 @@ class _Template:
         return pid
 
 
+def fresh_state() -> None:
+    """What a fresh interpreter would not share with the template: the temporary folder tempfile chose (read again
+    from this environment's TMPDIR) and numpy's global random state (Python's own `random` reseeds itself at fork)."""
+    tempfile = sys.modules.get("tempfile")
+    if tempfile is not None:
+        setattr(tempfile, "tempdir", None)  # noqa: B010 (a module the template may not have loaded)
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None:
+        with contextlib.suppress(Exception):
+            numpy_random.seed()
+
+
 def _stream(fd: int, old: Any) -> io.TextIOWrapper:
     """A fresh interpreter's stdout (fd 1: block-buffered to a file, unbuffered with PYTHONUNBUFFERED) or stderr
     (fd 2: line-buffered, backslashreplace), in the encoding the stream it replaces had."""
@@ -352,6 +366,7 @@ class _Server:
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(self.request["env"])
+        fresh_state()
         sys.stdout, sys.stderr = _stream(1, sys.stdout), _stream(2, sys.stderr)
         sys.path[:] = [*([] if sys.flags.safe_path else [cwd]), *self.template.path]  # as `-m` makes it
         sys.argv = [sys.argv[0] if sys.argv else ""]
