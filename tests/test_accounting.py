@@ -80,6 +80,7 @@ def served_config(base_url: str, target: str = "echo", strong: str = "oracle") -
     return re.sub(r'(?m)^backend = .*', 'backend = "offline"', config)
 
 
+@pytest.mark.slow
 def test_eval_exits_2_naming_the_listed_models(run_repo):
     with Served() as endpoint:
         root = run_repo("arithmetic", config_text=served_config(endpoint.base_url, target="no-such-model"))

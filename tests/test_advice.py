@@ -50,6 +50,7 @@ def advice() -> list[Advice]:
     return collect()
 
 
+@pytest.mark.slow
 def test_every_advice_the_agent_can_be_shown_is_one_it_may_carry_out(advice):
     found = [f"{a.where}: {p}" for a in advice if not any(t in a.text for t in PENDING) for p in problems(a)]
     assert not found, "advice the agent may not carry out:\n" + "\n".join(dict.fromkeys(found))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import commit_all
 from review_run import review
 from test_pipeline import stats
@@ -85,6 +87,7 @@ def test_a_version_4_copy_reads_as_a_pointer(run_repo):
     assert resolve([source, copy], copy) == source
 
 
+@pytest.mark.slow
 def test_the_report_and_the_plot_show_a_hit_as_a_pointer(run_repo, capsys, tmp_path):
     root = run_repo("arithmetic")
     source, hit = baseline_then_hit(root)

@@ -39,6 +39,7 @@ def evaluate_env(root: Path, target: list[int]):
     return ctx, record(ctx, verdict(ctx, Outcome(stats=stats(target))))
 
 
+@pytest.mark.slow
 def test_an_env_evaluation_is_recorded_apart_from_the_run(run_repo, capsys):
     root = run_repo("arithmetic")
     ctx = preflight(EvalOptions(cwd=root, offline=True))
@@ -103,6 +104,7 @@ def test_an_env_evaluation_is_recorded_apart_from_the_run(run_repo, capsys):
     assert re.search(rf"(?m)^feedback:\s+feedback/env/{re.escape(key)}/{second.run_id}\.md$", block), block
 
 
+@pytest.mark.slow
 def test_the_driver_budget_counts_the_runs_evaluations_not_env_ones(run_repo):
     """A live driver allowing one evaluation: an `eval --env` entry does not spend it, a run evaluation does."""
     root = run_repo("arithmetic")

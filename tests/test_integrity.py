@@ -45,12 +45,14 @@ def problems(root: Path) -> list[str]:
     return check(root / "feedback_log.jsonl", Repo(root).notes())
 
 
+@pytest.mark.slow
 def test_an_intact_ledger_has_no_problems_and_each_note_carries_its_entry(evaluated):
     assert problems(evaluated) == []
     assert verify(evaluated) == ([], 3)
     assert all("\nentry: " in text and "\nledger: " in text for text in Repo(evaluated).notes().values())
 
 
+@pytest.mark.slow
 def test_an_edited_entry_is_named(evaluated):
     old = lines(evaluated)
     data = json.loads(old[1])
@@ -60,12 +62,14 @@ def test_an_edited_entry_is_named(evaluated):
     assert any(p.startswith("line 2 (commit ") and "was edited" in p for p in found), found
 
 
+@pytest.mark.slow
 def test_an_edited_last_entry_is_named(evaluated):
     old = lines(evaluated)
     write(evaluated, [*old[:2], old[2].replace('"description": ""', '"description": "x"')])
     assert next(p for p in problems(evaluated) if "was edited" in p).startswith("line 3 (commit ")
 
 
+@pytest.mark.slow
 def test_reordered_entries_are_named(evaluated):
     old = lines(evaluated)
     write(evaluated, [old[0], old[2], old[1]])
@@ -73,6 +77,7 @@ def test_reordered_entries_are_named(evaluated):
     assert found == ["line 2 is out of order: its entry came after line 3's (reordered)"], found
 
 
+@pytest.mark.slow
 def test_an_inserted_entry_is_named(evaluated):
     old = lines(evaluated)
     fake = json.loads(old[1]) | {"description": "never evaluated"}
@@ -80,6 +85,7 @@ def test_an_inserted_entry_is_named(evaluated):
     assert "line(s) 2–2 were inserted: line 3 continues the chain from line 1" in problems(evaluated)
 
 
+@pytest.mark.slow
 def test_a_deleted_last_entry_is_named_and_recorded_by_the_next_evaluation(evaluated):
     old = lines(evaluated)
     write(evaluated, old[:2])
@@ -94,6 +100,7 @@ def test_a_deleted_last_entry_is_named_and_recorded_by_the_next_evaluation(evalu
     assert entry.ledger_check.startswith("1 problem(s): the entry of commit")
 
 
+@pytest.mark.slow
 def test_a_lost_ledger_is_rebuilt_from_the_notes_and_outputs(evaluated):
     old = lines(evaluated)
     (evaluated / "feedback_log.jsonl").unlink()
@@ -137,6 +144,7 @@ def test_a_forged_entry_written_during_an_evaluation_is_set_aside_and_the_commit
                f"recorded {recorded.verdict.verdict}")
 
 
+@pytest.mark.slow
 def test_entries_another_evaluation_appends_meanwhile_are_kept(evaluated):
     """Two commits evaluated at once in one worktree: the other's line (chained, noted) is no tampering."""
     seen = lines(evaluated)

@@ -104,6 +104,7 @@ def test_a_watched_batch_runs_its_calls_in_one_hop_and_passes_values_through(tmp
     assert not batchable([lambda: None])  # not limited: never run inside a batch
 
 
+@pytest.mark.slow
 def test_a_call_stuck_inside_a_watched_batch_is_named_as_a_lone_call_is(tmp_path):
     from autoenv.child.limits import Breached, breaches, fresh_breaches, run_watched, watch_stopped, watch_unit
 

@@ -43,6 +43,7 @@ def test_config_typo_names_line_and_key(run_repo):
     assert ledger(root) == []
 
 
+@pytest.mark.slow
 def test_dirty_tree_is_refused_and_names_the_files(run_repo):
     root = run_repo()
     (root / "candidate" / "candidate_env" / "taskset.py").write_text("# edited\n", encoding="utf-8")
@@ -63,6 +64,7 @@ def test_repository_without_commits(tmp_path):
     assert "no commits yet" in result.stderr
 
 
+@pytest.mark.slow
 def test_missing_api_key_fails_before_any_work(run_repo):
     root = run_repo()
     result = autoenv("eval", cwd=root, env={"OPENAI_API_KEY": ""})
@@ -102,6 +104,7 @@ def test_a_damaged_ledger_is_refused_before_any_work(run_repo, damage, line, wor
                f"'{said.strip()}'; the file left as it was")
 
 
+@pytest.mark.slow
 def test_a_stale_ledger_temp_file_is_ignored_by_git_and_cleaned(run_repo):
     root = run_repo()
     entries_with_chain(root, 1)
@@ -119,6 +122,7 @@ def test_a_stale_ledger_temp_file_is_ignored_by_git_and_cleaned(run_repo):
     assert len(ledger(root)) == 1
 
 
+@pytest.mark.slow
 def test_the_dirty_tree_fix_never_commits_the_harness_files(run_repo):
     text = small_config().replace('outputs = "outputs"', 'outputs = "runs"').replace(
         'log_file = "feedback_log.jsonl"', 'log_file = "results/log.jsonl"')  # results git does not ignore

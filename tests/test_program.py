@@ -93,6 +93,7 @@ def test_the_hook_process_allows_the_loop_as_program_md_writes_it(tmp_path):
         assert done.returncode == 0, f"{command.text}: {done.stderr}"
 
 
+@pytest.mark.slow
 def test_autoenv_new_says_offline_when_no_key_is_set(tmp_path):
     from conftest import autoenv, small_config
 

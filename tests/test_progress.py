@@ -168,6 +168,7 @@ def test_export_check_reports_each_check_as_known_and_says_it_waits_on_the_venv(
     assert seen[4] == "  server.venv: preparing the server's uv venv (minutes the first time) …", seen
 
 
+@pytest.mark.slow
 def test_an_env_evaluation_under_the_driver_is_printed_and_priced_but_not_counted(run_repo, tmp_path, capsys):
     """The agent runs `eval --env` (its record, from test_env_apart): the driver says so, but it is not one of the
     run's evaluations (max_evals, the count, the last verdict, the launch's progress)."""

@@ -158,6 +158,7 @@ def test_no_reference_policy_is_named_before_any_rollout():
     assert no_reference_policy({"target": "empty"}, CandidateInfo(oracle_hook=False), offline=True) is None
 
 
+@pytest.mark.slow
 def test_a_failed_install_leaves_nothing_installed(tmp_path):
     package = tmp_path / "throwaway"
     (package / "throwaway_env_xyz").mkdir(parents=True)

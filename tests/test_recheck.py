@@ -51,12 +51,14 @@ def kept_run(run_repo):
     return root
 
 
+@pytest.mark.slow
 def test_verdicts_the_rules_gave_are_decided_again_the_same(kept_run):
     problems, count = verify(kept_run)
     assert problems == [] and count == 2
 
 
 @pytest.mark.attack
+@pytest.mark.slow
 def test_a_keep_with_failed_gates_recorded_by_the_harness_itself_is_named_forged(kept_run, attack_row):
     root = kept_run
     next_commit(root, 2)
@@ -74,6 +76,7 @@ def test_a_keep_with_failed_gates_recorded_by_the_harness_itself_is_named_forged
                f"autoenv verify exit {said.returncode}: " + problems[0].split(":")[0])
 
 
+@pytest.mark.slow
 def test_a_keep_that_names_no_reference_or_a_baseline_whose_numbers_say_discard_is_named(kept_run):
     root = kept_run
     entries = read_entries(root / "feedback_log.jsonl")
@@ -87,6 +90,7 @@ def test_a_keep_that_names_no_reference_or_a_baseline_whose_numbers_say_discard_
     assert forged([entries[0], discard], config) == []  # only keep and baseline are what a forger wants
 
 
+@pytest.mark.slow
 def test_the_next_evaluation_is_compared_with_the_last_genuine_keep_and_warned_of_the_forged_one(kept_run, capsys):
     root = kept_run
     honest = read_entries(root / "feedback_log.jsonl")[-1]

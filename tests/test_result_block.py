@@ -62,6 +62,7 @@ def test_tampered_names_a_recovery_the_driver_permits_and_it_works(tmp_path):
     assert [e["verdict"]["verdict"] for e in ledger(root)] == ["tampered", "baseline"]
 
 
+@pytest.mark.slow
 def test_refused_rules_end_with_a_tampered_block_that_records_nothing(tmp_path):
     config = small_config().replace('on_tamper = "record"', 'on_tamper = "refuse"')
     root = make_run_repo("arithmetic", tmp_path / "r", config, run_base=True)

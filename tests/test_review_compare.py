@@ -77,6 +77,7 @@ def test_ledger_rows_stand_in_for_missing_traces():
     assert c.by_difficulty == [] and c.by_component == [] and c.gained == [] and (c.only_a, c.only_b) == (1, 1)
 
 
+@pytest.mark.slow
 def test_two_commits(run, capsys):
     first, keep = run.commits["real"], run.commits["keep"]
     code, out, _ = review(capsys, run.root, "compare", first[:8], keep[:8])

@@ -20,6 +20,7 @@ def run(tmp_path_factory):
     return review_run(tmp_path_factory.getbasetemp() / "review")
 
 
+@pytest.mark.slow
 def test_the_table_lists_the_run_oldest_first_in_plain_text(run, capsys):
     code, out, _ = review(capsys, run.root, "log")
     assert code == 0

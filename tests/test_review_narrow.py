@@ -25,6 +25,7 @@ def widest(text: str) -> int:
     return max(len(line) for line in text.splitlines())
 
 
+@pytest.mark.slow
 def test_log_stacks_under_100_columns(run):
     out = narrow(run.root, "log")
     print(out)

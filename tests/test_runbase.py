@@ -109,6 +109,7 @@ def test_a_tampered_commit_is_recorded_red_never_kept_and_runs_nothing(checkout)
     assert read_entries(root / "feedback_log.jsonl") == [entry]
 
 
+@pytest.mark.slow
 def test_on_tamper_refuse_records_nothing(tmp_path):
     config = small_config().replace('on_tamper = "record"', 'on_tamper = "refuse"')
     root = make_run_repo("arithmetic", tmp_path / "r", config)
@@ -122,6 +123,7 @@ def test_on_tamper_refuse_records_nothing(tmp_path):
     assert not (root / "feedback_log.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_rebase_rules_is_a_commit_and_starts_a_new_comparison(checkout):
     root = new_run(checkout, "t")
     ctx = preflight(EvalOptions(cwd=root, offline=True))
@@ -215,6 +217,7 @@ def test_a_malformed_base_names_the_file_and_key():
         RunBase.parse("[run\n", ".autoenv/run.toml")
 
 
+@pytest.mark.slow
 def test_cli_new_refuses_an_existing_tag_with_exit_2(tmp_path):
     root = make_run_repo("arithmetic", tmp_path / "r", small_config())  # no autoenv/ folder to shadow the package
     assert autoenv("new", "one", cwd=root).returncode == 0

@@ -314,6 +314,7 @@ print("".join(c.choices[0].delta.content or "" for c in stream if c.choices))
 
 
 @needs_bwrap
+@pytest.mark.slow
 def test_a_child_without_network_reaches_the_models_through_the_relay(tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_VAR, KEY)
     out = tmp_path / "out"

@@ -608,6 +608,7 @@ def test_fault_cut_stream_has_no_finish():
     assert counts["fault:cut"] == 2
 
 
+@pytest.mark.slow
 def test_fault_hang_times_out_client_and_stop_does_not_hang():
     started = time.monotonic()
 

@@ -122,6 +122,7 @@ def served(tmp_path_factory) -> tuple[Path, dict]:
                               (["-m", "servermod"], {"PYTHONHASHSEED": "7"}), (["-m", "servermod"], {"HANG": "1"})])
 
 
+@pytest.mark.slow
 def test_a_background_python_m_server_is_a_fork_of_the_template_and_looks_like_a_fresh_interpreter(served):
     tmp_path, out = served
     assert out["started"] is True
@@ -142,6 +143,7 @@ def test_a_background_python_m_server_is_a_fork_of_the_template_and_looks_like_a
     assert (tmp_path / "report0.atexit").read_text() == "ran"  # then its atexit hooks
 
 
+@pytest.mark.slow
 def test_verifiers_teardown_stops_a_forked_server_that_does_not_end(served):
     server = served[1]["servers"][3]
     assert server["kind"] == "ForkedProcess"
@@ -149,6 +151,7 @@ def test_verifiers_teardown_stops_a_forked_server_that_does_not_end(served):
     assert gone(server["pid"], 1)
 
 
+@pytest.mark.slow
 def test_other_commands_and_interpreter_settings_start_a_process(served):
     tmp_path, out = served
     assert [s["kind"] for s in out["servers"][:3]] == ["ForkedProcess", "Process", "Process"]
@@ -156,11 +159,13 @@ def test_other_commands_and_interpreter_settings_start_a_process(served):
     assert report(tmp_path, 2)["env"]["PYTHONHASHSEED"] == "7" and out["servers"][1]["code"] == 0
 
 
+@pytest.mark.slow
 def test_turned_off_every_server_is_a_process(tmp_path):
     out = drive(tmp_path, [(["-m", "servermod"], {})], env={"AUTOENV_TOOLFORK": "0"})
     assert out["started"] is False and out["servers"][0]["kind"] == "Process" and out["servers"][0]["code"] == 0
 
 
+@pytest.mark.slow
 def test_the_forker_and_its_servers_end_with_the_child(tmp_path):
     """A child that ends without tearing down (killed, or `os._exit`): its socket closes, the forker kills what it
     forked and exits."""

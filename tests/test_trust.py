@@ -112,6 +112,7 @@ def test_the_folder_holds_the_bundles_certificates_linked_by_hash_and_is_built_o
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # no partial folder left behind
 
 
+@pytest.mark.slow
 def test_a_client_given_the_folder_trusts_exactly_what_the_bundle_trusted(certs, https, tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOENV_CACHE", str(tmp_path / "cache"))
     bundle_env = {"SSL_CERT_FILE": str(certs / "bundle.pem")}

@@ -615,6 +615,7 @@ def test_a_kept_evaluation_with_too_few_tasks_hands_the_reference_on():
                                "becomes the reference")
 
 
+@pytest.mark.slow
 def test_unpaired_comparisons_of_unchanged_environments_rarely_decide():
     # A/A on changed tasks: the same environment's tasks redrawn (each task's success rate from one
     # Beta distribution around the mean). A keep or discard here is a false decision; its rate must
