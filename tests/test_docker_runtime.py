@@ -10,6 +10,7 @@ stream), not from what the harness says.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import shutil
@@ -30,11 +31,21 @@ from tests.conftest import autoenv, head, ledger, small_config
 
 pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
 BWRAP = _probe()
+ENGINE_LOCK = "/tmp/autoenv-tests-docker-engine.lock"
 
 
 @pytest.fixture(scope="module")
 def engine():
-    """The base image's tag, with an engine answering for the module."""
+    """The base image's tag, with an engine answering for the module. One module of the suite's workers at a time
+    holds the engine (a lock file, waited on): another module's test stops the daemon on purpose
+    (test_an_engine_stopped_mid_evaluation_is_inconclusive_not_the_candidates_crash), and a module whose fixture found
+    an engine answering would lose it mid-evaluation."""
+    with open(ENGINE_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield from _engine()
+
+
+def _engine():
     started = False
     if engine_problem("docker") is not None:
         if shutil.which("dockerd") is None or os.geteuid() != 0:
