@@ -42,23 +42,19 @@ def engine():
     an engine answering would lose it mid-evaluation."""
     with open(ENGINE_LOCK, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        yield from _engine()
-
-
-def _engine():
-    started = False
-    if engine_problem("docker") is not None:
-        if shutil.which("dockerd") is None or os.geteuid() != 0:
-            pytest.skip("no Docker engine answers and none can be started here (bash setup.sh --with-docker)")
-        daemon.start()
-        started = True
-    try:
-        if not image.present(image.tag()) and shutil.which("mmdebstrap") is None:
-            pytest.skip("the local base image is not built and mmdebstrap is missing (bash setup.sh --with-docker)")
-        yield image.build().tag
-    finally:
-        if started:
-            daemon.stop()
+        started = False
+        if engine_problem("docker") is not None:
+            if shutil.which("dockerd") is None or os.geteuid() != 0:
+                pytest.skip("no Docker engine answers and none can be started here (bash setup.sh --with-docker)")
+            daemon.start()
+            started = True
+        try:
+            if not image.present(image.tag()) and shutil.which("mmdebstrap") is None:
+                pytest.skip("the local base image is not built and mmdebstrap is missing (bash setup.sh --with-docker)")
+            yield image.build().tag
+        finally:
+            if started:
+                daemon.stop()
 
 
 def docker_config(**settings) -> str:
