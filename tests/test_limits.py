@@ -350,3 +350,50 @@ def test_real_numbers_pass_and_others_are_named():
     for value in ("0.5", None, [1.0], {"score": 1}):
         with pytest.raises(RewardValueError, match="reward 'x' returned"):
             real_number(value, "reward 'x'")
+
+
+def test_cpythons_false_ast_depth_error_is_retried_and_one_raised_on_purpose_is_not_hidden(tmp_path):
+    """CPython 3.11's AST constructor shares its depth counter between threads (gh-106905): `ast.parse` in a reward
+    can raise "AST constructor recursion depth mismatch" when another thread builds an AST at that instant, as the
+    child's reward workers do. Such a call is made once more, lone or inside a watched batch; a reward raising it
+    every time (on purpose, or for real) is charged as any error is."""
+    from autoenv.child.limits import limit_hooks, run_watched
+
+    race = "AST constructor recursion depth mismatch (before=18, after=13)"
+    calls: list[str] = []
+
+    class Parses:
+        data = None
+
+        async def once(self, code="1 + 1"):
+            calls.append("once")
+            if calls.count("once") in (1, 3):  # the race hit the first call, then the third
+                raise SystemError(race)
+            import ast
+            return float(isinstance(ast.parse(code), ast.Module))
+        once.reward = True  # type: ignore[attr-defined]
+
+        async def always(self):
+            calls.append("always")
+            raise SystemError(race)
+        always.reward = True  # type: ignore[attr-defined]
+
+        async def other(self):
+            calls.append("other")
+            raise SystemError("some other interpreter error")
+        other.reward = True  # type: ignore[attr-defined]
+
+    limit_hooks(Parses, 5, "audit", str(tmp_path))
+    task = Parses()
+    assert asyncio.run(task.once()) == 1.0 and calls.count("once") == 2
+
+    async def batch():
+        return await task.once()
+
+    assert asyncio.run(run_watched(batch)) == 1.0 and calls.count("once") == 4
+    with pytest.raises(SystemError, match="^AST constructor recursion depth mismatch"):
+        asyncio.run(task.always())
+    assert calls.count("always") == 2  # tried twice, then charged
+    with pytest.raises(SystemError, match="^some other interpreter error$"):
+        asyncio.run(task.other())
+    assert calls.count("other") == 1  # any other error: never retried

@@ -464,9 +464,8 @@ def _limited(fn: Callable[..., Any], kind: str, seconds: float, stage: str, sour
         idx = getattr(getattr(self, "data", None), "idx", None)
         what = f"{label} on task idx {idx} in the {stage} stage"
         watch = _watch.get()
-        try:
-            if fresh is not None:  # this call breached inside a watched batch: it says so here
-                raise TimeLimitExceeded(fresh)
+
+        async def call() -> Any:
             if uses_runtime:
                 async def in_loop() -> tuple[Any, float]:
                     started = time.monotonic()
@@ -476,12 +475,21 @@ def _limited(fn: Callable[..., Any], kind: str, seconds: float, stage: str, sour
                         raise TimeLimitExceeded(f"{what} did not return within {seconds:g} s nor within "
                                                 f"{seconds * HANG_FACTOR:g} s (a hang)") from None
                     return value, time.monotonic() - started
-                value = await _tried(in_loop, seconds, what, key)
-            elif watch is not None:  # inside a watched batch, already in a worker: its caller keeps the limit
-                value = await watch.run(lambda: fn(self, *args, **kwargs), what, seconds, key)
-            else:
-                value = await _tried(lambda: _run_timed(lambda: fn(self, *args, **kwargs), seconds, what, source,
-                                                        seconds * HANG_FACTOR), seconds, what, key)
+                return await _tried(in_loop, seconds, what, key)
+            if watch is not None:  # inside a watched batch, already in a worker: its caller keeps the limit
+                return await watch.run(lambda: fn(self, *args, **kwargs), what, seconds, key)
+            return await _tried(lambda: _run_timed(lambda: fn(self, *args, **kwargs), seconds, what, source,
+                                                   seconds * HANG_FACTOR), seconds, what, key)
+
+        try:
+            if fresh is not None:  # this call breached inside a watched batch: it says so here
+                raise TimeLimitExceeded(fresh)
+            try:
+                value = await call()
+            except SystemError as e:
+                if not ast_race(e):
+                    raise
+                value = await call()  # the race needs another thread inside the AST constructor at that instant
             return real_number(value, what) if kind == "reward" else value
         except TimeLimitExceeded as e:
             _breached.setdefault(key, str(e))
@@ -493,6 +501,15 @@ def _limited(fn: Callable[..., Any], kind: str, seconds: float, stage: str, sour
     # inspect.signature finds through __wrapped__, without unwrapping and rebuilding it each time
     limited.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
     return limited
+
+
+def ast_race(error: BaseException) -> bool:
+    """Whether `error` is CPython's false "AST constructor recursion depth mismatch" (gh-106905, 3.11): the AST
+    constructor's depth counter is shared by the interpreter's threads, so `ast.parse` (sympy's `parse_expr`, a
+    reward that reads code) can raise it when another thread builds an AST at the same time, as the rewards this
+    child scores in its worker threads do. Not the candidate's error: the call is made once more. A call that raises
+    it again is charged as any error is (a reward that raises it on purpose gains nothing)."""
+    return isinstance(error, SystemError) and str(error).startswith("AST constructor recursion depth mismatch")
 
 
 def breaches() -> Iterable[str]:
