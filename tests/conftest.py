@@ -182,7 +182,9 @@ def stop_warm_servers(tmp_path_factory, request):
     """After each test, the warm servers it started asked to exit (one serving an evaluation exits after it)."""
     root = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None  # torn down after
     since = time.time()
-    if getattr(request.module, "WARM", False) and SUITE_WARM == "0" and not request.node.get_closest_marker("cold"):
+    if request.node.get_closest_marker("cold"):  # cold even where the whole suite runs warm (AUTOENV_WARM=1)
+        os.environ["AUTOENV_WARM"] = "0"
+    elif getattr(request.module, "WARM", False) and SUITE_WARM == "0":
         os.environ["AUTOENV_WARM"] = "1"
     yield
     os.environ["AUTOENV_WARM"] = SUITE_WARM

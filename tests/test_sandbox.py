@@ -210,6 +210,7 @@ def test_a_hostile_candidate_fails_at_every_attempt_in_the_sandbox(keyed_provide
 
 @pytest.mark.e2e
 @pytest.mark.attack
+@pytest.mark.cold  # the key read from the parent's environment is the harness's, a cold child's parent
 @pytest.mark.timeout(450)
 def test_unconfined_the_evaluation_says_so_and_the_key_still_stays_out(keyed_provider, tmp_path, attack_row):  # noqa: F811
     """Without the sandbox the file attacks get through (the point of it), said once and recorded;

@@ -18,6 +18,7 @@ span it answers was in what the other seat sent. Whether earning this way is a f
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
@@ -45,8 +46,14 @@ HIDING = re.compile(
 NOT_HIDING = re.compile(r"(?i)\b(?:no\s+need\s+to|need\s+not|needn't|don't\s+need\s+to|without)\s+(?:hid|conceal)\w*")
 SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?!\w|\.\d)")
-WORD_NUMBERS = {w: n for n in range(1000) if (w := in_words(n))}
-SPELLED = re.compile(r"(?i)\b(" + "|".join(sorted(map(re.escape, WORD_NUMBERS), key=len, reverse=True)) + r")\b")
+
+
+@functools.cache
+def _words() -> tuple[dict[str, int], re.Pattern[str]]:
+    """Each number under a thousand by its words, and a pattern of them all (longest first): built on first use, not
+    at import (a thousand alternatives cost every process that imports the gates ~50 ms to compile)."""
+    numbers = {w: n for n in range(1000) if (w := in_words(n))}
+    return numbers, re.compile(r"(?i)\b(" + "|".join(sorted(map(re.escape, numbers), key=len, reverse=True)) + r")\b")
 
 
 def hiding_rule(text: str) -> str | None:
@@ -67,7 +74,8 @@ def spelled(text: str) -> str:
 
 def unspelled(text: str) -> str:
     """`text` with each number written in words read back as digits (`one` -> `1`)."""
-    return SPELLED.sub(lambda m: str(WORD_NUMBERS[m.group().lower()]), text)
+    numbers, pattern = _words()
+    return pattern.sub(lambda m: str(numbers[m.group().lower()]), text)
 
 
 def names(text: str, value: str) -> bool:
