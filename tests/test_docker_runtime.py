@@ -274,6 +274,30 @@ def test_a_child_under_the_docker_runtime_reaches_nothing_of_the_host_through_th
     assert len(guard.refused) >= 5, guard.refused
 
 
+def test_a_forced_removal_is_answered_at_once_and_done_before_the_guard_ends(engine, guard_folders):
+    """`docker rm -f` of the child's own container returns without waiting for the engine; the container is gone
+    once the guard has ended. A removal without force still gets the engine's own answer (a running container: no)."""
+    share, mounts = guard_folders
+    name, kept = f"ae-rm-{os.getpid()}", f"ae-keep-{os.getpid()}"
+    with Guard(endpoint(), share, mounts) as guard:
+        env = {**os.environ, "DOCKER_HOST": f"unix://{guard.socket_path}", "DOCKER_CONTEXT": ""}
+
+        def cli(*argv: str) -> subprocess.CompletedProcess:
+            return subprocess.run(["docker", *argv], capture_output=True, text=True, timeout=120, env=env)
+
+        for made in (name, kept):
+            assert cli("run", "-d", "--name", made, engine, "sleep", "infinity").returncode == 0
+        unforced = cli("rm", kept)
+        assert unforced.returncode != 0 and "running" in unforced.stderr.lower(), unforced.stderr
+        removed = cli("rm", "-f", name)
+        assert removed.returncode == 0 and name in removed.stdout, removed.stderr
+        assert cli("rm", "-f", kept).returncode == 0
+        assert guard.removed_apart == 2 and guard.unreachable == [] and guard.refused == []
+    left = subprocess.run(["docker", "ps", "-aq", "--filter", f"name={name}", "--filter", f"name={kept}"],
+                          capture_output=True, text=True, timeout=60)
+    assert left.stdout.split() == [], left.stdout
+
+
 @pytest.mark.attack
 def test_a_restricted_network_refuses_egress_through_the_guard(engine, attack_row, guard_folders):
     """verifiers' restricted network mode (`allow = []`): its helper image is the local one, the cut runs through

@@ -30,6 +30,12 @@ makes them) it creates and starts a spare from the same request, and answers the
 `create` with that spare, renamed to the name asked for; the CLI's `start` of a running
 container is a no-op (304). The spare is removed when the evaluation ends unused.
 
+A forced removal of a container of the child's own (verifiers' `docker rm -f` at each
+rollout's end, 0.2-0.3 s of a killed `sleep infinity` and its layer) is answered at once and
+done apart, at most REMOVING_AHEAD at a time (a further one waits for a slot), so the next
+rollout need not wait for the engine to tidy the last; the guard's end waits for all of them.
+A removal the engine did not answer counts as `unreachable`, like any other request.
+
 The guard also counts what only the harness can see: requests the engine did not answer
 (`unreachable`), so an engine that goes away mid-evaluation is infrastructure, never the
 candidate's crash (autoenv.evaluation.pipeline).
@@ -60,6 +66,8 @@ LABEL = "autoenv.guarded"  # on every container a guarded child creates
 HEAD_LIMIT = 64 * 1024
 BODY_LIMIT = 1024 * 1024  # a create or exec body: JSON of a few kilobytes
 START_SECONDS = 30
+REMOVING_AHEAD = 4  # forced removals in flight before the next one waits
+REMOVE_SECONDS = 120  # the guard's end waits this long for the removals in flight
 OFFLINE_NETWORK = "autoenv-offline"
 DEFAULT_NETWORKS = {"", "default", "bridge"}
 
@@ -110,6 +118,8 @@ class Guard:
     started_ahead: int = 0  # creates answered with a spare
     _spare: tuple[str, asyncio.Task] | None = None  # (the create request it answers, its container's id or None)
     _dropping: set[asyncio.Task] = field(default_factory=set)
+    _removing: set[asyncio.Task] = field(default_factory=set)  # forced removals done apart
+    removed_apart: int = 0
 
     def __enter__(self) -> Guard:
         self.socket_path = str(self.share.parent / "engine" / "engine.sock")
@@ -128,6 +138,8 @@ class Guard:
         assert self._loop is not None and self._thread is not None
         with suppress(Exception):
             asyncio.run_coroutine_threadsafe(self._drop_spare(), self._loop).result(timeout=START_SECONDS * 2)
+        with suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self._removals_done(), self._loop).result(timeout=REMOVE_SECONDS)
         if self._server is not None:
             self._loop.call_soon_threadsafe(self._server.close)  # the server is the loop's: closed in its thread
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -166,6 +178,16 @@ class Guard:
         if problem is not None:
             self.refused.append(f"{request.method} {path}: {problem}")
             await respond(writer, 403, f"autoenv sandbox: {problem}")
+            return
+        if request.method == "DELETE" and self._removes_apart(path, request.target):
+            while len(self._removing) >= REMOVING_AHEAD:
+                await asyncio.wait(set(self._removing), return_when=asyncio.FIRST_COMPLETED)
+            removal = asyncio.ensure_future(self._remove_apart(request.target, path))
+            self._removing.add(removal)
+            removal.add_done_callback(self._removing.discard)
+            self.removed_apart += 1
+            writer.write(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+            await writer.drain()
             return
         if path == "/containers/create" and isinstance(parsed, dict) and (key := self._spare_key(parsed)) is not None:
             name = policy.split(request.target)[1].get("name", [""])[0]
@@ -207,6 +229,22 @@ class Guard:
             self.unreachable.append(f"{request.method} {path}: the engine dropped the connection ({e})")
         finally:
             up_writer.close()
+
+    @staticmethod
+    def _removes_apart(path: str, target: str) -> bool:
+        """A forced removal of one container (policy has already found it the child's own)."""
+        parts = path.strip("/").split("/")
+        force = policy.split(target)[1].get("force", [""])[0].lower()
+        return len(parts) == 2 and parts[0] == "containers" and force in ("1", "true")
+
+    async def _remove_apart(self, target: str, path: str) -> None:
+        status, _ = await self._call("DELETE", target)
+        if status == 0:
+            self.unreachable.append(f"DELETE {path}: the engine did not answer the removal")
+
+    async def _removals_done(self) -> None:
+        if self._removing:
+            await asyncio.gather(*self._removing, return_exceptions=True)
 
     def _spare_key(self, body: dict) -> str | None:
         """The request a spare answers: a task container verifiers' runtime creates, else None."""
